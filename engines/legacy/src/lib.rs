@@ -1,0 +1,62 @@
+//! The bundled `legacy` context engine: what an agent runtime does without a context engine.
+//!
+//! `assemble` passes the whole context through (O(entries): one result list, nothing copied per
+//! entry), `ingest` keeps nothing, and `compact` delegates to the host's runtime compaction.
+//! All of that is the SDK's default behaviour; this engine only names itself.
+
+use ctxhost_sdk::{ContextEngine, EngineInfo};
+
+/// The pass-through engine. Stateless.
+#[derive(Debug, Default)]
+pub struct Legacy;
+
+impl ContextEngine for Legacy {
+    fn info() -> EngineInfo {
+        EngineInfo::new("legacy", "Legacy (pass-through)", env!("CARGO_PKG_VERSION"))
+    }
+}
+
+ctxhost_sdk::export_engine!(Legacy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_sdk::{AssembleRequest, ContextEntry, ContextItem, Role, Session};
+
+    #[test]
+    fn info_names_the_engine() {
+        let info = Legacy::info();
+        assert_eq!(info.id, "legacy");
+        assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
+        assert!(!info.owns_compaction);
+    }
+
+    #[test]
+    fn assemble_passes_everything_through() {
+        let entries = [
+            (0, Role::CompactionSummary, 40),
+            (3, Role::User, 2),
+            (4, Role::Assistant, 7),
+        ]
+        .map(|(entry, role, tokens)| ContextEntry {
+            entry,
+            role,
+            tokens,
+        });
+        let request = AssembleRequest {
+            session: Session {
+                id: "s".into(),
+                key: "agent:main:main".into(),
+            },
+            token_budget: Some(10),
+            context_window: 128_000,
+            context_tokens: 49,
+            available_tools: vec![],
+            entries: entries.to_vec(),
+        };
+        let result = Legacy.assemble(request).unwrap();
+        assert_eq!(result.items, [0, 3, 4].map(ContextItem::Keep));
+        assert_eq!(result.estimated_tokens, 49);
+        assert_eq!(result.system_prompt_addition, None);
+    }
+}

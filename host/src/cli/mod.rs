@@ -1,0 +1,112 @@
+//! Command-line parsing and dispatch. Each command lives in its own module and talks to the
+//! library only (`Host`, `Session`, `replay`).
+
+mod demo;
+mod doctor;
+mod output;
+mod replay;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use ctxhost::config::{Config, ConfigSource, Home};
+
+#[derive(Parser)]
+#[command(
+    name = "ctxhost",
+    version,
+    about = "Runs LLM-agent context engines as sandboxed WebAssembly components"
+)]
+struct Cli {
+    /// Config file (JSON5); else $CTXHOST_CONFIG, else $CTXHOST_HOME/ctxhost.json.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Checks the config, the active engine and its sandbox; exits 1 when a check fails.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Feeds a recorded transcript through an engine turn by turn, as an agent runtime would.
+    Replay(replay::ReplayArgs),
+    /// Generates a realistic coding-agent session and replays it on the embedded defaults.
+    Demo {
+        /// Messages in the generated session.
+        #[arg(long, default_value_t = 400)]
+        messages: usize,
+        /// Context window of the replay, in tokens.
+        #[arg(long, default_value_t = 32_000)]
+        window: u64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Doctor { json } => doctor::run(cli.config.as_deref(), json).await,
+        Command::Replay(args) => {
+            let (home, config) = load_config(cli.config.as_deref())?;
+            replay::run(home, config, args).await
+        }
+        Command::Demo {
+            messages,
+            window,
+            json,
+        } => demo::run(messages, window, json).await,
+    }
+}
+
+/// The home and the parsed config, or an error naming the file and position.
+fn load_config(flag: Option<&std::path::Path>) -> anyhow::Result<(Home, Config)> {
+    let home = Home::from_env()?;
+    let config = Config::load(ConfigSource::resolve(flag, &home))?;
+    Ok((home, config))
+}
+
+/// Logs go to stderr; `CTXHOST_LOG` sets the filter (default: warnings).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CTXHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// A directory that lives as long as the value (for replays that keep nothing).
+fn scratch_dir() -> anyhow::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("ctxhost-")
+        .tempdir()
+        .context("cannot create a scratch directory")
+}

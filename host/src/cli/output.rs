@@ -1,0 +1,68 @@
+//! Shared output helpers: JSON for machines, a progress bar only on a terminal.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Thousands separators for token figures.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A progress bar on stderr when it is a terminal; silent when piped.
+pub struct Bar(Option<ProgressBar>);
+
+impl Bar {
+    pub fn new(label: &str) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Self(None);
+        }
+        let bar = ProgressBar::new(0);
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} messages ({eta})")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(label.to_string());
+        Self(Some(bar))
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl ctxhost::replay::Progress for Bar {
+    fn advance(&mut self, done: usize, total: usize) {
+        if let Some(bar) = &self.0 {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(super::thousands(0), "0");
+        assert_eq!(super::thousands(999), "999");
+        assert_eq!(super::thousands(1000), "1,000");
+        assert_eq!(super::thousands(1234567), "1,234,567");
+    }
+}

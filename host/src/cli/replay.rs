@@ -1,0 +1,99 @@
+//! `ctxhost replay FILE`: a recorded transcript, turn by turn, through an engine.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ctxhost::Host;
+use ctxhost::config::{Config, Home};
+use ctxhost::replay::ReplayReport;
+
+use super::output::{Bar, print_json, thousands};
+
+#[derive(clap::Args)]
+pub struct ReplayArgs {
+    /// The transcript to replay (pi / OpenClaw JSONL, version 1, 2 or 3).
+    file: PathBuf,
+    /// Context window in tokens.
+    #[arg(long, default_value_t = 32_000)]
+    window: u64,
+    /// Engine to replay through (default: the one the config's slot selects).
+    #[arg(long)]
+    engine: Option<String>,
+    /// Keep the replayed transcript here (default: a scratch file, removed afterwards).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(home: Home, config: Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let host = Host::new(home, config)?;
+    let engine = match &args.engine {
+        Some(id) => host.engine(id).await?,
+        None => host.active_engine().await?,
+    };
+    let scratch = super::scratch_dir()?;
+    let output = match &args.out {
+        Some(path) => {
+            if path.exists() {
+                anyhow::bail!(
+                    "{} already exists; replay writes a new transcript",
+                    path.display()
+                );
+            }
+            path.clone()
+        }
+        None => scratch.path().join("replay.jsonl"),
+    };
+    let mut bar = Bar::new("replaying");
+    let report =
+        ctxhost::replay::replay(&host, &args.file, engine, args.window, &output, &mut bar).await;
+    bar.finish();
+    let report = report?;
+    if args.json {
+        print_json(&report)?;
+    } else {
+        print_report(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn print_report(r: &ReplayReport) {
+    println!("engine        {}", r.engine);
+    println!("source        {}", r.source);
+    println!(
+        "messages      {} ({} assistant turns) in {:.0} ms ({:.0} messages/s)",
+        r.messages,
+        r.turns,
+        r.elapsed_ms,
+        r.messages as f64 / (r.elapsed_ms / 1e3).max(1e-9)
+    );
+    println!(
+        "window        {} tokens (compact above {}, keep {} recent)",
+        thousands(r.context_window),
+        thousands(r.threshold),
+        thousands(r.keep_recent_tokens)
+    );
+    println!(
+        "assembled     min {} / median {} / max {} tokens; peak utilisation {:.0}%",
+        thousands(r.assembled_min.into()),
+        thousands(r.assembled_median.into()),
+        thousands(r.assembled_max.into()),
+        r.peak_utilisation * 100.0
+    );
+    println!("compactions   {}", r.compactions.len());
+    for c in &r.compactions {
+        println!(
+            "  before message {:>4}: {} -> {} tokens",
+            c.at_message,
+            thousands(c.tokens_before),
+            thousands(c.tokens_after)
+        );
+    }
+    if r.inserted_messages > 0 {
+        println!("inserted      {} engine messages", r.inserted_messages);
+    }
+    for (addition, turns) in &r.system_prompt_additions {
+        println!("system prompt {addition}  (x{turns})");
+    }
+}

@@ -1,0 +1,365 @@
+//! Operator configuration: where it lives, how it is parsed (JSON5), and the typed view of the
+//! keys ctxhost reads. Unknown keys are kept in the raw document, so an `openclaw.json` is a
+//! valid config and edits never drop what they do not own.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The engine used when the slot is empty.
+pub const DEFAULT_ENGINE: &str = "legacy";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {path}:{line}:{column}: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("config {path}: `{field}`: {message}")]
+    Field {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+    #[error(
+        "no home directory: set CTXHOST_HOME (or HOME) so ctxhost knows where to keep its state"
+    )]
+    NoHome,
+}
+
+/// The directory tree ctxhost owns (`$CTXHOST_HOME`, default `~/.ctxhost`).
+#[derive(Debug, Clone)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// `$CTXHOST_HOME`, else `$HOME/.ctxhost`.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        if let Some(dir) = std::env::var_os("CTXHOST_HOME").filter(|v| !v.is_empty()) {
+            return Ok(Self::new(dir));
+        }
+        let home = std::env::var_os("HOME")
+            .filter(|v| !v.is_empty())
+            .ok_or(ConfigError::NoHome)?;
+        Ok(Self::new(PathBuf::from(home).join(".ctxhost")))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn default_config_path(&self) -> PathBuf {
+        self.root.join("ctxhost.json")
+    }
+    pub fn plugins_dir(&self) -> PathBuf {
+        self.root.join("plugins")
+    }
+    /// The private directory of one engine, preopened into its sandbox.
+    pub fn state_dir(&self, engine_id: &str) -> PathBuf {
+        self.root.join("state").join(engine_id)
+    }
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+    pub fn cache_dir(&self) -> PathBuf {
+        self.root.join("cache")
+    }
+}
+
+/// Where the config came from, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// `--config PATH`
+    Flag(PathBuf),
+    /// `$CTXHOST_CONFIG`
+    Env(PathBuf),
+    /// `$CTXHOST_HOME/ctxhost.json`
+    Home(PathBuf),
+}
+
+impl ConfigSource {
+    /// Resolves the config path: the flag, else `$CTXHOST_CONFIG`, else the home default.
+    pub fn resolve(flag: Option<&Path>, home: &Home) -> Self {
+        if let Some(path) = flag {
+            return Self::Flag(path.to_path_buf());
+        }
+        if let Some(path) = std::env::var_os("CTXHOST_CONFIG").filter(|v| !v.is_empty()) {
+            return Self::Env(PathBuf::from(path));
+        }
+        Self::Home(home.default_config_path())
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::Flag(p) | Self::Env(p) | Self::Home(p) => p,
+        }
+    }
+
+    /// A missing file means defaults only at the home location; a path the operator named
+    /// explicitly must exist.
+    fn missing_is_default(&self) -> bool {
+        matches!(self, Self::Home(_))
+    }
+}
+
+/// The parsed config: the raw document (kept whole) and the typed keys ctxhost reads.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub source: ConfigSource,
+    /// False when the file did not exist and defaults apply.
+    pub found: bool,
+    pub raw: Value,
+    pub settings: Settings,
+}
+
+impl Config {
+    pub fn load(source: ConfigSource) -> Result<Self, ConfigError> {
+        let path = source.path().to_path_buf();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && source.missing_is_default() => {
+                return Ok(Self {
+                    source,
+                    found: false,
+                    raw: Value::Object(Default::default()),
+                    settings: Settings::default(),
+                });
+            }
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        let raw = parse_json5(&text, &path)?;
+        let settings = Settings::from_value(&raw, &path)?;
+        Ok(Self {
+            source,
+            found: true,
+            raw,
+            settings,
+        })
+    }
+
+    /// Defaults only, as if no file existed.
+    pub fn defaults(home: &Home) -> Self {
+        Self {
+            source: ConfigSource::Home(home.default_config_path()),
+            found: false,
+            raw: Value::Object(Default::default()),
+            settings: Settings::default(),
+        }
+    }
+
+    /// Parses a config document given as text (tests, embedding runtimes).
+    pub fn from_str(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let raw = parse_json5(text, path)?;
+        let settings = Settings::from_value(&raw, path)?;
+        Ok(Self {
+            source: ConfigSource::Flag(path.to_path_buf()),
+            found: true,
+            raw,
+            settings,
+        })
+    }
+
+    /// The engine the slot selects.
+    pub fn active_engine(&self) -> &str {
+        self.settings
+            .plugins
+            .slots
+            .context_engine
+            .as_deref()
+            .unwrap_or(DEFAULT_ENGINE)
+    }
+
+    pub fn plugin_entry(&self, id: &str) -> Option<&PluginEntry> {
+        self.settings.plugins.entries.get(id)
+    }
+}
+
+fn parse_json5(text: &str, path: &Path) -> Result<Value, ConfigError> {
+    json5::from_str::<Value>(text).map_err(|e| {
+        let (line, column) = e
+            .position()
+            .map(|p| (p.line + 1, p.column + 1))
+            .unwrap_or((0, 0));
+        let message = match e.code() {
+            Some(code) => code.to_string(),
+            None => e.to_string(),
+        };
+        ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message,
+        }
+    })
+}
+
+/// The keys ctxhost reads; names follow `openclaw.json` where they overlap.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    #[serde(default)]
+    pub plugins: PluginsSettings,
+    #[serde(default)]
+    pub agents: AgentsSettings,
+}
+
+impl Settings {
+    fn from_value(raw: &Value, path: &Path) -> Result<Self, ConfigError> {
+        if !raw.is_object() {
+            return Err(ConfigError::Field {
+                path: path.to_path_buf(),
+                field: "(root)".into(),
+                message: "the config must be an object".into(),
+            });
+        }
+        serde_path_to_error::deserialize(raw).map_err(|e| ConfigError::Field {
+            path: path.to_path_buf(),
+            field: e.path().to_string(),
+            message: e.inner().to_string(),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginsSettings {
+    #[serde(default)]
+    pub slots: Slots,
+    #[serde(default)]
+    pub entries: BTreeMap<String, PluginEntry>,
+    /// `"legacy"` opts into serving with legacy when the selected engine cannot load.
+    pub context_engine_fallback: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Slots {
+    pub context_engine: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginEntry {
+    pub enabled: Option<bool>,
+    /// The engine's own settings, handed to it by the `config` import.
+    pub config: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsSettings {
+    #[serde(default)]
+    pub defaults: AgentDefaults,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentDefaults {
+    /// The model's context window in tokens.
+    pub context_window: u64,
+    pub compaction: CompactionSettings,
+}
+
+impl Default for AgentDefaults {
+    fn default() -> Self {
+        Self {
+            context_window: 200_000,
+            compaction: CompactionSettings::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CompactionSettings {
+    pub reserve_tokens: u64,
+    pub reserve_tokens_floor: u64,
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        Self {
+            reserve_tokens: 16_384,
+            reserve_tokens_floor: 20_000,
+            keep_recent_tokens: 20_000,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_str(text, Path::new("/etc/ctxhost.json"))
+    }
+
+    #[test]
+    fn empty_object_selects_legacy() {
+        let config = parse("{}").unwrap();
+        assert_eq!(config.active_engine(), "legacy");
+        assert_eq!(config.settings.agents.defaults.context_window, 200_000);
+    }
+
+    #[test]
+    fn json5_with_comments_and_unknown_keys() {
+        let config = parse(
+            "{ // openclaw keys we do not own survive\n gateway: { port: 1 },\n plugins: { slots: { contextEngine: 'sliding-window' }, entries: { 'sliding-window': { config: { maxTokens: 100, } } } } }",
+        )
+        .unwrap();
+        assert_eq!(config.active_engine(), "sliding-window");
+        assert_eq!(config.raw["gateway"]["port"], 1);
+        let entry = config.plugin_entry("sliding-window").unwrap();
+        assert_eq!(entry.config.as_ref().unwrap()["maxTokens"], 100);
+    }
+
+    #[test]
+    fn syntax_error_names_line_and_column() {
+        let err =
+            parse("{\n  plugins: {\n    slots: { contextEngine: 'x' ,, }\n  }\n}").unwrap_err();
+        match &err {
+            ConfigError::Syntax { line, column, .. } => {
+                assert_eq!(*line, 3);
+                assert!(*column > 1, "column {column}");
+            }
+            other => panic!("expected a syntax error, got {other:?}"),
+        }
+        assert!(err.to_string().starts_with("config /etc/ctxhost.json:3:"));
+    }
+
+    #[test]
+    fn wrong_type_names_the_field_path() {
+        let err = parse("{ agents: { defaults: { compaction: { reserveTokens: 'lots' } } } }")
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("agents.defaults.compaction.reserveTokens"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn missing_home_config_is_defaults_but_missing_flag_path_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let config = Config::load(ConfigSource::Home(home.default_config_path())).unwrap();
+        assert!(!config.found);
+        let err = Config::load(ConfigSource::Flag(dir.path().join("nope.json"))).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }), "{err}");
+    }
+}

@@ -1,0 +1,50 @@
+//! The library's error: every failure names what and where (file, field, engine, function).
+
+use std::path::PathBuf;
+
+use crate::config::ConfigError;
+use crate::plugins::PluginError;
+use crate::runtime::{EngineError, RuntimeError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Transcript(#[from] ctxhost_transcript::TranscriptError),
+    /// The message was written to the transcript, but the engine did not ingest it.
+    #[error("message saved as entry {entry_id}, but {source}")]
+    Ingest {
+        entry_id: String,
+        source: EngineError,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid session key `{key}`: {problem}")]
+    SessionKey { key: String, problem: String },
+    #[error("engine `{engine}` could not compact session `{session}`: {reason}")]
+    CompactionFailed {
+        engine: String,
+        session: String,
+        reason: String,
+    },
+    #[error(
+        "rollback handle {handle} was never issued by engine `{engine}` for session `{session}`"
+    )]
+    UnknownRollback {
+        engine: String,
+        session: String,
+        handle: u64,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

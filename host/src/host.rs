@@ -1,0 +1,199 @@
+//! The library's entry point: config, the engines it can run, and sessions on them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ctxhost_transcript::compaction::Settings;
+
+use crate::config::{Config, Home};
+use crate::error::{Error, Result};
+use crate::plugins::Registry;
+use crate::runtime::{EngineSpec, Grants, Limits, PreparedEngine, Runtime, RuntimeOptions};
+use crate::session::Session;
+
+/// Which transcript a session uses.
+#[derive(Debug, Clone)]
+pub enum SessionTarget {
+    /// A session key, stored as `$CTXHOST_HOME/sessions/<key>.jsonl`.
+    Key(String),
+    /// A transcript file anywhere; its key is the file stem.
+    Path(PathBuf),
+}
+
+pub struct Host {
+    home: Home,
+    config: Config,
+    registry: Registry,
+    runtime: Runtime,
+    loaded: tokio::sync::Mutex<HashMap<String, Arc<PreparedEngine>>>,
+}
+
+impl Host {
+    /// A host with the default runtime: pooled instances and the component cache in the home.
+    pub fn new(home: Home, config: Config) -> Result<Self> {
+        let options = RuntimeOptions {
+            cache_dir: Some(home.cache_dir()),
+            ..RuntimeOptions::default()
+        };
+        Self::with_options(home, config, &options)
+    }
+
+    pub fn with_options(home: Home, config: Config, options: &RuntimeOptions) -> Result<Self> {
+        let registry = Registry::discover(&home.plugins_dir());
+        Ok(Self {
+            runtime: Runtime::new(options)?,
+            home,
+            config,
+            registry,
+            loaded: Default::default(),
+        })
+    }
+
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The engine the config's slot selects, loaded.
+    pub async fn active_engine(&self) -> Result<Arc<PreparedEngine>> {
+        self.engine(self.config.active_engine()).await
+    }
+
+    /// An engine by id, loaded once per host.
+    pub async fn engine(&self, id: &str) -> Result<Arc<PreparedEngine>> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some(engine) = loaded.get(id) {
+            return Ok(engine.clone());
+        }
+        let available = self.registry.resolve(id, self.config.source.path())?;
+        let bytes = available.component_bytes()?;
+        let config_json = self
+            .config
+            .plugin_entry(id)
+            .and_then(|entry| entry.config.as_ref())
+            .map(|config| config.to_string())
+            .unwrap_or_else(|| "{}".into());
+        let spec = EngineSpec {
+            id: id.to_string(),
+            origin: available.origin(),
+            state_dir: self.home.state_dir(id),
+            config_json,
+            limits: Limits::default(),
+            grants: Grants::default(),
+        };
+        let engine = self.runtime.prepare(spec, &bytes).await?;
+        loaded.insert(id.to_string(), engine.clone());
+        Ok(engine)
+    }
+
+    /// The transcript path of a session target.
+    pub fn session_path(&self, target: &SessionTarget) -> Result<(String, PathBuf)> {
+        match target {
+            SessionTarget::Path(path) => {
+                let key = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "session".into());
+                Ok((key, path.clone()))
+            }
+            SessionTarget::Key(key) => {
+                let file = format!("{}.jsonl", encode_key(key)?);
+                Ok((key.clone(), self.home.sessions_dir().join(file)))
+            }
+        }
+    }
+
+    /// Opens (or creates) a session on the active engine.
+    pub async fn open_session(&self, target: &SessionTarget) -> Result<Session> {
+        let engine = self.active_engine().await?;
+        self.open_session_on(target, engine).await
+    }
+
+    /// Opens (or creates) a session on a given engine.
+    pub async fn open_session_on(
+        &self,
+        target: &SessionTarget,
+        engine: Arc<PreparedEngine>,
+    ) -> Result<Session> {
+        self.open_session_with(target, engine, self.compaction_settings())
+            .await
+    }
+
+    /// Opens (or creates) a session with explicit compaction settings (replays at a window
+    /// other than the configured one).
+    pub async fn open_session_with(
+        &self,
+        target: &SessionTarget,
+        engine: Arc<PreparedEngine>,
+        settings: Settings,
+    ) -> Result<Session> {
+        let (key, path) = self.session_path(target)?;
+        Session::open(engine, &key, &path, settings.context_window, settings).await
+    }
+
+    /// The compaction settings of the config (`agents.defaults`).
+    pub fn compaction_settings(&self) -> Settings {
+        let defaults = &self.config.settings.agents.defaults;
+        Settings {
+            context_window: defaults.context_window,
+            reserve_tokens: defaults.compaction.reserve_tokens,
+            reserve_tokens_floor: defaults.compaction.reserve_tokens_floor,
+            keep_recent_tokens: defaults.compaction.keep_recent_tokens,
+        }
+    }
+}
+
+/// Session keys map to file names losslessly: `[A-Za-z0-9._-]` stay, other bytes become `%XX`.
+pub fn encode_key(key: &str) -> Result<String> {
+    let problem = if key.is_empty() {
+        Some("it is empty")
+    } else if key.len() > 200 {
+        Some("it is longer than 200 bytes")
+    } else if key == "." || key == ".." {
+        Some("it names a directory")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        return Err(Error::SessionKey {
+            key: key.to_string(),
+            problem: problem.to_string(),
+        });
+    }
+    let mut out = String::with_capacity(key.len());
+    for byte in key.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_encode_losslessly_and_never_escape_the_sessions_dir() {
+        assert_eq!(
+            encode_key("agent:main:main").unwrap(),
+            "agent%3Amain%3Amain"
+        );
+        assert_eq!(encode_key("a_b").unwrap(), "a_b");
+        assert_ne!(encode_key("a:b").unwrap(), encode_key("a_b").unwrap());
+        assert_eq!(encode_key("../etc/passwd").unwrap(), "..%2Fetc%2Fpasswd");
+        assert!(encode_key("").is_err());
+        assert!(encode_key("..").is_err());
+    }
+}

@@ -1,0 +1,24 @@
+//! ctxhost runs LLM-agent context engines as sandboxed WebAssembly components.
+//!
+//! An agent runtime embeds it like this: build a [`Host`] from the operator's config, open a
+//! [`Session`] by key or transcript path, then drive the lifecycle: [`Session::append`] each
+//! message, [`Session::assemble`] before each model call, [`Session::compact`] when the
+//! context passes its threshold, [`Session::close`] at the end.
+//!
+//! Modules depend one way: `cli → session → {runtime, transcript, config, plugins}`; the
+//! `runtime` knows nothing about transcripts, and `ctxhost-transcript` nothing about wasm.
+
+pub mod config;
+pub mod error;
+mod host;
+pub mod plugins;
+pub mod replay;
+pub mod runtime;
+pub mod session;
+
+pub use ctxhost_transcript as transcript;
+pub use error::{Error, Result};
+pub use host::{Host, SessionTarget, encode_key};
+pub use session::{
+    AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome, Session,
+};

@@ -1,0 +1,193 @@
+//! Replays a recorded transcript through an engine the way an agent runtime drives it:
+//! append each message; before each assistant turn, assemble, and compact first when the
+//! assembled context passes the window's threshold.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ctxhost_transcript::Transcript;
+use ctxhost_transcript::compaction::Settings;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::host::{Host, SessionTarget};
+use crate::runtime::PreparedEngine;
+use crate::runtime::contract::CompactionTrigger;
+use crate::session::{AssembleOptions, CompactOptions};
+
+/// The settings a replay at `window` uses: the configured ones, scaled down when the window is
+/// too small for them (a 20,000-token reserve floor leaves nothing of a 32k window).
+pub fn settings_for_window(configured: &Settings, window: u64) -> Settings {
+    let mut settings = configured.clone();
+    settings.context_window = window;
+    if settings.threshold() < window / 2 {
+        settings.reserve_tokens = window / 4;
+        settings.reserve_tokens_floor = 0;
+    }
+    settings.keep_recent_tokens = settings.keep_recent_tokens.min(settings.threshold() / 2);
+    settings
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionEvent {
+    /// The message number (1-based) before which it ran.
+    pub at_message: usize,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayReport {
+    pub engine: String,
+    pub source: String,
+    pub output: String,
+    pub messages: usize,
+    pub turns: usize,
+    pub context_window: u64,
+    pub threshold: u64,
+    pub keep_recent_tokens: u64,
+    pub compactions: Vec<CompactionEvent>,
+    pub peak_tokens: u32,
+    pub peak_utilisation: f64,
+    pub assembled_min: u32,
+    pub assembled_median: u32,
+    pub assembled_max: u32,
+    /// System-prompt additions the engine made, with how many turns carried each.
+    pub system_prompt_additions: Vec<(String, usize)>,
+    pub inserted_messages: usize,
+    pub elapsed_ms: f64,
+}
+
+/// What the replay reports as it goes (a progress bar, or nothing).
+pub trait Progress {
+    fn advance(&mut self, done: usize, total: usize);
+}
+
+impl Progress for () {
+    fn advance(&mut self, _done: usize, _total: usize) {}
+}
+
+/// Replays `source` into a new transcript at `output`.
+pub async fn replay(
+    host: &Host,
+    source: &Path,
+    engine: Arc<PreparedEngine>,
+    window: u64,
+    output: &Path,
+    progress: &mut dyn Progress,
+) -> Result<ReplayReport> {
+    let recorded = Transcript::load(source)?;
+    for warning in recorded.warnings() {
+        tracing::warn!("{warning}");
+    }
+    let messages: Vec<serde_json::Value> = recorded
+        .active_branch()
+        .into_iter()
+        .filter_map(|index| {
+            let entry = &recorded.entries()[index];
+            (entry.entry_type() == "message")
+                .then(|| serde_json::from_str(&entry.message_json()).ok())
+                .flatten()
+        })
+        .collect();
+    drop(recorded);
+
+    let settings = settings_for_window(&host.compaction_settings(), window);
+    let mut session = host
+        .open_session_with(
+            &SessionTarget::Path(output.to_path_buf()),
+            engine.clone(),
+            settings.clone(),
+        )
+        .await?;
+    let started = Instant::now();
+    let budget = u32::try_from(settings.threshold()).unwrap_or(u32::MAX);
+    let options = AssembleOptions {
+        token_budget: Some(budget),
+        available_tools: Vec::new(),
+    };
+    let mut assembled = Vec::new();
+    let mut compactions = Vec::new();
+    let mut additions: Vec<(String, usize)> = Vec::new();
+    let mut inserted = 0;
+    for (n, message) in messages.iter().enumerate() {
+        if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
+            let mut assembly = session.assemble(&options).await?;
+            if settings.should_compact(u64::from(assembly.estimated_tokens)) {
+                let outcome = session
+                    .compact(&CompactOptions {
+                        trigger: CompactionTrigger::Auto,
+                        token_budget: Some(budget),
+                        ..CompactOptions::default()
+                    })
+                    .await?;
+                if outcome.compacted {
+                    let before = u64::from(assembly.estimated_tokens);
+                    assembly = session.assemble(&options).await?;
+                    compactions.push(CompactionEvent {
+                        at_message: n + 1,
+                        tokens_before: before,
+                        tokens_after: u64::from(assembly.estimated_tokens),
+                    });
+                }
+            }
+            assembled.push(assembly.estimated_tokens);
+            inserted += assembly.inserted();
+            if let Some(addition) = assembly.system_prompt_addition {
+                match additions.last_mut() {
+                    Some((last, count)) if *last == addition => *count += 1,
+                    _ => additions.push((addition, 1)),
+                }
+            }
+        }
+        session.append(message).await?;
+        progress.advance(n + 1, messages.len());
+    }
+    let elapsed = started.elapsed();
+    session.close().await?;
+
+    let mut sorted = assembled.clone();
+    sorted.sort_unstable();
+    let peak = sorted.last().copied().unwrap_or(0);
+    Ok(ReplayReport {
+        engine: engine.id().to_string(),
+        source: source.display().to_string(),
+        output: output.display().to_string(),
+        messages: messages.len(),
+        turns: assembled.len(),
+        context_window: window,
+        threshold: settings.threshold(),
+        keep_recent_tokens: settings.keep_recent_tokens,
+        compactions,
+        peak_tokens: peak,
+        peak_utilisation: peak as f64 / window.max(1) as f64,
+        assembled_min: sorted.first().copied().unwrap_or(0),
+        assembled_median: sorted.get(sorted.len() / 2).copied().unwrap_or(0),
+        assembled_max: peak,
+        system_prompt_additions: additions,
+        inserted_messages: inserted,
+        elapsed_ms: duration_ms(elapsed),
+    })
+}
+
+fn duration_ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_windows_get_a_usable_threshold_and_keep_recent_below_it() {
+        let settings = settings_for_window(&Settings::default(), 32_000);
+        assert_eq!(settings.threshold(), 24_000);
+        assert_eq!(settings.keep_recent_tokens, 12_000);
+        let settings = settings_for_window(&Settings::default(), 200_000);
+        assert_eq!(settings.threshold(), 180_000);
+        assert_eq!(settings.keep_recent_tokens, 20_000);
+    }
+}

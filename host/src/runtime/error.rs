@@ -1,0 +1,107 @@
+//! Errors of the runtime: loading a component, and calling an engine.
+
+use std::fmt;
+
+use super::limits::Function;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("{origin}: not a WebAssembly file (no `\\0asm` header)")]
+    NotWasm { origin: String },
+    #[error(
+        "{origin}: a core WebAssembly module, not a component; build the engine for `wasm32-wasip2` (cargo build --target wasm32-wasip2 --release)"
+    )]
+    CoreModule { origin: String },
+    #[error("{origin}: cannot compile the component: {detail}")]
+    Compile { origin: String, detail: String },
+    #[error(
+        "{origin}: not a ctxhost context engine: it does not export `ctxhost:engine/engine` (exports: {exports})"
+    )]
+    NotAnEngine { origin: String, exports: String },
+    #[error(
+        "{origin}: built against contract ctxhost:engine@{found}, which this host does not support (supported: {supported})"
+    )]
+    UnsupportedContract {
+        origin: String,
+        found: String,
+        supported: String,
+    },
+    #[error("{origin}: cannot link the component: {detail}")]
+    Link { origin: String, detail: String },
+    #[error("cannot create the wasm engine: {0}")]
+    Engine(String),
+    #[error(transparent)]
+    Call(#[from] EngineError),
+}
+
+/// Why a guest call trapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The call ran past its deadline.
+    Deadline,
+    /// The guest needed more linear memory than its limit allows.
+    OutOfMemory,
+    StackOverflow,
+    /// The guest panicked or reached `unreachable`.
+    Panic,
+    /// Another trap (e.g. out-of-bounds access, division by zero, a host-side limit).
+    Trap,
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Deadline => "deadline exceeded",
+            Self::OutOfMemory => "out of memory",
+            Self::StackOverflow => "stack overflow",
+            Self::Panic => "panic",
+            Self::Trap => "trap",
+        })
+    }
+}
+
+/// A call into an engine that did not produce a usable result.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The guest trapped; its instance is discarded.
+    #[error("engine `{engine}` faulted in `{function}` (session `{session}`): {kind}: {detail}")]
+    Fault {
+        engine: String,
+        function: Function,
+        session: String,
+        kind: FaultKind,
+        detail: String,
+    },
+    /// The guest returned `err(message)`.
+    #[error("engine `{engine}` failed in `{function}` (session `{session}`): {message}")]
+    Failed {
+        engine: String,
+        function: Function,
+        session: String,
+        message: String,
+    },
+    /// The guest returned something the host refuses to apply.
+    #[error(
+        "engine `{engine}` returned an invalid result from `{function}` (session `{session}`): {problem}"
+    )]
+    InvalidOutput {
+        engine: String,
+        function: Function,
+        session: String,
+        problem: String,
+    },
+}
+
+impl EngineError {
+    pub fn fault_kind(&self) -> Option<FaultKind> {
+        match self {
+            Self::Fault { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// True when the instance that produced this error must not be used again.
+    pub fn discards_instance(&self) -> bool {
+        matches!(self, Self::Fault { .. })
+    }
+}

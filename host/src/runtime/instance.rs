@@ -1,0 +1,238 @@
+//! One engine instance serving one session: a `Store` and the exports, called under the
+//! engine's deadlines, with every trap turned into an `EngineError` naming the engine, the
+//! function and the session.
+
+use std::sync::Arc;
+
+use wasmtime::Store;
+
+use super::EngineSpec;
+use super::contract::{
+    AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
+    CompactRequest, CompactResult, EngineInfo, IngestResult, Message, Session, SubagentEndReason,
+    SubagentSpawn,
+};
+use super::error::{EngineError, FaultKind};
+use super::limits::Function;
+use super::state::StoreState;
+use super::v0_1;
+
+pub struct EngineInstance {
+    pub(super) store: Store<StoreState>,
+    pub(super) bindings: v0_1::ContextEngine,
+    pub(super) spec: Arc<EngineSpec>,
+    pub(super) session: Session,
+}
+
+impl EngineInstance {
+    pub fn engine_id(&self) -> &str {
+        &self.spec.id
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Arms the deadline and resets the per-call budgets.
+    fn begin(&mut self, function: Function) {
+        let deadline = self.spec.limits.deadline(function);
+        let data = self.store.data_mut();
+        data.clock.start(deadline);
+        data.limiter.memory_refused = false;
+        data.log.reset();
+        self.store.set_epoch_deadline(super::ticks_for(deadline));
+    }
+
+    /// Maps a call's outcome into the host's terms.
+    fn end<T>(
+        &mut self,
+        function: Function,
+        outcome: wasmtime::Result<Result<T, String>>,
+    ) -> Result<T, EngineError> {
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(message)) => Err(EngineError::Failed {
+                engine: self.spec.id.clone(),
+                function,
+                session: self.session.key.clone(),
+                message,
+            }),
+            Err(trap) => Err(self.fault(function, trap)),
+        }
+    }
+
+    fn fault(&self, function: Function, error: wasmtime::Error) -> EngineError {
+        let kind = classify(&error, self.store.data().limiter.memory_refused);
+        let detail = match kind {
+            FaultKind::Deadline => format!(
+                "ran for more than {:?} of guest time",
+                self.spec.limits.deadline(function)
+            ),
+            FaultKind::OutOfMemory => format!(
+                "needed more than its {} MiB memory limit",
+                self.spec.limits.memory_bytes >> 20
+            ),
+            _ => format!("{error:#}"),
+        };
+        EngineError::Fault {
+            engine: self.spec.id.clone(),
+            function,
+            session: self.session.key.clone(),
+            kind,
+            detail,
+        }
+    }
+
+    pub async fn info(&mut self) -> Result<EngineInfo, EngineError> {
+        self.begin(Function::Info);
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_info(&mut self.store)
+            .await
+            .map(Ok);
+        self.end(Function::Info, outcome)
+    }
+
+    pub async fn bootstrap(
+        &mut self,
+        request: &BootstrapRequest,
+    ) -> Result<BootstrapResult, EngineError> {
+        self.begin(Function::Bootstrap);
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_bootstrap(&mut self.store, request)
+            .await;
+        self.end(Function::Bootstrap, outcome)
+    }
+
+    pub async fn ingest(
+        &mut self,
+        message: &Message,
+        is_heartbeat: bool,
+    ) -> Result<IngestResult, EngineError> {
+        self.begin(Function::Ingest);
+        let session = self.session.clone();
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_ingest(&mut self.store, &session, message, is_heartbeat)
+            .await;
+        self.end(Function::Ingest, outcome)
+    }
+
+    pub async fn ingest_batch(
+        &mut self,
+        messages: &[Message],
+        is_heartbeat: bool,
+    ) -> Result<u32, EngineError> {
+        self.begin(Function::IngestBatch);
+        let session = self.session.clone();
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_ingest_batch(&mut self.store, &session, messages, is_heartbeat)
+            .await;
+        self.end(Function::IngestBatch, outcome)
+    }
+
+    pub async fn assemble(
+        &mut self,
+        request: &AssembleRequest,
+    ) -> Result<AssembleResult, EngineError> {
+        self.begin(Function::Assemble);
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_assemble(&mut self.store, request)
+            .await;
+        self.end(Function::Assemble, outcome)
+    }
+
+    pub async fn compact(
+        &mut self,
+        request: &CompactRequest,
+    ) -> Result<CompactResult, EngineError> {
+        self.begin(Function::Compact);
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_compact(&mut self.store, request)
+            .await;
+        self.end(Function::Compact, outcome)
+    }
+
+    pub async fn after_turn(&mut self, request: &AfterTurnRequest) -> Result<(), EngineError> {
+        self.begin(Function::AfterTurn);
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_after_turn(&mut self.store, request)
+            .await;
+        self.end(Function::AfterTurn, outcome)
+    }
+
+    pub async fn prepare_subagent_spawn(
+        &mut self,
+        spawn: &SubagentSpawn,
+    ) -> Result<Option<u64>, EngineError> {
+        self.begin(Function::PrepareSubagentSpawn);
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_prepare_subagent_spawn(&mut self.store, spawn)
+            .await;
+        self.end(Function::PrepareSubagentSpawn, outcome)
+    }
+
+    pub async fn rollback_subagent_spawn(&mut self, handle: u64) -> Result<(), EngineError> {
+        self.begin(Function::RollbackSubagentSpawn);
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_rollback_subagent_spawn(&mut self.store, handle)
+            .await;
+        self.end(Function::RollbackSubagentSpawn, outcome)
+    }
+
+    pub async fn on_subagent_ended(
+        &mut self,
+        child_session_key: &str,
+        reason: SubagentEndReason,
+    ) -> Result<(), EngineError> {
+        self.begin(Function::OnSubagentEnded);
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_on_subagent_ended(&mut self.store, child_session_key, reason)
+            .await;
+        self.end(Function::OnSubagentEnded, outcome)
+    }
+
+    pub async fn dispose(&mut self) -> Result<(), EngineError> {
+        self.begin(Function::Dispose);
+        let session = self.session.clone();
+        let outcome = self
+            .bindings
+            .ctxhost_engine_engine()
+            .call_dispose(&mut self.store, &session)
+            .await;
+        self.end(Function::Dispose, outcome)
+    }
+}
+
+/// Names the cause of a trap.
+fn classify(error: &wasmtime::Error, memory_refused: bool) -> FaultKind {
+    if error.downcast_ref::<super::DeadlineExceeded>().is_some() {
+        return FaultKind::Deadline;
+    }
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => FaultKind::Deadline,
+        Some(wasmtime::Trap::StackOverflow) => FaultKind::StackOverflow,
+        Some(wasmtime::Trap::UnreachableCodeReached) if memory_refused => FaultKind::OutOfMemory,
+        Some(wasmtime::Trap::UnreachableCodeReached) => FaultKind::Panic,
+        _ if memory_refused => FaultKind::OutOfMemory,
+        _ => FaultKind::Trap,
+    }
+}

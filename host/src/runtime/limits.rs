@@ -1,0 +1,86 @@
+//! Per-engine resource limits and the per-function deadlines they imply.
+
+use std::fmt;
+use std::time::Duration;
+
+/// What one engine instance may use. Defaults are generous for real engines and small enough
+/// that a hostile one cannot exhaust the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Linear memory per instance, in bytes.
+    pub memory_bytes: usize,
+    /// Deadline for the quick calls (info, ingest, assemble, after-turn, subagent hooks).
+    pub call_timeout: Duration,
+    /// Deadline for the slow calls (bootstrap, compact, dispose).
+    pub long_call_timeout: Duration,
+    /// Log and stdout/stderr bytes accepted per call; the rest is dropped and counted.
+    pub log_bytes_per_call: usize,
+    /// Table elements per table.
+    pub table_elements: usize,
+    /// Core instances per component instance.
+    pub instances: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 256 << 20,
+            call_timeout: Duration::from_secs(2),
+            long_call_timeout: Duration::from_secs(60),
+            log_bytes_per_call: 64 << 10,
+            table_elements: 100_000,
+            instances: 64,
+        }
+    }
+}
+
+impl Limits {
+    pub fn deadline(&self, function: Function) -> Duration {
+        match function {
+            Function::Bootstrap | Function::Compact | Function::Dispose => self.long_call_timeout,
+            _ => self.call_timeout,
+        }
+    }
+}
+
+/// The engine's exported functions, named as in the WIT for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Function {
+    Instantiate,
+    Info,
+    Bootstrap,
+    Ingest,
+    IngestBatch,
+    Assemble,
+    Compact,
+    AfterTurn,
+    PrepareSubagentSpawn,
+    RollbackSubagentSpawn,
+    OnSubagentEnded,
+    Dispose,
+}
+
+impl Function {
+    pub fn wit_name(self) -> &'static str {
+        match self {
+            Self::Instantiate => "instantiate",
+            Self::Info => "info",
+            Self::Bootstrap => "bootstrap",
+            Self::Ingest => "ingest",
+            Self::IngestBatch => "ingest-batch",
+            Self::Assemble => "assemble",
+            Self::Compact => "compact",
+            Self::AfterTurn => "after-turn",
+            Self::PrepareSubagentSpawn => "prepare-subagent-spawn",
+            Self::RollbackSubagentSpawn => "rollback-subagent-spawn",
+            Self::OnSubagentEnded => "on-subagent-ended",
+            Self::Dispose => "dispose",
+        }
+    }
+}
+
+impl fmt::Display for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.wit_name())
+    }
+}

@@ -1,0 +1,423 @@
+//! A session: the transcript the host owns, and the engine instance that serves it. This is
+//! the API an agent runtime embeds: append, assemble, compact, after-turn, subagent hooks, close.
+
+mod convert;
+mod shared;
+mod validate;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use ctxhost_transcript::store::TranscriptFile;
+use ctxhost_transcript::{NewCompaction, Transcript};
+use serde_json::Value;
+
+pub use validate::{AssembledItem, Assembly};
+
+use crate::error::{Error, Result};
+use crate::runtime::contract::{
+    AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactRequest, CompactionTrigger,
+    ContextMode, Session as SessionId, SubagentEndReason, SubagentSpawn,
+};
+use crate::runtime::{EngineError, EngineInstance, Function, PreparedEngine};
+pub use convert::tokens_u32;
+use shared::Shared;
+
+/// Options of one `assemble`.
+#[derive(Debug, Clone, Default)]
+pub struct AssembleOptions {
+    pub token_budget: Option<u32>,
+    pub available_tools: Vec<String>,
+}
+
+/// Options of one `compact`.
+#[derive(Debug, Clone)]
+pub struct CompactOptions {
+    pub force: bool,
+    pub trigger: CompactionTrigger,
+    pub token_budget: Option<u32>,
+    pub custom_instructions: Option<String>,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        Self {
+            force: false,
+            trigger: CompactionTrigger::Manual,
+            token_budget: None,
+            custom_instructions: None,
+        }
+    }
+}
+
+/// What a `compact` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactOutcome {
+    pub compacted: bool,
+    pub reason: Option<String>,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// The id of the first entry kept after the new compaction entry.
+    pub first_kept_entry_id: Option<String>,
+}
+
+pub struct Session {
+    engine: Arc<PreparedEngine>,
+    shared: Arc<Shared>,
+    file: TranscriptFile,
+    context_window: u64,
+    instance: Option<EngineInstance>,
+    rollbacks: HashSet<u64>,
+}
+
+impl Session {
+    /// Opens the transcript at `path` (creating it when missing) and starts the engine for it.
+    pub(crate) async fn open(
+        engine: Arc<PreparedEngine>,
+        key: &str,
+        path: &Path,
+        context_window: u64,
+        settings: ctxhost_transcript::compaction::Settings,
+    ) -> Result<Self> {
+        let (file, transcript) = if path.exists() {
+            TranscriptFile::open(path)?
+        } else {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
+            }
+            let cwd = std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
+            let transcript = Transcript::new(&uuid::Uuid::new_v4().to_string(), &cwd, &now_iso());
+            (TranscriptFile::create(path, &transcript)?, transcript)
+        };
+        for warning in transcript.warnings() {
+            tracing::warn!("{warning}");
+        }
+        let session = SessionId {
+            id: transcript.header().id().to_string(),
+            key: key.to_string(),
+        };
+        let shared = Arc::new(Shared::new(
+            session,
+            path.to_path_buf(),
+            settings,
+            transcript,
+        ));
+        let mut session = Self {
+            engine,
+            shared,
+            file,
+            context_window,
+            instance: None,
+            rollbacks: HashSet::new(),
+        };
+        session.instance().await?;
+        Ok(session)
+    }
+
+    pub fn key(&self) -> &str {
+        &self.shared.session.key
+    }
+    pub fn id(&self) -> &str {
+        &self.shared.session.id
+    }
+    pub fn path(&self) -> &Path {
+        &self.shared.file
+    }
+    pub fn engine(&self) -> &Arc<PreparedEngine> {
+        &self.engine
+    }
+    pub fn context_window(&self) -> u64 {
+        self.context_window
+    }
+
+    /// Read access to the transcript.
+    pub fn transcript(&self) -> impl std::ops::Deref<Target = Transcript> + '_ {
+        self.shared.read()
+    }
+
+    /// The context size the runtime would report now (usage-based, see TRANSCRIPTS.md).
+    pub fn context_tokens(&self) -> u64 {
+        self.shared.read().context_tokens()
+    }
+
+    /// The live instance, created and bootstrapped from the transcript when there is none
+    /// (at open, and after a fault discarded the previous one).
+    async fn instance(&mut self) -> Result<&mut EngineInstance> {
+        if self.instance.is_none() {
+            let services = self.shared.clone();
+            let mut instance = self
+                .engine
+                .instantiate(self.shared.session.clone(), services)
+                .await?;
+            let request = BootstrapRequest {
+                session: self.shared.session.clone(),
+                session_file: self.path().display().to_string(),
+                entry_count: self.shared.read().entries().len() as u32,
+            };
+            instance.bootstrap(&request).await?;
+            self.instance = Some(instance);
+        }
+        Ok(self.instance.as_mut().expect("set above"))
+    }
+
+    /// Drops the instance after a fault so the next call starts from a fresh one.
+    fn settle<T>(&mut self, result: Result<T, EngineError>) -> Result<T> {
+        result.map_err(|e| {
+            if e.discards_instance() {
+                tracing::warn!(
+                    engine = self.engine.id(),
+                    session = self.key(),
+                    "{e}; instance discarded"
+                );
+                self.instance = None;
+            }
+            Error::Engine(e)
+        })
+    }
+
+    fn invalid(&self, function: Function, problem: String) -> Error {
+        Error::Engine(EngineError::InvalidOutput {
+            engine: self.engine.id().to_string(),
+            function,
+            session: self.key().to_string(),
+            problem,
+        })
+    }
+
+    /// Appends an AgentMessage to the transcript (written and flushed first: the transcript is
+    /// the record), then hands it to the engine. Returns the new entry's index.
+    pub async fn append(&mut self, message: &Value) -> Result<usize> {
+        let (index, contract_message) = {
+            let mut transcript = self.shared.write();
+            let index = transcript.append_message(message, &now_iso())?;
+            self.file.append(&transcript, index)?;
+            (index, convert::message(index, &transcript.entries()[index]))
+        };
+        if let Some(message) = contract_message {
+            let result = self.instance().await?.ingest(&message, false).await;
+            if let Err(e) = self.settle(result) {
+                let entry_id = self.shared.read().entries()[index].id().to_string();
+                return Err(match e {
+                    Error::Engine(source) => Error::Ingest { entry_id, source },
+                    other => other,
+                });
+            }
+        }
+        Ok(index)
+    }
+
+    /// Asks the engine for the context of the next model call.
+    pub async fn assemble(&mut self, options: &AssembleOptions) -> Result<Assembly> {
+        let (entries, context_tokens, transcript_len) = {
+            let transcript = self.shared.read();
+            (
+                convert::context_entries(&transcript),
+                transcript.context_tokens(),
+                transcript.entries().len(),
+            )
+        };
+        let request = AssembleRequest {
+            session: self.shared.session.clone(),
+            token_budget: options.token_budget,
+            context_window: tokens_u32(self.context_window),
+            context_tokens: tokens_u32(context_tokens),
+            available_tools: options.available_tools.clone(),
+            entries,
+        };
+        let result = self.instance().await?.assemble(&request).await;
+        let result = self.settle(result)?;
+        validate::assembly(&request.entries, transcript_len, result)
+            .map_err(|problem| self.invalid(Function::Assemble, problem))
+    }
+
+    /// The messages of an assembly as AgentMessage JSON, kept ones byte-identical to the file.
+    pub fn render(&self, assembly: &Assembly) -> Vec<String> {
+        let transcript = self.shared.read();
+        let entries = transcript.entries();
+        assembly
+            .items
+            .iter()
+            .map(|item| match item {
+                AssembledItem::Entry(index) => entries[*index].message_json().into_owned(),
+                AssembledItem::Inserted(json) => json.clone(),
+            })
+            .collect()
+    }
+
+    /// Compacts through the engine; a compaction it returns is validated, then written as a
+    /// `compaction` entry (and the next assemble starts from it).
+    pub async fn compact(&mut self, options: &CompactOptions) -> Result<CompactOutcome> {
+        let tokens_before = self.context_tokens();
+        let request = CompactRequest {
+            session: self.shared.session.clone(),
+            session_file: self.path().display().to_string(),
+            force: options.force,
+            token_budget: options.token_budget,
+            current_tokens: Some(tokens_u32(tokens_before)),
+            custom_instructions: options.custom_instructions.clone(),
+            trigger: options.trigger,
+        };
+        let result = self.instance().await?.compact(&request).await;
+        let result = self.settle(result)?;
+        if !result.ok {
+            return Err(Error::CompactionFailed {
+                engine: self.engine.id().to_string(),
+                session: self.key().to_string(),
+                reason: result.reason.unwrap_or_else(|| "no reason given".into()),
+            });
+        }
+        let compaction = match (result.compacted, result.compaction) {
+            (true, Some(compaction)) => compaction,
+            (true, None) => {
+                return Err(self.invalid(
+                    Function::Compact,
+                    "compacted is true but no compaction was returned".into(),
+                ));
+            }
+            (false, _) => {
+                return Ok(CompactOutcome {
+                    compacted: false,
+                    reason: result.reason,
+                    tokens_before,
+                    tokens_after: tokens_before,
+                    first_kept_entry_id: None,
+                });
+            }
+        };
+        let context = convert::context_entries(&self.shared.read());
+        validate::compaction(&context, &compaction)
+            .map_err(|problem| self.invalid(Function::Compact, problem))?;
+
+        let mut details = match compaction.details.as_deref().map(serde_json::from_str) {
+            Some(Ok(Value::Object(map))) => map,
+            _ => serde_json::Map::new(),
+        };
+        details.insert("tokensAfter".into(), compaction.tokens_after.into());
+        details.insert("engine".into(), self.engine.id().into());
+        details.insert("trigger".into(), trigger_name(options.trigger).into());
+        if let Some(focus) = &options.custom_instructions {
+            details.insert("customInstructions".into(), focus.clone().into());
+        }
+        let first_kept_entry_id = {
+            let mut transcript = self.shared.write();
+            let first_kept_entry_id = transcript.entries()[compaction.first_kept_entry as usize]
+                .id()
+                .to_string();
+            let index = transcript.append_compaction(
+                &NewCompaction {
+                    summary: compaction.summary,
+                    first_kept_entry_id: first_kept_entry_id.clone(),
+                    tokens_before: u64::from(compaction.tokens_before),
+                    details: Some(Value::Object(details)),
+                },
+                &now_iso(),
+            )?;
+            self.file.append(&transcript, index)?;
+            first_kept_entry_id
+        };
+        Ok(CompactOutcome {
+            compacted: true,
+            reason: result.reason,
+            tokens_before: u64::from(compaction.tokens_before),
+            tokens_after: u64::from(compaction.tokens_after),
+            first_kept_entry_id: Some(first_kept_entry_id),
+        })
+    }
+
+    /// Tells the engine a turn ended.
+    pub async fn after_turn(
+        &mut self,
+        pre_prompt_message_count: u32,
+        auto_compaction_summary: Option<String>,
+        is_heartbeat: bool,
+        token_budget: Option<u32>,
+    ) -> Result<()> {
+        let message_count = self.shared.read().context().len() as u32;
+        let request = AfterTurnRequest {
+            session: self.shared.session.clone(),
+            session_file: self.path().display().to_string(),
+            pre_prompt_message_count,
+            message_count,
+            auto_compaction_summary,
+            is_heartbeat,
+            token_budget,
+        };
+        let result = self.instance().await?.after_turn(&request).await;
+        self.settle(result)
+    }
+
+    /// Lets the engine prepare a child session; returns the rollback handle it issued, if any.
+    pub async fn prepare_subagent_spawn(
+        &mut self,
+        child_session_key: &str,
+        context_mode: ContextMode,
+        ttl_ms: Option<u64>,
+    ) -> Result<Option<u64>> {
+        let spawn = SubagentSpawn {
+            parent_session_key: self.key().to_string(),
+            child_session_key: child_session_key.to_string(),
+            context_mode,
+            ttl_ms,
+        };
+        let result = self.instance().await?.prepare_subagent_spawn(&spawn).await;
+        let handle = self.settle(result)?;
+        if let Some(handle) = handle {
+            self.rollbacks.insert(handle);
+        }
+        Ok(handle)
+    }
+
+    /// The spawn failed: hands the engine back its rollback handle (only one it issued).
+    pub async fn rollback_subagent_spawn(&mut self, handle: u64) -> Result<()> {
+        if !self.rollbacks.remove(&handle) {
+            return Err(Error::UnknownRollback {
+                engine: self.engine.id().to_string(),
+                session: self.key().to_string(),
+                handle,
+            });
+        }
+        let result = self.instance().await?.rollback_subagent_spawn(handle).await;
+        self.settle(result)
+    }
+
+    pub async fn on_subagent_ended(
+        &mut self,
+        child_session_key: &str,
+        reason: SubagentEndReason,
+    ) -> Result<()> {
+        let result = self
+            .instance()
+            .await?
+            .on_subagent_ended(child_session_key, reason)
+            .await;
+        self.settle(result)
+    }
+
+    /// Disposes the engine's session state and closes the session.
+    pub async fn close(mut self) -> Result<()> {
+        if let Some(mut instance) = self.instance.take() {
+            let result = instance.dispose().await;
+            self.settle(result)?;
+        }
+        Ok(())
+    }
+}
+
+fn trigger_name(trigger: CompactionTrigger) -> &'static str {
+    match trigger {
+        CompactionTrigger::Manual => "manual",
+        CompactionTrigger::Auto => "auto",
+        CompactionTrigger::Overflow => "overflow",
+    }
+}
+
+/// The current time as ISO-8601 UTC with milliseconds, as transcripts write it.
+pub fn now_iso() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,237 @@
+//! Engine output is checked before anything is applied: a plan may only keep entries it was
+//! given, each once; inserted messages must be AgentMessages; a compaction must keep an entry of
+//! the current context. A rejected output leaves the transcript untouched.
+
+use crate::runtime::contract::{AssembleResult, Compaction, ContextEntry, ContextItem, Role};
+
+/// One element of an assembled context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AssembledItem {
+    /// A transcript entry, by index: rendered byte-identically from the transcript.
+    Entry(usize),
+    /// A message the engine inserted (AgentMessage JSON).
+    Inserted(String),
+}
+
+/// What an engine assembled for the next model call, validated.
+#[derive(Debug, Clone)]
+pub struct Assembly {
+    pub items: Vec<AssembledItem>,
+    pub estimated_tokens: u32,
+    pub system_prompt_addition: Option<String>,
+}
+
+impl Assembly {
+    pub fn kept(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|i| matches!(i, AssembledItem::Entry(_)))
+            .count()
+    }
+    pub fn inserted(&self) -> usize {
+        self.items.len() - self.kept()
+    }
+}
+
+const MESSAGE_ROLES: &[&str] = &[
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "branchSummary",
+    "compactionSummary",
+];
+
+/// Token figures above this are not estimates but garbage (no model has such a window).
+pub const ABSURD_TOKENS: u32 = 100_000_000;
+
+pub fn assembly(
+    given: &[ContextEntry],
+    transcript_len: usize,
+    result: AssembleResult,
+) -> Result<Assembly, String> {
+    let mut offered = vec![false; transcript_len];
+    for entry in given {
+        if let Some(slot) = offered.get_mut(entry.entry as usize) {
+            *slot = true;
+        }
+    }
+    let mut used = vec![false; transcript_len];
+    let mut items = Vec::with_capacity(result.items.len());
+    for (position, item) in result.items.into_iter().enumerate() {
+        match item {
+            ContextItem::Keep(r) => {
+                let index = r as usize;
+                if !offered.get(index).copied().unwrap_or(false) {
+                    return Err(format!(
+                        "item {position} keeps entry {r}, which is not in the context it was given"
+                    ));
+                }
+                if std::mem::replace(&mut used[index], true) {
+                    return Err(format!("item {position} keeps entry {r} a second time"));
+                }
+                items.push(AssembledItem::Entry(index));
+            }
+            ContextItem::Insert(json) => {
+                check_message(&json).map_err(|problem| {
+                    format!("item {position} inserts an invalid message: {problem}")
+                })?;
+                items.push(AssembledItem::Inserted(json));
+            }
+        }
+    }
+    if result.estimated_tokens > ABSURD_TOKENS {
+        return Err(format!(
+            "estimated-tokens {} is not a plausible token count",
+            result.estimated_tokens
+        ));
+    }
+    Ok(Assembly {
+        items,
+        estimated_tokens: result.estimated_tokens,
+        system_prompt_addition: result.system_prompt_addition,
+    })
+}
+
+fn check_message(json: &str) -> Result<(), String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
+    let role = value
+        .get("role")
+        .and_then(|r| r.as_str())
+        .ok_or("no string `role` field")?;
+    if !MESSAGE_ROLES.contains(&role) {
+        return Err(format!(
+            "unknown role `{role}` (expected one of {})",
+            MESSAGE_ROLES.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// A compaction may keep from any message of the current context (not the summary preamble).
+pub fn compaction(context: &[ContextEntry], compaction: &Compaction) -> Result<(), String> {
+    let first = compaction.first_kept_entry;
+    let keeps_message = context
+        .iter()
+        .any(|e| e.entry == first && e.role != Role::CompactionSummary);
+    if !keeps_message {
+        return Err(format!(
+            "first-kept-entry {first} is not a message of the current context"
+        ));
+    }
+    if compaction.summary.trim().is_empty() {
+        return Err("the summary is empty".into());
+    }
+    if compaction.tokens_before > ABSURD_TOKENS || compaction.tokens_after > ABSURD_TOKENS {
+        return Err(format!(
+            "token figures {} -> {} are not plausible",
+            compaction.tokens_before, compaction.tokens_after
+        ));
+    }
+    if let Some(details) = &compaction.details {
+        match serde_json::from_str::<serde_json::Value>(details) {
+            Ok(v) if v.is_object() => {}
+            _ => return Err("details must be a JSON object".into()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(refs: &[u32]) -> Vec<ContextEntry> {
+        refs.iter()
+            .map(|&entry| ContextEntry {
+                entry,
+                role: Role::User,
+                tokens: 10,
+            })
+            .collect()
+    }
+
+    fn result(items: Vec<ContextItem>) -> AssembleResult {
+        AssembleResult {
+            items,
+            estimated_tokens: 20,
+            system_prompt_addition: None,
+        }
+    }
+
+    #[test]
+    fn keeps_of_offered_entries_and_valid_inserts_pass() {
+        let out = assembly(
+            &entries(&[1, 2, 3]),
+            4,
+            result(vec![
+                ContextItem::Insert(r#"{"role":"user","content":"hi"}"#.into()),
+                ContextItem::Keep(3),
+                ContextItem::Keep(1),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(out.kept(), 2);
+        assert_eq!(out.inserted(), 1);
+        assert_eq!(out.items[1], AssembledItem::Entry(3));
+    }
+
+    #[test]
+    fn forged_duplicate_and_out_of_range_refs_are_rejected() {
+        let given = entries(&[1, 2]);
+        let err = assembly(&given, 4, result(vec![ContextItem::Keep(0)])).unwrap_err();
+        assert!(err.contains("entry 0"), "{err}");
+        let err = assembly(&given, 4, result(vec![ContextItem::Keep(9_999_999)])).unwrap_err();
+        assert!(err.contains("9999999"), "{err}");
+        let err = assembly(
+            &given,
+            4,
+            result(vec![ContextItem::Keep(1), ContextItem::Keep(1)]),
+        )
+        .unwrap_err();
+        assert!(err.contains("second time"), "{err}");
+    }
+
+    #[test]
+    fn inserted_messages_must_be_agent_messages() {
+        let given = entries(&[]);
+        for (json, problem) in [
+            ("nope", "not JSON"),
+            (r#"{"content":"x"}"#, "no string `role`"),
+            (r#"{"role":"system"}"#, "unknown role `system`"),
+        ] {
+            let err =
+                assembly(&given, 0, result(vec![ContextItem::Insert(json.into())])).unwrap_err();
+            assert!(err.contains(problem), "{json}: {err}");
+        }
+    }
+
+    #[test]
+    fn compaction_must_keep_a_context_message() {
+        let mut context = entries(&[5, 6]);
+        context[0].role = Role::CompactionSummary;
+        let mut c = Compaction {
+            summary: "s".into(),
+            first_kept_entry: 6,
+            tokens_before: 100,
+            tokens_after: 10,
+            details: None,
+            new_session_id: None,
+            new_session_file: None,
+        };
+        assert!(compaction(&context, &c).is_ok());
+        c.first_kept_entry = 5;
+        assert!(
+            compaction(&context, &c)
+                .unwrap_err()
+                .contains("first-kept-entry 5")
+        );
+        c.first_kept_entry = 77;
+        assert!(compaction(&context, &c).is_err());
+        c.first_kept_entry = 6;
+        c.details = Some("[1]".into());
+        assert!(compaction(&context, &c).unwrap_err().contains("details"));
+    }
+}

@@ -1,0 +1,212 @@
+//! Write a [ctxhost] context engine in Rust: implement one trait, call one macro.
+//!
+//! A context engine decides what the model sees on every turn. ctxhost runs it as a sandboxed
+//! WebAssembly component (`wasm32-wasip2`) and calls it through the `ctxhost:engine` contract.
+//! This crate hides the generated bindings: you implement [`ContextEngine`] (only
+//! [`info`](ContextEngine::info) is required; every other hook has a sensible default) and export
+//! it with [`export_engine!`].
+//!
+//! ```
+//! use ctxhost_sdk::{AssembleRequest, AssembleResult, ContextEngine, EngineInfo, Plan, Result};
+//!
+//! /// Keeps the last 50 entries of the context.
+//! #[derive(Default)]
+//! struct LastFifty {
+//!     assembled: u64,
+//! }
+//!
+//! impl ContextEngine for LastFifty {
+//!     fn info() -> EngineInfo {
+//!         EngineInfo::new("last-fifty", "Last fifty", env!("CARGO_PKG_VERSION"))
+//!     }
+//!
+//!     fn assemble(&mut self, request: AssembleRequest) -> Result<AssembleResult> {
+//!         self.assembled += 1;
+//!         let start = request.entries.len().saturating_sub(50);
+//!         let mut plan = Plan::new();
+//!         if start > 0 {
+//!             plan = plan.insert_custom("last-fifty", &format!("[{start} earlier messages omitted]"));
+//!         }
+//!         Ok(plan.keep_all(&request.entries[start..]).build())
+//!     }
+//! }
+//!
+//! ctxhost_sdk::export_engine!(LastFifty);
+//! ```
+//!
+//! Build it with `cargo build --target wasm32-wasip2 --release` (the crate must have
+//! `crate-type = ["cdylib"]`, or `["cdylib", "rlib"]` to unit-test it natively); the `.wasm`
+//! in `target/wasm32-wasip2/release/` is the component ctxhost loads.
+//!
+//! # Lifecycle
+//!
+//! One component instance serves one session. The engine value is created lazily with
+//! [`Default::default`] on the first session-scoped call (never for [`info`](ContextEngine::info)),
+//! lives as long as the instance, and is dropped after [`dispose`](ContextEngine::dispose)
+//! (a later call starts again from `Default`). Keep constructors cheap and free of host calls.
+//!
+//! Errors returned from a hook are reported by the host, naming the engine, the function and
+//! the session. A panic traps: the host fails that call and discards the instance.
+//!
+//! [ctxhost]: https://example.invalid/ctxhost
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "context-engine",
+        pub_export_macro: true,
+        default_bindings_module: "ctxhost_sdk::bindings",
+        additional_derives: [PartialEq, Eq],
+    });
+}
+
+mod engine;
+pub mod host;
+mod plan;
+
+pub use engine::{ContextEngine, delegate_compact};
+pub use plan::{Plan, custom_message, estimate_tokens, pass_through, user_text_message};
+/// The JSON library the SDK uses (re-exported so engines need no extra dependency).
+pub use serde_json;
+
+pub use bindings::ctxhost::engine::types::{
+    AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
+    CompactRequest, CompactResult, Compaction, CompactionTrigger, ContextEntry, ContextItem,
+    ContextMode, EngineInfo, EntryRef, HostError, IngestResult, Message, Role, Session,
+    SubagentEndReason, SubagentSpawn, ToolCall, Usage,
+};
+
+/// Logging into the host's logs, attributed to the engine and the session.
+///
+/// ```no_run
+/// ctxhost_sdk::log::info("window trimmed");
+/// ctxhost_sdk::log::warn(format!("{} entries dropped", 3));
+/// ```
+pub mod log {
+    use crate::host::{LogLevel, log};
+
+    /// Logs at `trace` level.
+    pub fn trace(message: impl AsRef<str>) {
+        log(LogLevel::Trace, message.as_ref());
+    }
+    /// Logs at `debug` level.
+    pub fn debug(message: impl AsRef<str>) {
+        log(LogLevel::Debug, message.as_ref());
+    }
+    /// Logs at `info` level.
+    pub fn info(message: impl AsRef<str>) {
+        log(LogLevel::Info, message.as_ref());
+    }
+    /// Logs at `warn` level.
+    pub fn warn(message: impl AsRef<str>) {
+        log(LogLevel::Warn, message.as_ref());
+    }
+    /// Logs at `error` level.
+    pub fn error(message: impl AsRef<str>) {
+        log(LogLevel::Error, message.as_ref());
+    }
+}
+
+/// An engine-level failure, reported by the host as the hook's error message.
+///
+/// Anything that implements [`Display`](std::fmt::Display) converts into it, so `?` works on
+/// `serde_json::Error`, [`HostError`], `String`, `&str` and the like.
+pub struct Error(String);
+
+impl Error {
+    /// An error with this message.
+    pub fn msg(message: impl Into<String>) -> Self {
+        Error(message.into())
+    }
+
+    /// The error's message.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+
+    /// The error's message, owned.
+    pub fn into_message(self) -> String {
+        self.0
+    }
+}
+
+impl<E: std::fmt::Display> From<E> for Error {
+    fn from(error: E) -> Self {
+        Error(error.to_string())
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// The result type of every [`ContextEngine`] hook.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl EngineInfo {
+    /// Engine metadata with `owns_compaction: false` (the runtime's compaction is the safety net).
+    pub fn new(id: impl Into<String>, name: impl Into<String>, version: impl Into<String>) -> Self {
+        EngineInfo {
+            id: id.into(),
+            name: name.into(),
+            version: version.into(),
+            owns_compaction: false,
+        }
+    }
+
+    /// Declares whether the engine compacts by itself.
+    pub fn owns_compaction(mut self, owns: bool) -> Self {
+        self.owns_compaction = owns;
+        self
+    }
+}
+
+/// Exports a [`ContextEngine`] as the component's `ctxhost:engine/engine` implementation.
+///
+/// Call it once, at the top level of the engine's crate:
+///
+/// ```
+/// # #[derive(Default)]
+/// # struct MyEngine;
+/// # impl ctxhost_sdk::ContextEngine for MyEngine {
+/// #     fn info() -> ctxhost_sdk::EngineInfo { ctxhost_sdk::EngineInfo::new("my", "My", "0.1.0") }
+/// # }
+/// ctxhost_sdk::export_engine!(MyEngine);
+/// ```
+///
+/// The engine type must implement [`ContextEngine`] (and so [`Default`]). The SDK keeps one
+/// engine value per instance, created on first use; see the [crate docs](crate#lifecycle).
+#[macro_export]
+macro_rules! export_engine {
+    ($engine:ty) => {
+        const _: () = {
+            // Only `Guest` uses it, and the export itself exists only in the wasm build (a
+            // native cdylib cannot carry the component's export names).
+            #[allow(dead_code)]
+            struct __CtxhostExport;
+
+            impl $crate::__private::Export for __CtxhostExport {
+                type Engine = $engine;
+
+                fn slot() -> &'static ::std::thread::LocalKey<$crate::__private::Slot<$engine>> {
+                    ::std::thread_local! {
+                        static SLOT: $crate::__private::Slot<$engine> =
+                            const { $crate::__private::Slot::new() };
+                    }
+                    &SLOT
+                }
+            }
+
+            #[cfg(target_arch = "wasm32")]
+    $crate::__export_context_engine_impl!(__CtxhostExport with_types_in $crate::bindings);
+        };
+    };
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::engine::{Export, Slot};
+}

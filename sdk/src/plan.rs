@@ -1,0 +1,241 @@
+//! Building `assemble` answers: plans of kept entries and inserted messages.
+
+use serde_json::json;
+
+use crate::{AssembleRequest, AssembleResult, ContextEntry, ContextItem};
+
+/// The host's token estimate for a text, computed in the guest: characters / 4, rounded up.
+pub fn estimate_tokens(text: &str) -> u32 {
+    let chars = u32::try_from(text.chars().count()).unwrap_or(u32::MAX);
+    chars.div_ceil(4)
+}
+
+/// An AgentMessage JSON object for a user message with one text block:
+/// `{"role":"user","content":[{"type":"text","text":…}],"timestamp":…}`.
+pub fn user_text_message(text: &str, timestamp_ms: u64) -> String {
+    json!({
+        "role": "user",
+        "content": [{ "type": "text", "text": text }],
+        "timestamp": timestamp_ms,
+    })
+    .to_string()
+}
+
+/// An AgentMessage JSON object for a custom message shown to the model and the user:
+/// `{"role":"custom","customType":…,"content":…,"display":true,"timestamp":…}`.
+pub fn custom_message(custom_type: &str, content: &str, timestamp_ms: u64) -> String {
+    json!({
+        "role": "custom",
+        "customType": custom_type,
+        "content": content,
+        "display": true,
+        "timestamp": timestamp_ms,
+    })
+    .to_string()
+}
+
+/// The pass-through answer: keep every entry of the request, in order; the estimate is the sum
+/// of the entries' tokens. O(entries), one allocation.
+pub fn pass_through(request: &AssembleRequest) -> AssembleResult {
+    Plan::with_capacity(request.entries.len())
+        .keep_all(&request.entries)
+        .build()
+}
+
+/// A builder for an [`AssembleResult`]: items in the order they are added, with a running
+/// token estimate (kept entries count their `tokens`, inserted messages their text's
+/// [`estimate_tokens`]).
+///
+/// ```
+/// use ctxhost_sdk::{ContextEntry, ContextItem, Plan, Role};
+///
+/// let entry = ContextEntry { entry: 7, role: Role::User, tokens: 12 };
+/// let result = Plan::new()
+///     .insert_custom("notes", "remember: tabs, not spaces")
+///     .keep(&entry)
+///     .build();
+/// assert_eq!(result.items.len(), 2);
+/// assert_eq!(result.items[1], ContextItem::Keep(7));
+/// assert_eq!(result.estimated_tokens, 12 + 7);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    items: Vec<ContextItem>,
+    tokens: u32,
+    system_prompt_addition: Option<String>,
+    timestamp_ms: u64,
+}
+
+impl Plan {
+    /// An empty plan.
+    pub fn new() -> Self {
+        Plan::default()
+    }
+
+    /// An empty plan with room for `items` items.
+    pub fn with_capacity(items: usize) -> Self {
+        Plan {
+            items: Vec::with_capacity(items),
+            ..Plan::default()
+        }
+    }
+
+    /// The `timestamp` (Unix milliseconds) of messages inserted after this call; 0 by default,
+    /// which keeps the plan deterministic. Inserted messages are not written to the transcript.
+    pub fn timestamp(mut self, timestamp_ms: u64) -> Self {
+        self.timestamp_ms = timestamp_ms;
+        self
+    }
+
+    /// Keeps an entry of the request, as the host has it.
+    pub fn keep(mut self, entry: &ContextEntry) -> Self {
+        self.items.push(ContextItem::Keep(entry.entry));
+        self.tokens = self.tokens.saturating_add(entry.tokens);
+        self
+    }
+
+    /// Keeps each of these entries, in order.
+    pub fn keep_all<'a>(mut self, entries: impl IntoIterator<Item = &'a ContextEntry>) -> Self {
+        let entries = entries.into_iter();
+        self.items.reserve(entries.size_hint().0);
+        for entry in entries {
+            self = self.keep(entry);
+        }
+        self
+    }
+
+    /// Inserts a message of the engine's own: an AgentMessage JSON object, counted as `tokens`.
+    pub fn insert(mut self, message_json: String, tokens: u32) -> Self {
+        self.items.push(ContextItem::Insert(message_json));
+        self.tokens = self.tokens.saturating_add(tokens);
+        self
+    }
+
+    /// Inserts a user message with this text (see [`user_text_message`]).
+    pub fn insert_user_text(self, text: &str) -> Self {
+        let message = user_text_message(text, self.timestamp_ms);
+        self.insert(message, estimate_tokens(text))
+    }
+
+    /// Inserts a custom message of this `customType` with this text (see [`custom_message`]).
+    pub fn insert_custom(self, custom_type: &str, text: &str) -> Self {
+        let message = custom_message(custom_type, text, self.timestamp_ms);
+        self.insert(message, estimate_tokens(text))
+    }
+
+    /// Text the host appends to the system prompt; counted in the estimate.
+    pub fn system_prompt_addition(mut self, text: impl Into<String>) -> Self {
+        let text = text.into();
+        self.tokens = self.tokens.saturating_add(estimate_tokens(&text));
+        if let Some(previous) = self.system_prompt_addition.take() {
+            self.tokens = self.tokens.saturating_sub(estimate_tokens(&previous));
+        }
+        self.system_prompt_addition = Some(text);
+        self
+    }
+
+    /// The token estimate so far.
+    pub fn estimated_tokens(&self) -> u32 {
+        self.tokens
+    }
+
+    /// The items so far.
+    pub fn items(&self) -> &[ContextItem] {
+        &self.items
+    }
+
+    /// The finished answer.
+    pub fn build(self) -> AssembleResult {
+        AssembleResult {
+            items: self.items,
+            estimated_tokens: self.tokens,
+            system_prompt_addition: self.system_prompt_addition,
+        }
+    }
+}
+
+impl From<Plan> for AssembleResult {
+    fn from(plan: Plan) -> Self {
+        plan.build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Role, Session};
+
+    fn entry(entry: u32, tokens: u32) -> ContextEntry {
+        ContextEntry {
+            entry,
+            role: Role::User,
+            tokens,
+        }
+    }
+
+    #[test]
+    fn estimate_is_chars_over_four_rounded_up() {
+        assert_eq!(estimate_tokens(""), 0);
+        assert_eq!(estimate_tokens("abcd"), 1);
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("ééééé"), 2);
+    }
+
+    #[test]
+    fn messages_are_escaped_json() {
+        let user = user_text_message("say \"hi\"\n", 5);
+        assert_eq!(
+            user,
+            r#"{"role":"user","content":[{"type":"text","text":"say \"hi\"\n"}],"timestamp":5}"#
+        );
+        let custom: serde_json::Value =
+            serde_json::from_str(&custom_message("a\"b", "x\\y", 0)).unwrap();
+        assert_eq!(custom["customType"], "a\"b");
+        assert_eq!(custom["content"], "x\\y");
+        assert_eq!(custom["display"], true);
+        assert_eq!(custom["role"], "custom");
+    }
+
+    #[test]
+    fn pass_through_keeps_everything_and_sums_tokens() {
+        let request = AssembleRequest {
+            session: Session {
+                id: "s".into(),
+                key: "k".into(),
+            },
+            token_budget: None,
+            context_window: 1000,
+            context_tokens: 0,
+            available_tools: vec![],
+            entries: vec![entry(0, 3), entry(4, 5), entry(9, 1)],
+        };
+        let result = pass_through(&request);
+        assert_eq!(
+            result.items,
+            vec![
+                ContextItem::Keep(0),
+                ContextItem::Keep(4),
+                ContextItem::Keep(9)
+            ]
+        );
+        assert_eq!(result.estimated_tokens, 9);
+        assert_eq!(result.system_prompt_addition, None);
+    }
+
+    #[test]
+    fn plan_counts_inserts_and_system_prompt() {
+        let result = Plan::new()
+            .timestamp(42)
+            .insert_user_text("12345678")
+            .keep(&entry(1, 10))
+            .system_prompt_addition("abcd")
+            .system_prompt_addition("abcdefgh")
+            .build();
+        assert_eq!(result.estimated_tokens, 2 + 10 + 2);
+        assert_eq!(result.system_prompt_addition.as_deref(), Some("abcdefgh"));
+        let ContextItem::Insert(json) = &result.items[0] else {
+            panic!("expected an insert")
+        };
+        assert!(json.ends_with(r#""timestamp":42}"#), "{json}");
+    }
+}

@@ -1,0 +1,228 @@
+//! Real guest components (the bundled legacy engine and the sliding-window example) loaded in
+//! the embedded wasmtime, driven through the session API.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use ctxhost::runtime::LoadSource;
+use ctxhost::runtime::contract::CompactionTrigger;
+use ctxhost::transcript::Transcript;
+use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
+use ctxhost_tests::{SLIDING_WINDOW_WASM, Scratch, block_on, shared_transcript};
+use serde_json::value::RawValue;
+
+/// The `message` field of every message line, as the bytes in the file (extracted here
+/// independently of the transcript crate).
+fn raw_messages(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|line| {
+            let fields: HashMap<String, Box<RawValue>> = serde_json::from_str(line).unwrap();
+            let is_message = fields.get("type").map(|t| t.get()) == Some("\"message\"");
+            is_message.then(|| fields["message"].get().to_string())
+        })
+        .collect()
+}
+
+fn messages_of(path: &Path) -> Vec<serde_json::Value> {
+    let transcript = Transcript::load(path).unwrap();
+    transcript
+        .active_branch()
+        .into_iter()
+        .filter(|&i| transcript.entries()[i].entry_type() == "message")
+        .map(|i| serde_json::from_str(&transcript.entries()[i].message_json()).unwrap())
+        .collect()
+}
+
+#[test]
+fn legacy_answers_info_ingest_assemble_and_compact() {
+    let scratch = Scratch::new();
+    let host = scratch.host("{}");
+    let source = scratch.generated_transcript(1, 240);
+    block_on(async {
+        let engine = host.active_engine().await.unwrap();
+        assert_eq!(engine.info().id, "legacy");
+        assert!(!engine.info().owns_compaction);
+        assert_eq!(engine.contract_version(), "0.1.0");
+
+        let mut session = host
+            .open_session(&SessionTarget::Key("agent:main:test".into()))
+            .await
+            .unwrap();
+        let messages = messages_of(&source);
+        for message in &messages {
+            session.append(message).await.unwrap();
+        }
+        let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
+        assert_eq!(assembly.kept(), messages.len());
+        assert_eq!(assembly.inserted(), 0);
+        let expected: u32 = session
+            .transcript()
+            .entries()
+            .iter()
+            .map(|e| e.tokens())
+            .sum();
+        assert_eq!(assembly.estimated_tokens, expected);
+
+        let outcome = session
+            .compact(&CompactOptions {
+                force: true,
+                trigger: CompactionTrigger::Manual,
+                ..CompactOptions::default()
+            })
+            .await
+            .unwrap();
+        assert!(outcome.compacted, "{outcome:?}");
+        assert!(outcome.tokens_after < outcome.tokens_before, "{outcome:?}");
+
+        let after = session.assemble(&AssembleOptions::default()).await.unwrap();
+        let compaction_index = session
+            .transcript()
+            .entries()
+            .iter()
+            .rposition(|e| e.entry_type() == "compaction")
+            .expect("a compaction entry was written");
+        assert_eq!(after.items[0], AssembledItem::Entry(compaction_index));
+        assert!(after.kept() < assembly.kept());
+        assert!(after.estimated_tokens < assembly.estimated_tokens);
+        let path = session.path().to_path_buf();
+        session.close().await.unwrap();
+
+        // The file on disk is a v3 transcript that loads back with the same boundary.
+        let reloaded = Transcript::load(&path).unwrap();
+        assert_eq!(reloaded.header().version(), 3);
+        assert_eq!(reloaded.context()[0], compaction_index);
+    });
+}
+
+fn assert_pass_through_is_byte_identical(scratch: &Scratch, source: &Path) {
+    let host = scratch.host("{}");
+    let expected = raw_messages(source);
+    let copy = scratch.path("session.jsonl");
+    std::fs::copy(source, &copy).unwrap();
+    block_on(async {
+        let mut session = host
+            .open_session(&SessionTarget::Path(copy.clone()))
+            .await
+            .unwrap();
+        let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
+        let rendered = session.render(&assembly);
+        assert_eq!(rendered.len(), expected.len());
+        for (i, (got, want)) in rendered.iter().zip(&expected).enumerate() {
+            assert_eq!(got, want, "message {i} differs");
+        }
+        session.close().await.unwrap();
+    });
+}
+
+#[test]
+fn pass_through_returns_byte_identical_messages_of_a_generated_transcript() {
+    let scratch = Scratch::new();
+    let source = scratch.generated_transcript(2, 300);
+    assert_pass_through_is_byte_identical(&scratch, &source);
+}
+
+#[test]
+fn pass_through_returns_byte_identical_messages_of_the_shared_transcript() {
+    let Some(source) = shared_transcript("pass-through on the shared transcript") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    assert_pass_through_is_byte_identical(&scratch, &source);
+}
+
+#[test]
+fn slot_defaults_to_legacy_and_names_unknown_engines() {
+    let scratch = Scratch::new();
+    scratch.install("sliding-window", Path::new(SLIDING_WINDOW_WASM));
+    let host = scratch.host("{}");
+    block_on(async {
+        assert_eq!(host.active_engine().await.unwrap().id(), "legacy");
+    });
+    let host = scratch.host("{ plugins: { slots: { contextEngine: 'no-such-engine' } } }");
+    let err = block_on(host.active_engine()).err().unwrap().to_string();
+    assert!(err.contains("`no-such-engine`"), "{err}");
+    assert!(err.contains("available: legacy, sliding-window"), "{err}");
+    assert!(err.contains("plugins.slots.contextEngine"), "{err}");
+}
+
+#[test]
+fn a_configured_example_engine_serves_the_session() {
+    let scratch = Scratch::new();
+    scratch.install("sliding-window", Path::new(SLIDING_WINDOW_WASM));
+    let host = scratch.host(
+        "{ plugins: { slots: { contextEngine: 'sliding-window' }, entries: { 'sliding-window': { config: { maxTokens: 3000 } } } } }",
+    );
+    let source = scratch.generated_transcript(3, 200);
+    block_on(async {
+        let engine = host.active_engine().await.unwrap();
+        assert_eq!(engine.info().id, "sliding-window");
+        let mut session = host
+            .open_session(&SessionTarget::Key("window".into()))
+            .await
+            .unwrap();
+        for message in messages_of(&source) {
+            session.append(&message).await.unwrap();
+        }
+        let total: u32 = session
+            .transcript()
+            .entries()
+            .iter()
+            .map(|e| e.tokens())
+            .sum();
+        assert!(total > 3000, "the generated session must exceed the window");
+        let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
+        let transcript = session.transcript();
+        let kept_tokens: u32 = assembly
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                AssembledItem::Entry(i) => Some(transcript.entries()[*i].tokens()),
+                AssembledItem::Inserted(_) => None,
+            })
+            .sum();
+        assert!(kept_tokens <= 3000, "kept {kept_tokens} tokens");
+        assert!(assembly.kept() > 0);
+        let note = assembly.items.iter().find_map(|item| match item {
+            AssembledItem::Inserted(json) => Some(json.clone()),
+            AssembledItem::Entry(_) => None,
+        });
+        let note = note.expect("a note about omitted messages");
+        assert!(note.contains("omitted"), "{note}");
+        drop(transcript);
+        session.close().await.unwrap();
+    });
+}
+
+#[test]
+fn second_start_loads_the_precompiled_component_and_a_corrupt_cache_is_recompiled() {
+    let scratch = Scratch::new();
+    let load = || {
+        let host = scratch.host("{}");
+        block_on(async {
+            let engine = host.engine("legacy").await.unwrap();
+            assert_eq!(engine.info().id, "legacy");
+            engine.load_source()
+        })
+    };
+    assert_eq!(load(), LoadSource::Compiled);
+    assert_eq!(load(), LoadSource::Cache);
+
+    let cache_dir = scratch.home().cache_dir();
+    let files: Vec<_> = std::fs::read_dir(&cache_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&files[0], &bytes).unwrap();
+
+    assert_eq!(load(), LoadSource::Recompiled);
+    assert_eq!(load(), LoadSource::Cache);
+}

@@ -1,0 +1,109 @@
+//! Shared fixtures of the integration tests: the guests this crate's build script built, a
+//! scratch `CTXHOST_HOME`, generated transcripts, and the shared real transcript when present.
+
+use std::path::{Path, PathBuf};
+
+use ctxhost::Host;
+use ctxhost::config::{Config, Home};
+
+/// The example sliding-window engine, built for wasm32-wasip2.
+pub const SLIDING_WINDOW_WASM: &str = concat!(env!("OUT_DIR"), "/sliding_window.wasm");
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_path_buf()
+}
+
+/// A scratch `CTXHOST_HOME` with an optional config (JSON5 text).
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn home(&self) -> Home {
+        Home::new(self.dir.path().join("home"))
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A host over this home with `config` (JSON5 text) as its config file.
+    pub fn host(&self, config: &str) -> Host {
+        let home = self.home();
+        std::fs::create_dir_all(home.root()).expect("home dir");
+        let path = home.default_config_path();
+        std::fs::write(&path, config).expect("write config");
+        let config = Config::from_str(config, &path).expect("valid test config");
+        Host::new(home, config).expect("host starts")
+    }
+
+    /// Installs a package: its manifest and component under `plugins/<id>/`.
+    pub fn install(&self, id: &str, wasm: &Path) {
+        let dir = self.home().plugins_dir().join(id);
+        std::fs::create_dir_all(&dir).expect("plugin dir");
+        let file = format!("{}.wasm", id.replace('-', "_"));
+        std::fs::copy(wasm, dir.join(&file)).expect("copy component");
+        std::fs::write(
+            dir.join("ctxhost.plugin.json"),
+            serde_json::json!({
+                "id": id, "name": id, "version": "0.1.0", "kind": "context-engine",
+                "component": file, "capabilities": [], "configSchema": {}
+            })
+            .to_string(),
+        )
+        .expect("write manifest");
+    }
+
+    /// Writes a generated coding session of `messages` messages and returns its path.
+    pub fn generated_transcript(&self, seed: u64, messages: usize) -> PathBuf {
+        let path = self.path(&format!("generated-{seed}-{messages}.jsonl"));
+        std::fs::write(
+            &path,
+            ctxhost::transcript::generate::coding_session(seed, messages),
+        )
+        .expect("write transcript");
+        path
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `../shared/data/pi-large-session.jsonl` when this checkout sits beside `shared/`; a user's
+/// clone has no `shared/`, so tests that need it print why they skip and return.
+pub fn shared_transcript(test: &str) -> Option<PathBuf> {
+    let path = workspace()
+        .parent()
+        .map(|p| p.join("shared/data/pi-large-session.jsonl"))?;
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!(
+            "skipped: {test} needs ../shared/data/pi-large-session.jsonl, which is absent in this checkout"
+        );
+        None
+    }
+}
+
+/// A multi-threaded tokio runtime for a test body.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(future)
+}

@@ -1,0 +1,171 @@
+//! Runtime compaction (what an engine's `delegate-compaction` runs): decide when, choose the cut
+//! so that recent context stays, and summarize the older part with the extractive summarizer.
+
+pub mod extractive;
+
+use serde_json::{Value, json};
+
+use crate::message::{MessageView, Role};
+use crate::tokens::estimate_text;
+use crate::transcript::Transcript;
+
+/// Compaction thresholds (pi / OpenClaw `compaction` settings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub context_window: u64,
+    pub reserve_tokens: u64,
+    /// `reserve_tokens` is never taken below this; 0 disables the floor.
+    pub reserve_tokens_floor: u64,
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            context_window: 200_000,
+            reserve_tokens: 16_384,
+            reserve_tokens_floor: 20_000,
+            keep_recent_tokens: 20_000,
+        }
+    }
+}
+
+impl Settings {
+    /// The context size above which compaction triggers.
+    pub fn threshold(&self) -> u64 {
+        self.context_window
+            .saturating_sub(self.reserve_tokens.max(self.reserve_tokens_floor))
+    }
+
+    pub fn should_compact(&self, context_tokens: u64) -> bool {
+        context_tokens > self.threshold()
+    }
+}
+
+/// A compaction ready to append (`Transcript::append_compaction`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub summary: String,
+    pub first_kept_entry_id: String,
+    pub first_kept_index: usize,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub messages_compacted: usize,
+    pub details: Value,
+}
+
+impl Plan {
+    pub fn to_new_compaction(&self) -> crate::transcript::NewCompaction {
+        crate::transcript::NewCompaction {
+            summary: self.summary.clone(),
+            first_kept_entry_id: self.first_kept_entry_id.clone(),
+            tokens_before: self.tokens_before,
+            details: Some(self.details.clone()),
+        }
+    }
+}
+
+fn file_list(details: Option<&Value>, key: &str) -> Vec<String> {
+    details
+        .and_then(|d| d.get(key))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Plan a compaction of the active branch, or None when there is nothing to compact (all of
+/// it fits in `keep_recent_tokens`, or the cut would leave nothing to summarize).
+///
+/// Walking back from the newest context entry, tokens accumulate until `keep_recent_tokens`;
+/// the cut goes to the nearest entry at or before that point that is not a toolResult, so a
+/// tool call and its result stay together and at least `keep_recent_tokens` are kept. With a
+/// previous compaction, summarizing starts at its first kept entry and its summary is merged.
+pub fn plan(
+    transcript: &Transcript,
+    settings: &Settings,
+    custom_instructions: Option<&str>,
+) -> Option<Plan> {
+    let entries = transcript.entries();
+    let branch = transcript.active_branch();
+    let prev = branch
+        .iter()
+        .rposition(|&i| entries[i].entry_type() == "compaction");
+    let start = prev.map_or(0, |p| {
+        entries[branch[p]]
+            .first_kept
+            .and_then(|k| branch[..p].iter().position(|&i| i == k))
+            .unwrap_or(p + 1)
+    });
+    let candidates: Vec<usize> = branch[start..]
+        .iter()
+        .copied()
+        .filter(|&i| entries[i].context_role().is_some() && entries[i].entry_type() != "compaction")
+        .collect();
+
+    let mut kept = 0u64;
+    let mut reached = None;
+    for (j, &i) in candidates.iter().enumerate().rev() {
+        kept += u64::from(entries[i].tokens());
+        if kept >= settings.keep_recent_tokens {
+            reached = Some(j);
+            break;
+        }
+    }
+    let cut = (0..=reached?)
+        .rev()
+        .find(|&j| entries[candidates[j]].context_role() != Some(Role::ToolResult))?;
+    if cut == 0 {
+        return None;
+    }
+
+    let views: Vec<MessageView> = candidates[..cut]
+        .iter()
+        .filter_map(|&i| entries[i].view())
+        .collect();
+    let prev_entry = prev.map(|p| &entries[branch[p]]);
+    let prev_summary = prev_entry.and_then(|e| e.view()).map(|v| v.text);
+    let summary = extractive::summarize(&views, prev_summary.as_deref(), custom_instructions);
+
+    let kept_tokens: u64 = candidates[cut..]
+        .iter()
+        .map(|&i| u64::from(entries[i].tokens()))
+        .sum();
+    let (read, modified) = extractive::file_operations(&views);
+    // File lists are cumulative across compactions, as pi's details are.
+    let prev_details = prev_entry
+        .and_then(|e| serde_json::from_str::<Value>(e.line()).ok())
+        .and_then(|v| v.get("details").cloned());
+    let mut modified_all = file_list(prev_details.as_ref(), "modifiedFiles");
+    for p in modified {
+        if !modified_all.contains(&p) {
+            modified_all.push(p);
+        }
+    }
+    let mut read_all = file_list(prev_details.as_ref(), "readFiles");
+    for p in read {
+        if !read_all.contains(&p) {
+            read_all.push(p);
+        }
+    }
+    read_all.retain(|p| !modified_all.contains(p));
+
+    let first = candidates[cut];
+    Some(Plan {
+        tokens_before: transcript.context_tokens(),
+        tokens_after: u64::from(estimate_text(&summary)) + kept_tokens,
+        first_kept_entry_id: entries[first].id().to_string(),
+        first_kept_index: first,
+        messages_compacted: views.len(),
+        details: json!({
+            "summarizer": "extractive",
+            "readFiles": read_all,
+            "modifiedFiles": modified_all,
+        }),
+        summary,
+    })
+}

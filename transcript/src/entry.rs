@@ -1,0 +1,527 @@
+//! One line of a transcript, decoded once: identity, tree link, what it contributes to the
+//! model context (role, token estimate, usage) and where its message JSON lives in the line.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::message::{MessageView, RawMessage, Role};
+use crate::migrate::{Rewrite, rewrite_entry, splice_ids};
+use crate::time::parse_iso_ms;
+
+/// The session header (first line).
+#[derive(Debug, Clone)]
+pub struct Header {
+    raw: String,
+    id: String,
+    version: u32,
+    cwd: Option<String>,
+    timestamp: Option<String>,
+}
+
+impl Header {
+    pub(crate) fn parse(line: &str) -> Result<Header, String> {
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| format!("first line is not a session header (invalid JSON: {e})"))?;
+        if value.get("type").and_then(Value::as_str) != Some("session") {
+            return Err("first line is not a session header (no \"type\":\"session\")".into());
+        }
+        let id = match value.get("id") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => return Err("session header has no \"id\"".into()),
+        };
+        let version = match value.get("version") {
+            None | Some(Value::Null) => 1,
+            Some(v) => match v.as_u64() {
+                Some(n @ 1..=3) => n as u32,
+                _ => return Err(format!("unsupported transcript version {v}")),
+            },
+        };
+        let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+        Ok(Header {
+            raw: line.to_string(),
+            id,
+            version,
+            cwd: text("cwd"),
+            timestamp: text("timestamp"),
+        })
+    }
+
+    pub(crate) fn new_v3(session_id: &str, cwd: &str, timestamp_iso: &str) -> Header {
+        let raw = serde_json::json!({
+            "type": "session", "version": 3, "id": session_id,
+            "timestamp": timestamp_iso, "cwd": cwd,
+        })
+        .to_string();
+        Header {
+            raw,
+            id: session_id.to_string(),
+            version: 3,
+            cwd: Some(cwd.to_string()),
+            timestamp: Some(timestamp_iso.to_string()),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The version the file was written in (1 when absent); entries are v3 in memory regardless.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    pub fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+
+    pub fn timestamp(&self) -> Option<&str> {
+        self.timestamp.as_deref()
+    }
+
+    /// The header line as read.
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The header line as written in a v3 file.
+    pub fn v3_line(&self) -> Cow<'_, str> {
+        if self.version == 3 {
+            Cow::Borrowed(&self.raw)
+        } else {
+            Cow::Owned(crate::migrate::header_v3(&self.raw))
+        }
+    }
+}
+
+/// One entry (a line after the header).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The line in v3 form (equal to the file's line unless migrated).
+    line: String,
+    /// The line as read, when migration changed it.
+    original: Option<String>,
+    line_no: usize,
+    id: String,
+    parent_id: Option<String>,
+    kind: String,
+    timestamp_ms: u64,
+    /// Byte range of the `message` member's value inside `line`.
+    message: Option<Range<usize>>,
+    /// AgentMessage synthesised for summary/custom entries.
+    synth: Option<String>,
+    role: Option<Role>,
+    tokens: u32,
+    usage_total: Option<u64>,
+    first_kept_id: Option<String>,
+    tokens_before: u64,
+    // Resolved by the transcript once every id is known.
+    pub(crate) parent: Option<usize>,
+    pub(crate) first_kept: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct RawEntry<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(rename = "parentId", borrow)]
+    parent_id: Option<Cow<'a, str>>,
+    // Loosely typed members: only interpreted for the entry types that define them, so an
+    // unknown entry type may use the same names for anything.
+    #[serde(borrow)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    summary: Option<&'a RawValue>,
+    #[serde(rename = "firstKeptEntryId", borrow)]
+    first_kept_entry_id: Option<&'a RawValue>,
+    #[serde(rename = "firstKeptEntryIndex", borrow)]
+    first_kept_entry_index: Option<&'a RawValue>,
+    #[serde(rename = "tokensBefore", borrow)]
+    tokens_before: Option<&'a RawValue>,
+    #[serde(rename = "fromId", borrow)]
+    from_id: Option<&'a RawValue>,
+    #[serde(rename = "customType", borrow)]
+    custom_type: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    display: Option<&'a RawValue>,
+    #[serde(borrow)]
+    details: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct MessageOnly<'a> {
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+}
+
+/// Where a sub-slice of `line` sits in it (serde borrowed it from there).
+fn range_in(line: &str, part: &str) -> Range<usize> {
+    let start = (part.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+    start..start + part.len()
+}
+
+fn json_problem(e: serde_json::Error) -> String {
+    match e.classify() {
+        serde_json::error::Category::Data => format!("malformed entry: {e}"),
+        _ => format!("not valid JSON: {e}"),
+    }
+}
+
+fn field<'a, T: Deserialize<'a>>(
+    raw: Option<&'a RawValue>,
+    name: &str,
+) -> Result<Option<T>, String> {
+    raw.map(|r| serde_json::from_str(r.get()))
+        .transpose()
+        .map_err(|e| format!("field \"{name}\": {e}"))
+}
+
+fn required<'a, T: Deserialize<'a>>(
+    raw: Option<&'a RawValue>,
+    name: &str,
+    kind: &str,
+) -> Result<T, String> {
+    field(raw, name)?.ok_or_else(|| format!("{kind} entry has no \"{name}\""))
+}
+
+fn quote(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+/// The synthetic id of the v1 entry at `index`: deterministic, so re-loading a v1 file gives
+/// the same ids, and unique within the file.
+pub(crate) fn v1_id(index: usize) -> String {
+    format!("{index:08x}")
+}
+
+/// How the file's version shapes an entry's decoding.
+pub(crate) struct Decode {
+    pub version: u32,
+    /// Position among the entries (v1 ids and parents derive from it).
+    pub index: usize,
+    /// Number of entries in the file (bounds v1 `firstKeptEntryIndex`).
+    pub entry_count: usize,
+}
+
+impl Entry {
+    /// Decode one line; the error is the problem text (the caller adds file and line).
+    pub(crate) fn decode(line: String, line_no: usize, d: &Decode) -> Result<Entry, String> {
+        let raw: RawEntry<'_> = serde_json::from_str(&line).map_err(json_problem)?;
+        let kind = match raw.kind.as_deref() {
+            Some("") | None => return Err("entry has no \"type\"".into()),
+            Some("session") => return Err("a second session header".into()),
+            Some(k) => k.to_string(),
+        };
+        let (id, parent_id) = if d.version >= 2 {
+            match raw.id.as_deref() {
+                Some(id) if !id.is_empty() => {
+                    (id.to_string(), raw.parent_id.as_deref().map(str::to_string))
+                }
+                _ => return Err(format!("{kind} entry has no \"id\"")),
+            }
+        } else {
+            (v1_id(d.index), d.index.checked_sub(1).map(v1_id))
+        };
+        let timestamp_ms = field::<Cow<'_, str>>(raw.timestamp, "timestamp")
+            .ok()
+            .flatten()
+            .and_then(|t| parse_iso_ms(&t))
+            .unwrap_or(0);
+
+        let mut message = raw.message.map(|m| range_in(&line, m.get()));
+        let mut info = None;
+        let mut synth = None;
+        let mut first_kept_id = None;
+        let mut tokens_before = 0;
+        match kind.as_str() {
+            "message" => {
+                let m = raw.message.ok_or("message entry has no \"message\"")?;
+                let parsed = RawMessage::parse(m.get())?;
+                if parsed.role.is_none() {
+                    return Err("message has no \"role\"".into());
+                }
+                info = Some(parsed.summary()?);
+            }
+            "compaction" => {
+                let summary: String = required(raw.summary, "summary", &kind)?;
+                first_kept_id = Some(if d.version >= 2 {
+                    required::<String>(raw.first_kept_entry_id, "firstKeptEntryId", &kind)?
+                } else {
+                    v1_first_kept(&raw, d)?
+                });
+                tokens_before = field::<f64>(raw.tokens_before, "tokensBefore")?
+                    .map_or(0, |t| t.max(0.0) as u64);
+                synth = Some(format!(
+                    "{{\"role\":\"compactionSummary\",\"summary\":{},\"tokensBefore\":{tokens_before},\"timestamp\":{timestamp_ms}}}",
+                    quote(&summary)
+                ));
+            }
+            "branch_summary" => {
+                let summary: String = required(raw.summary, "summary", &kind)?;
+                let from: Option<String> = field(raw.from_id, "fromId")?;
+                synth = Some(format!(
+                    "{{\"role\":\"branchSummary\",\"summary\":{},\"fromId\":{},\"timestamp\":{timestamp_ms}}}",
+                    quote(&summary),
+                    from.as_deref().map_or_else(|| "null".into(), quote)
+                ));
+            }
+            "custom_message" => {
+                let custom_type: Option<String> = field(raw.custom_type, "customType")?;
+                let display: Option<bool> = field(raw.display, "display")?;
+                let details = raw
+                    .details
+                    .map(|d| format!(",\"details\":{}", d.get()))
+                    .unwrap_or_default();
+                synth = Some(format!(
+                    "{{\"role\":\"custom\",\"customType\":{},\"content\":{},\"display\":{}{details},\"timestamp\":{timestamp_ms}}}",
+                    custom_type.as_deref().map_or_else(|| "null".into(), quote),
+                    raw.content.map_or("\"\"", |c| c.get()),
+                    display.unwrap_or(true),
+                ));
+            }
+            _ => {}
+        }
+        if let Some(json) = &synth {
+            info = Some(RawMessage::parse(json)?.summary()?);
+        }
+        let hook = info.as_ref().is_some_and(|i| i.role_name == "hookMessage");
+
+        // Migrate to the v3 line.
+        let needs_rewrite = match d.version {
+            3 => false,
+            2 => hook,
+            _ => kind == "compaction" || hook || raw.id.is_some() || raw.parent_id.is_some(),
+        };
+        let spliced = if d.version == 1 && !needs_rewrite {
+            splice_ids(&line, &id, parent_id.as_deref())
+        } else {
+            None
+        };
+        let (v3_line, original) = if let Some((new, pos, len)) = spliced {
+            message = message.map(|r| {
+                if r.start >= pos {
+                    r.start + len..r.end + len
+                } else {
+                    r
+                }
+            });
+            (new, Some(line))
+        } else if needs_rewrite || d.version == 1 {
+            let new = rewrite_entry(
+                &line,
+                &Rewrite {
+                    ids: (d.version == 1).then_some((id.as_str(), parent_id.as_deref())),
+                    first_kept_id: first_kept_id.as_deref().filter(|_| d.version == 1),
+                    hook_to_custom: hook,
+                },
+            )?;
+            let parsed: MessageOnly<'_> = serde_json::from_str(&new).map_err(json_problem)?;
+            message = parsed.message.map(|m| range_in(&new, m.get()));
+            (new, Some(line))
+        } else {
+            (line, None)
+        };
+
+        let (role, tokens, usage_total) = match &info {
+            Some(i) if !i.excluded => (i.role, i.tokens, i.valid_usage),
+            _ => (None, 0, None),
+        };
+        Ok(Entry {
+            line: v3_line,
+            original,
+            line_no,
+            id,
+            parent_id,
+            kind,
+            timestamp_ms,
+            message,
+            synth,
+            role,
+            tokens,
+            usage_total,
+            first_kept_id,
+            tokens_before,
+            parent: None,
+            first_kept: None,
+        })
+    }
+
+    /// The v2/v3 id; for v1 files a synthesised, deterministic one (`{index:08x}`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn parent_id(&self) -> Option<&str> {
+        self.parent_id.as_deref()
+    }
+
+    /// `message`, `compaction`, ...; unknown types are kept as they are.
+    pub fn entry_type(&self) -> &str {
+        &self.kind
+    }
+
+    /// The original JSON line, verbatim.
+    pub fn line(&self) -> &str {
+        self.original.as_deref().unwrap_or(&self.line)
+    }
+
+    /// The line as a v3 file holds it (equal to [`Entry::line`] for v3 input).
+    pub fn v3_line(&self) -> &str {
+        &self.line
+    }
+
+    /// Whether reading migrated this entry (its v3 line differs from the file's).
+    pub fn is_migrated(&self) -> bool {
+        self.original.is_some()
+    }
+
+    /// 1-based line in the source file; 0 for entries appended in memory.
+    pub fn line_number(&self) -> usize {
+        self.line_no
+    }
+
+    /// Entry timestamp in Unix milliseconds (0 when absent or unreadable).
+    pub fn timestamp_ms(&self) -> u64 {
+        self.timestamp_ms
+    }
+
+    /// Estimated tokens this entry adds to the context (0 for entries not sent to the model).
+    pub fn tokens(&self) -> u32 {
+        self.tokens
+    }
+
+    /// Some for entries sent to the model.
+    pub fn context_role(&self) -> Option<Role> {
+        self.role
+    }
+
+    /// `usage.totalTokens` of a non-error, non-aborted assistant message.
+    pub fn usage_total(&self) -> Option<u64> {
+        self.usage_total
+    }
+
+    /// For compaction entries: the first entry kept after the boundary (v1: mapped from the
+    /// index).
+    pub fn first_kept_entry_id(&self) -> Option<&str> {
+        self.first_kept_id.as_deref()
+    }
+
+    /// For compaction entries: `tokensBefore`.
+    pub fn tokens_before(&self) -> u64 {
+        self.tokens_before
+    }
+
+    /// The AgentMessage JSON: for `message` entries the `message` member byte-identical to the
+    /// file; for compaction / branch_summary / custom_message a synthesised one; "" otherwise.
+    pub fn message_json(&self) -> Cow<'_, str> {
+        if let Some(s) = &self.synth {
+            return Cow::Borrowed(s);
+        }
+        match &self.message {
+            Some(r) if self.kind == "message" => {
+                Cow::Borrowed(self.line.get(r.clone()).unwrap_or(""))
+            }
+            _ => Cow::Borrowed(""),
+        }
+    }
+
+    /// The decoded message, for context entries.
+    pub fn view(&self) -> Option<MessageView> {
+        self.role?;
+        let json = self.message_json();
+        RawMessage::parse(&json)
+            .and_then(|m| m.view(self.timestamp_ms))
+            .ok()
+            .flatten()
+    }
+}
+
+/// pi's v1 `firstKeptEntryIndex` indexes the file's lines with the header at 0, so entry `n-1`
+/// is meant; 0 (the header itself) means "keep everything", i.e. the first entry.
+fn v1_first_kept(raw: &RawEntry<'_>, d: &Decode) -> Result<String, String> {
+    if let Some(id) = field::<String>(raw.first_kept_entry_id, "firstKeptEntryId")? {
+        return Ok(id);
+    }
+    let n: u64 = required(
+        raw.first_kept_entry_index,
+        "firstKeptEntryIndex",
+        "compaction",
+    )?;
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    if n > d.entry_count || d.entry_count == 0 {
+        return Err(format!(
+            "firstKeptEntryIndex {n} is out of range (the file has {} entries)",
+            d.entry_count
+        ));
+    }
+    Ok(v1_id(n.saturating_sub(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V3: Decode = Decode {
+        version: 3,
+        index: 0,
+        entry_count: 1,
+    };
+
+    #[test]
+    fn message_json_is_a_slice_of_the_line() {
+        let line = r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:00Z","message": {"role":"user","content":"hi  there"} ,"x":1}"#;
+        let e = Entry::decode(line.into(), 2, &V3).unwrap();
+        assert_eq!(e.message_json(), r#"{"role":"user","content":"hi  there"}"#);
+        assert_eq!(e.context_role(), Some(Role::User));
+        assert_eq!(e.tokens(), 3);
+        assert_eq!(e.line(), line);
+        assert!(!e.is_migrated());
+    }
+
+    #[test]
+    fn summaries_are_synthesised_as_agent_messages() {
+        let line = r#"{"type":"compaction","id":"c","parentId":"b","timestamp":"1970-01-01T00:00:01Z","summary":"did \"x\"","firstKeptEntryId":"a","tokensBefore":77}"#;
+        let e = Entry::decode(line.into(), 2, &V3).unwrap();
+        assert_eq!(
+            e.message_json(),
+            r#"{"role":"compactionSummary","summary":"did \"x\"","tokensBefore":77,"timestamp":1000}"#
+        );
+        assert_eq!(e.context_role(), Some(Role::CompactionSummary));
+        assert_eq!(e.view().unwrap().text, "did \"x\"");
+        let custom = r#"{"type":"custom_message","id":"d","parentId":"c","customType":"note","content":[{"type":"text","text":"abc"}],"display":false}"#;
+        let e = Entry::decode(custom.into(), 3, &V3).unwrap();
+        assert_eq!(
+            e.message_json(),
+            r#"{"role":"custom","customType":"note","content":[{"type":"text","text":"abc"}],"display":false,"timestamp":0}"#
+        );
+        assert_eq!(e.view().unwrap().text, "abc");
+        let other =
+            r#"{"type":"model_change","id":"e","parentId":"d","provider":"p","modelId":"m"}"#;
+        let e = Entry::decode(other.into(), 4, &V3).unwrap();
+        assert_eq!(e.message_json(), "");
+        assert_eq!(e.context_role(), None);
+        assert_eq!(e.view(), None);
+        assert_eq!(e.tokens(), 0);
+    }
+
+    #[test]
+    fn required_fields() {
+        let err = |l: &str| Entry::decode(l.into(), 2, &V3).unwrap_err();
+        assert!(err(r#"{"id":"a"}"#).contains("no \"type\""));
+        assert!(err(r#"{"type":"message","message":{"role":"user"}}"#).contains("no \"id\""));
+        assert!(err(r#"{"type":"message","id":"a"}"#).contains("no \"message\""));
+        assert!(
+            err(r#"{"type":"compaction","id":"a","summary":"s"}"#).contains("firstKeptEntryId")
+        );
+        assert!(err("{nope").contains("not valid JSON"));
+    }
+}

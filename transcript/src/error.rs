@@ -1,0 +1,92 @@
+//! Errors and load warnings. Every problem names the file, the 1-based line and what is wrong,
+//! so an operator can open the transcript at the right place.
+
+use std::fmt;
+
+/// A transcript could not be read, validated or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    /// The content is wrong: bad JSON, a missing field, a dangling reference, a rejected append.
+    #[error("{file}:{line}: {problem}")]
+    Invalid {
+        /// The source name given to `parse` (usually the path).
+        file: String,
+        /// 1-based line number (for appends: the line the new entry would have had).
+        line: usize,
+        problem: String,
+    },
+    /// Reading or writing the file failed.
+    #[error("{file}: {action}: {error}")]
+    Io {
+        file: String,
+        action: &'static str,
+        #[source]
+        error: std::io::Error,
+    },
+}
+
+impl TranscriptError {
+    pub(crate) fn invalid(file: &str, line: usize, problem: impl Into<String>) -> Self {
+        TranscriptError::Invalid {
+            file: file.to_string(),
+            line,
+            problem: problem.into(),
+        }
+    }
+
+    pub(crate) fn io(file: &std::path::Path, action: &'static str, error: std::io::Error) -> Self {
+        TranscriptError::Io {
+            file: file.display().to_string(),
+            action,
+            error,
+        }
+    }
+
+    /// The source name (file) the error refers to.
+    pub fn file(&self) -> &str {
+        match self {
+            TranscriptError::Invalid { file, .. } | TranscriptError::Io { file, .. } => file,
+        }
+    }
+
+    /// The 1-based line, when the error is about content.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            TranscriptError::Invalid { line, .. } => Some(*line),
+            TranscriptError::Io { .. } => None,
+        }
+    }
+}
+
+/// Something odd but survivable found while loading (e.g. a torn last line); the load went on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadWarning {
+    pub source: String,
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for LoadWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.source, self.line, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_file_and_line() {
+        let e = TranscriptError::invalid("a.jsonl", 7, "bad thing");
+        assert_eq!(e.to_string(), "a.jsonl:7: bad thing");
+        assert_eq!(e.file(), "a.jsonl");
+        assert_eq!(e.line(), Some(7));
+        let w = LoadWarning {
+            source: "b.jsonl".into(),
+            line: 3,
+            message: "torn".into(),
+        };
+        assert_eq!(w.to_string(), "b.jsonl:3: torn");
+    }
+}

@@ -1,0 +1,371 @@
+//! Deterministic synthetic transcripts for tests, benchmarks and the `demo` command: a
+//! realistic v3 coding-agent session (prompts, thinking, tool calls on files, results with
+//! occasional failures, growing usage), identical for identical seeds.
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+
+use crate::time::format_iso_ms;
+use crate::tokens::estimate_message;
+
+/// splitmix64: tiny, fast, and good enough to vary synthetic text.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..hi` (lo when the range is empty).
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            lo
+        } else {
+            lo + self.next() % (hi - lo)
+        }
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.range(0, items.len() as u64) as usize]
+    }
+}
+
+const FILES: &[&str] = &[
+    "src/main.rs",
+    "src/lib.rs",
+    "src/config.rs",
+    "src/parser.rs",
+    "src/server/mod.rs",
+    "src/server/routes.rs",
+    "src/db/schema.rs",
+    "src/util.rs",
+    "tests/integration.rs",
+    "Cargo.toml",
+    "README.md",
+    "docs/design.md",
+];
+
+const PROMPTS: &[&str] = &[
+    "Read {f} and explain how errors are handled there.",
+    "The tests in {f} fail with a panic on empty input, can you fix it?",
+    "Add a --verbose flag and wire it through {f}.",
+    "Why does {f} allocate on every request?",
+    "Refactor {f} to remove the duplicated parsing code.",
+    "Can you write unit tests for {f}?",
+    "Run the test suite and fix whatever breaks in {f}.",
+    "Rename the config field `timeout` to `timeout_ms` in {f} and everywhere it is used.",
+    "Is the retry logic in {f} safe to call concurrently?",
+];
+
+const REMARKS: &[&str] = &[
+    "Let me look at the relevant code first.",
+    "I'll check how this is wired before changing anything.",
+    "The problem is in the error path; I'll fix it and rerun the tests.",
+    "That change compiles; now let me verify the behaviour.",
+    "I found the duplicated logic and will pull it into one helper.",
+];
+
+const THOUGHTS: &[&str] = &[
+    "The user wants a minimal change. The parser returns early on empty input, so the panic must come from the unwrap after it.",
+    "Two call sites build the same struct; a constructor would remove the duplication without changing behaviour.",
+    "Before editing I should read the tests to see what behaviour is pinned.",
+];
+
+fn code_lines(rng: &mut Rng, path: &str, lines: u64) -> String {
+    let mut out = format!("// {path}\n");
+    for k in 0..lines {
+        let line = match rng.range(0, 5) {
+            0 => format!("pub fn handler_{k}(req: &Request) -> Result<Response, Error> {{"),
+            1 => format!("    let value_{k} = config.get(\"key_{k}\").ok_or(Error::Missing)?;"),
+            2 => format!("    tracing::debug!(step = {k}, \"processing request\");"),
+            3 => "}".to_string(),
+            _ => format!("    // TODO({k}): handle the timeout case explicitly"),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+struct Session {
+    rng: Rng,
+    lines: Vec<String>,
+    ids: HashSet<String>,
+    parent: Option<String>,
+    now_ms: u64,
+    messages: usize,
+    limit: usize,
+    context_tokens: u64,
+    last_total: u64,
+}
+
+impl Session {
+    fn full(&self) -> bool {
+        self.messages >= self.limit
+    }
+
+    fn fresh_id(&mut self) -> String {
+        loop {
+            let id = format!("{:08x}", self.rng.next() as u32);
+            if self.ids.insert(id.clone()) {
+                return id;
+            }
+        }
+    }
+
+    fn entry(&mut self, mut fields: Value) {
+        let id = self.fresh_id();
+        let mut entry = json!({
+            "type": fields["type"].clone(),
+            "id": id,
+            "parentId": self.parent,
+            "timestamp": format_iso_ms(self.now_ms),
+        });
+        if let (Some(e), Some(f)) = (entry.as_object_mut(), fields.as_object_mut()) {
+            f.remove("type");
+            e.append(f);
+        }
+        self.lines.push(entry.to_string());
+        self.parent = Some(id);
+    }
+
+    /// Push a message entry; returns false once the message budget is used up.
+    fn message(&mut self, mut message: Value) -> bool {
+        if self.full() {
+            return false;
+        }
+        self.now_ms += self.rng.range(150, 4000);
+        message["timestamp"] = json!(self.now_ms);
+        self.context_tokens += u64::from(estimate_message(&message));
+        self.entry(json!({"type": "message", "message": message}));
+        self.messages += 1;
+        true
+    }
+
+    fn usage(&mut self, output: u64) -> Value {
+        let cache_read = self.last_total.min(self.context_tokens);
+        let input = self.context_tokens - cache_read;
+        let total = self.context_tokens + output;
+        self.last_total = total;
+        json!({
+            "input": input, "output": output, "cacheRead": cache_read, "cacheWrite": 0,
+            "totalTokens": total,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        })
+    }
+
+    fn assistant(&mut self, content: Vec<Value>, stop: &str) -> bool {
+        let probe = json!({"role": "assistant", "content": content});
+        let output = u64::from(estimate_message(&probe));
+        let usage = self.usage(output);
+        self.message(json!({
+            "role": "assistant", "content": content, "api": "anthropic-messages",
+            "provider": "anthropic", "model": "claude-sonnet-4-5", "usage": usage,
+            "stopReason": stop,
+        }))
+    }
+
+    fn tool_call(&mut self, focus: &str) -> (String, String, Value) {
+        let id = format!("toolu_{:016x}", self.rng.next());
+        let path = if self.rng.chance(60) {
+            focus.to_string()
+        } else {
+            self.rng.pick(FILES).to_string()
+        };
+        let (name, args) = match self.rng.range(0, 10) {
+            0..=3 => ("read", json!({"path": path})),
+            4..=6 => (
+                "bash",
+                json!({"command": self.rng.pick(&["cargo test", "cargo build", "rg -n timeout src", "ls src"])}),
+            ),
+            7..=8 => (
+                "edit",
+                json!({"path": path, "oldText": "let value = parse(input).unwrap();", "newText": "let value = parse(input)?;"}),
+            ),
+            _ => (
+                "write",
+                json!({"path": path, "content": code_lines(&mut self.rng, &path, 12)}),
+            ),
+        };
+        (id, name.to_string(), args)
+    }
+
+    fn tool_result(&mut self, id: &str, name: &str, args: &Value) -> bool {
+        let path = args["path"].as_str().unwrap_or("");
+        let failed = self.rng.chance(8);
+        let text = match (name, failed) {
+            ("read", false) => {
+                let n = self.rng.range(20, 160);
+                code_lines(&mut self.rng, path, n)
+            }
+            ("read", true) => format!("ENOENT: no such file or directory, open '{path}'"),
+            ("bash", false) => {
+                let n = self.rng.range(3, 40);
+                (0..n).map(|k| format!("test module::case_{k} ... ok\n")).collect::<String>()
+                    + "\ntest result: ok."
+            }
+            ("bash", true) => "error[E0308]: mismatched types\n  --> src/lib.rs:42:5\nCommand exited with code 101".into(),
+            ("edit", false) => format!("Successfully replaced text in {path}."),
+            ("edit", true) => format!("Could not find the exact text in {path}. The old text must match exactly."),
+            (_, false) => format!("Successfully wrote to {path}."),
+            (_, true) => format!("EACCES: permission denied, open '{path}'"),
+        };
+        self.message(json!({
+            "role": "toolResult", "toolCallId": id, "toolName": name,
+            "content": [{"type": "text", "text": text}], "isError": failed,
+        }))
+    }
+
+    /// One user prompt and the agent's work on it.
+    fn turn(&mut self) -> bool {
+        self.now_ms += self.rng.range(10_000, 120_000);
+        let focus = self.rng.pick(FILES).to_string();
+        let prompt = self.rng.pick(PROMPTS).replace("{f}", &focus);
+        if !self.message(json!({"role": "user", "content": [{"type": "text", "text": prompt}]})) {
+            return false;
+        }
+        if self.rng.chance(3) {
+            // An interrupted request: pi records it with zero usage and stopReason "aborted".
+            let aborted = json!({
+                "role": "assistant", "content": [], "api": "anthropic-messages",
+                "provider": "anthropic", "model": "claude-sonnet-4-5",
+                "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                "stopReason": "aborted", "errorMessage": "Request was aborted",
+            });
+            return self.message(aborted);
+        }
+        for _ in 0..self.rng.range(1, 5) {
+            let mut content = Vec::new();
+            if self.rng.chance(30) {
+                content.push(json!({"type": "thinking", "thinking": self.rng.pick(THOUGHTS), "thinkingSignature": "sig"}));
+            }
+            content.push(json!({"type": "text", "text": self.rng.pick(REMARKS)}));
+            let calls: Vec<_> = (0..self.rng.range(1, 4))
+                .map(|_| self.tool_call(&focus))
+                .collect();
+            for (id, name, args) in &calls {
+                content
+                    .push(json!({"type": "toolCall", "id": id, "name": name, "arguments": args}));
+            }
+            if !self.assistant(content, "toolUse") {
+                return false;
+            }
+            for (id, name, args) in &calls {
+                if !self.tool_result(id, name, args) {
+                    return false;
+                }
+            }
+        }
+        let done = format!(
+            "Done. I changed {focus} and the tests pass. {}",
+            if self.rng.chance(25) {
+                "Do you want me to also update the docs?"
+            } else {
+                ""
+            }
+        );
+        self.assistant(
+            vec![json!({"type": "text", "text": done.trim_end()})],
+            "stop",
+        )
+    }
+}
+
+/// A v3 coding-agent session with exactly `messages` message entries (plus the header and a
+/// `model_change` entry), deterministic for `seed`.
+pub fn coding_session(seed: u64, messages: usize) -> String {
+    let mut rng = Rng(seed ^ 0x5EED_0F_C7A5);
+    let session_id = format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        rng.next() as u32,
+        rng.next() as u16,
+        rng.next() & 0xfff,
+        rng.next() & 0xfff,
+        rng.next() & 0xffff_ffff_ffff
+    );
+    // 2025-01-01 plus a seed-dependent day, so sessions of different seeds do not overlap.
+    let start = 1_735_689_600_000 + (seed % 365) * 86_400_000;
+    let header = json!({
+        "type": "session", "version": 3, "id": session_id,
+        "timestamp": format_iso_ms(start), "cwd": format!("/home/dev/project-{}", seed % 100),
+    });
+    let mut s = Session {
+        rng,
+        lines: vec![header.to_string()],
+        ids: HashSet::new(),
+        parent: None,
+        now_ms: start,
+        messages: 0,
+        limit: messages,
+        context_tokens: 1500, // system prompt and tool definitions
+        last_total: 0,
+    };
+    s.entry(
+        json!({"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"}),
+    );
+    while s.turn() {}
+    let mut out = s.lines.join("\n");
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Role, Transcript};
+
+    #[test]
+    fn deterministic_and_exact_message_count() {
+        let a = coding_session(7, 120);
+        assert_eq!(a, coding_session(7, 120));
+        assert_ne!(a, coding_session(8, 120));
+        let t = Transcript::parse(&a, "gen").unwrap();
+        assert_eq!(t.header().version(), 3);
+        let messages = t
+            .entries()
+            .iter()
+            .filter(|e| e.entry_type() == "message")
+            .count();
+        assert_eq!(messages, 120);
+        assert!(t.warnings().is_empty());
+        assert_eq!(
+            t.to_v3_string(),
+            a,
+            "generated text is already canonical v3"
+        );
+    }
+
+    #[test]
+    fn realistic_content() {
+        let t = Transcript::parse(&coding_session(3, 400), "gen").unwrap();
+        let views: Vec<_> = t.entries().iter().filter_map(|e| e.view()).collect();
+        let has = |r: Role| views.iter().any(|v| v.role == r);
+        assert!(has(Role::User) && has(Role::Assistant) && has(Role::ToolResult));
+        assert!(views.iter().any(|v| v.is_error));
+        let names: HashSet<&str> = views
+            .iter()
+            .flat_map(|v| &v.tool_calls)
+            .map(|c| c.name.as_str())
+            .collect();
+        for tool in ["read", "bash", "edit", "write"] {
+            assert!(names.contains(tool), "{tool}");
+        }
+        // usage totals grow over the session
+        let totals: Vec<u64> = t.entries().iter().filter_map(|e| e.usage_total()).collect();
+        assert!(totals.len() > 10);
+        assert!(totals.windows(2).all(|w| w[0] < w[1]), "{totals:?}");
+        // timestamps increase
+        let ts: Vec<u64> = views.iter().map(|v| v.timestamp).collect();
+        assert!(ts.windows(2).all(|w| w[0] < w[1]));
+    }
+}

@@ -1,0 +1,22 @@
+//! Session transcripts in the pi / OpenClaw JSONL format (versions 1-3, written as 3): parsing
+//! and migration, the entry tree and boundary loading, token accounting, durable storage, and
+//! the runtime compaction with an extractive summarizer. Knows nothing about wasm.
+//!
+//! Module direction: `tokens`/`message` <- `entry` <- `transcript` <- `store`, `compaction`;
+//! `generate` only produces text for tests and demos.
+
+pub mod compaction;
+mod entry;
+mod error;
+pub mod generate;
+mod message;
+mod migrate;
+pub mod store;
+pub mod time;
+pub mod tokens;
+mod transcript;
+
+pub use entry::{Entry, Header};
+pub use error::{LoadWarning, TranscriptError};
+pub use message::{MessageView, Role, ToolCall, Usage};
+pub use transcript::{NewCompaction, Transcript};
