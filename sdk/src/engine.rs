@@ -214,3 +214,135 @@ impl<X: Export> Guest for X {
         result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ContextEntry, ContextItem, Role};
+
+    /// Counts what it saw; ingests user messages only.
+    #[derive(Default)]
+    struct Counter {
+        seen: u32,
+    }
+
+    thread_local! {
+        static CREATED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+
+    impl ContextEngine for Counter {
+        fn info() -> EngineInfo {
+            EngineInfo::new("counter", "Counter", "1.0.0").owns_compaction(true)
+        }
+
+        fn ingest(&mut self, _: &Session, message: Message, _: bool) -> Result<IngestResult> {
+            if self.seen == 0 {
+                CREATED.with(|c| c.set(c.get() + 1));
+            }
+            self.seen += 1;
+            if message.text == "fail" {
+                return Err("cannot ingest \"fail\"".into());
+            }
+            Ok(IngestResult {
+                ingested: message.role == Role::User,
+            })
+        }
+    }
+
+    struct Exported;
+
+    impl Export for Exported {
+        type Engine = Counter;
+        fn slot() -> &'static LocalKey<Slot<Counter>> {
+            thread_local!(static SLOT: Slot<Counter> = const { Slot::new() });
+            &SLOT
+        }
+    }
+
+    fn session() -> Session {
+        Session {
+            id: "s".into(),
+            key: "k".into(),
+        }
+    }
+
+    fn message(role: Role, text: &str) -> Message {
+        Message {
+            entry: 0,
+            entry_id: "0000abcd".into(),
+            role,
+            timestamp: 0,
+            text: text.into(),
+            tool_calls: vec![],
+            tool_name: None,
+            is_error: false,
+            stop_reason: None,
+            usage: None,
+            tokens: crate::estimate_tokens(text),
+            json: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn the_export_delegates_keeps_state_and_drops_it_on_dispose() {
+        let info = <Exported as Guest>::info();
+        assert_eq!((info.id.as_str(), info.owns_compaction), ("counter", true));
+        assert!(Exported::slot().with(|s| s.0.borrow().is_none()));
+
+        let bootstrap = <Exported as Guest>::bootstrap(BootstrapRequest {
+            session: session(),
+            session_file: "f".into(),
+            entry_count: 0,
+        })
+        .unwrap();
+        assert!(!bootstrap.bootstrapped);
+        assert_eq!(bootstrap.reason.as_deref(), Some("engine keeps no state"));
+
+        let batch = vec![
+            message(Role::User, "a"),
+            message(Role::Assistant, "b"),
+            message(Role::User, "c"),
+        ];
+        assert_eq!(
+            <Exported as Guest>::ingest_batch(session(), batch, false),
+            Ok(2)
+        );
+        assert_eq!(
+            Exported::slot().with(|s| s.0.borrow().as_ref().unwrap().seen),
+            3
+        );
+        assert_eq!(
+            <Exported as Guest>::ingest(session(), message(Role::User, "fail"), false),
+            Err("cannot ingest \"fail\"".to_string())
+        );
+
+        let entries = vec![ContextEntry {
+            entry: 3,
+            role: Role::User,
+            tokens: 5,
+        }];
+        let request = AssembleRequest {
+            session: session(),
+            token_budget: None,
+            context_window: 100,
+            context_tokens: 5,
+            available_tools: vec![],
+            entries,
+        };
+        let assembled = <Exported as Guest>::assemble(request).unwrap();
+        assert_eq!(assembled.items, [ContextItem::Keep(3)]);
+        assert_eq!(assembled.estimated_tokens, 5);
+        let spawn = SubagentSpawn {
+            parent_session_key: "k".into(),
+            child_session_key: "k:child".into(),
+            context_mode: crate::ContextMode::Isolated,
+            ttl_ms: None,
+        };
+        assert_eq!(<Exported as Guest>::prepare_subagent_spawn(spawn), Ok(None));
+
+        assert_eq!(<Exported as Guest>::dispose(session()), Ok(()));
+        assert!(Exported::slot().with(|s| s.0.borrow().is_none()));
+        <Exported as Guest>::ingest(session(), message(Role::User, "x"), false).unwrap();
+        assert_eq!(CREATED.with(|c| c.get()), 2);
+    }
+}

@@ -39,7 +39,8 @@ pub fn delegate_compaction(request: &CompactRequest) -> Result<Option<Compaction
 }
 
 /// The engine's configuration (`plugins.entries.<id>.config`), already validated by the host
-/// against the plugin's schema; an empty object when none is set.
+/// against the plugin's schema; an empty object when none is set (or, defensively, when the
+/// host's text is not JSON).
 pub fn config() -> serde_json::Value {
     serde_json::from_str(&config_json())
         .unwrap_or_else(|_| serde_json::Value::Object(serde_json::Map::new()))

@@ -1,4 +1,4 @@
-//! Write a [ctxhost] context engine in Rust: implement one trait, call one macro.
+//! Write a ctxhost context engine in Rust: implement one trait, call one macro.
 //!
 //! A context engine decides what the model sees on every turn. ctxhost runs it as a sandboxed
 //! WebAssembly component (`wasm32-wasip2`) and calls it through the `ctxhost:engine` contract.
@@ -8,35 +8,50 @@
 //!
 //! ```
 //! use ctxhost_sdk::{AssembleRequest, AssembleResult, ContextEngine, EngineInfo, Plan, Result};
+//! use ctxhost_sdk::{host, log};
 //!
-//! /// Keeps the last 50 entries of the context.
+//! /// Keeps the newest `keep` entries of the context (config: `{"keep": 50}`).
 //! #[derive(Default)]
-//! struct LastFifty {
-//!     assembled: u64,
+//! struct LastN {
+//!     keep: Option<usize>,
 //! }
 //!
-//! impl ContextEngine for LastFifty {
+//! impl ContextEngine for LastN {
 //!     fn info() -> EngineInfo {
-//!         EngineInfo::new("last-fifty", "Last fifty", env!("CARGO_PKG_VERSION"))
+//!         EngineInfo::new("last-n", "Last N", env!("CARGO_PKG_VERSION"))
 //!     }
 //!
 //!     fn assemble(&mut self, request: AssembleRequest) -> Result<AssembleResult> {
-//!         self.assembled += 1;
-//!         let start = request.entries.len().saturating_sub(50);
-//!         let mut plan = Plan::new();
+//!         // Read the configuration on first use: constructors must not call the host.
+//!         let keep = *self
+//!             .keep
+//!             .get_or_insert_with(|| host::config()["keep"].as_u64().unwrap_or(50) as usize);
+//!         let start = request.entries.len().saturating_sub(keep);
+//!         let mut plan = Plan::with_capacity(keep + 1);
 //!         if start > 0 {
-//!             plan = plan.insert_custom("last-fifty", &format!("[{start} earlier messages omitted]"));
+//!             log::debug(format!("omitting {start} entries"));
+//!             plan = plan.insert_custom("last-n", &format!("[{start} earlier messages omitted]"));
 //!         }
 //!         Ok(plan.keep_all(&request.entries[start..]).build())
 //!     }
 //! }
 //!
-//! ctxhost_sdk::export_engine!(LastFifty);
+//! ctxhost_sdk::export_engine!(LastN);
 //! ```
 //!
-//! Build it with `cargo build --target wasm32-wasip2 --release` (the crate must have
-//! `crate-type = ["cdylib"]`, or `["cdylib", "rlib"]` to unit-test it natively); the `.wasm`
-//! in `target/wasm32-wasip2/release/` is the component ctxhost loads.
+//! The engine's `Cargo.toml` needs `crate-type = ["cdylib"]` (or `["cdylib", "rlib"]` to
+//! unit-test it natively) and `ctxhost-sdk` as its only dependency. Build it with
+//! `cargo build --target wasm32-wasip2 --release`; the `.wasm` in
+//! `target/wasm32-wasip2/release/` is the component ctxhost loads, named by the plugin's
+//! `ctxhost.plugin.json`.
+//!
+//! What is here:
+//! - [`ContextEngine`] and [`export_engine!`]: the engine and its export.
+//! - [`Plan`], [`pass_through`], [`user_text_message`], [`custom_message`]: answers to `assemble`.
+//! - [`host`]: what the host provides (configuration, transcript reads, runtime compaction,
+//!   completions); [`log`]: logging; [`estimate_tokens`]: the host's token estimate, locally.
+//! - The contract's types ([`Message`], [`ContextEntry`], [`AssembleRequest`], …), re-exported,
+//!   and [`serde_json`], so an engine needs no other dependency.
 //!
 //! # Lifecycle
 //!
@@ -47,8 +62,6 @@
 //!
 //! Errors returned from a hook are reported by the host, naming the engine, the function and
 //! the session. A panic traps: the host fails that call and discards the instance.
-//!
-//! [ctxhost]: https://example.invalid/ctxhost
 
 #[doc(hidden)]
 pub mod bindings {

@@ -284,7 +284,7 @@ impl Session {
 /// A v3 coding-agent session with exactly `messages` message entries (plus the header and a
 /// `model_change` entry), deterministic for `seed`.
 pub fn coding_session(seed: u64, messages: usize) -> String {
-    let mut rng = Rng(seed ^ 0x5EED_0F_C7A5);
+    let mut rng = Rng(seed ^ 0x005E_ED0F_C7A5);
     let session_id = format!(
         "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
         rng.next() as u32,

@@ -154,3 +154,125 @@ fn write_and_swap(path: &Path, tmp: &Path, contents: &str) -> Result<(), Transcr
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn files_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn rewrite_keeps_a_backup_and_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        rewrite_atomically(&path, "one\n").unwrap();
+        assert_eq!(files_in(dir.path()), ["s.jsonl"], "no backup of nothing");
+        rewrite_atomically(&path, "two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+        assert_eq!(
+            std::fs::read_to_string(backup_path(&path)).unwrap(),
+            "one\n"
+        );
+        assert_eq!(files_in(dir.path()), ["s.jsonl", "s.jsonl.bak"]);
+        // a failed rewrite (no such directory) names the path and leaves nothing behind
+        let err = rewrite_atomically(&dir.path().join("missing/x.jsonl"), "x").unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
+        assert_eq!(files_in(dir.path()), ["s.jsonl", "s.jsonl.bak"]);
+    }
+
+    #[test]
+    fn append_and_reload_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::new("sess", "/w", "2025-01-01T00:00:00.000Z");
+        t.append_message(
+            &json!({"role":"user","content":"a"}),
+            "2025-01-01T00:00:01.000Z",
+        )
+        .unwrap();
+        let mut f = TranscriptFile::create(&path, &t).unwrap();
+        assert_eq!(f.path(), path);
+        f.set_sync(false);
+        assert!(!f.sync());
+        let from = t.entries().len();
+        t.append_message(
+            &json!({"role":"assistant","content":[{"type":"text","text":"b"}],"stopReason":"stop"}),
+            "2025-01-01T00:00:02.000Z",
+        )
+        .unwrap();
+        t.append_message(
+            &json!({"role":"user","content":"c"}),
+            "2025-01-01T00:00:03.000Z",
+        )
+        .unwrap();
+        f.append(&t, from).unwrap();
+        f.append(&t, t.entries().len()).unwrap(); // nothing new: no-op
+        assert!(f.append(&t, 99).is_err());
+        drop(f);
+
+        let (mut f2, loaded) = TranscriptFile::open(&path).unwrap();
+        assert_eq!(loaded.to_v3_string(), t.to_v3_string());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), t.to_v3_string());
+        assert!(
+            !backup_path(&path).exists(),
+            "a v3 file is not rewritten on open"
+        );
+        let mut loaded = loaded;
+        let from = loaded.entries().len();
+        loaded
+            .append_message(&json!({"role":"user","content":"d"}), "t")
+            .unwrap();
+        f2.append(&loaded, from).unwrap();
+        let again = Transcript::load(&path).unwrap();
+        assert_eq!(again.entries().len(), 4);
+        assert_eq!(again.context(), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn open_migrates_old_files_and_repairs_torn_tails() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.jsonl");
+        let v1 = "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n";
+        std::fs::write(&path, v1).unwrap();
+        let (mut f, mut t) = TranscriptFile::open(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(backup_path(&path)).unwrap(), v1);
+        let on_disk = std::fs::read_to_string(&path).unwrap();
+        assert!(on_disk.starts_with("{\"type\":\"session\",\"version\":3,"));
+        assert_eq!(on_disk, t.to_v3_string());
+        let from = t.entries().len();
+        t.append_message(&json!({"role":"user","content":"y"}), "t")
+            .unwrap();
+        f.append(&t, from).unwrap();
+        assert_eq!(Transcript::load(&path).unwrap().entries().len(), 2);
+
+        // a crash mid-append: the torn tail is dropped so the next append starts a fresh line
+        let torn = dir.path().join("torn.jsonl");
+        std::fs::write(&torn, format!("{}{{\"type\":\"mess", t.to_v3_string())).unwrap();
+        let (mut f, mut t2) = TranscriptFile::open(&torn).unwrap();
+        assert_eq!(t2.warnings().len(), 1);
+        let from = t2.entries().len();
+        t2.append_message(&json!({"role":"user","content":"z"}), "t")
+            .unwrap();
+        f.append(&t2, from).unwrap();
+        let back = Transcript::load(&torn).unwrap();
+        assert!(back.warnings().is_empty());
+        assert_eq!(back.entries().len(), 3);
+    }
+
+    #[test]
+    fn missing_file_error_names_the_path() {
+        let err = TranscriptFile::open(Path::new("/nonexistent/dir/s.jsonl")).unwrap_err();
+        assert!(
+            err.to_string().starts_with("/nonexistent/dir/s.jsonl: "),
+            "{err}"
+        );
+    }
+}

@@ -452,3 +452,6 @@ impl Transcript {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

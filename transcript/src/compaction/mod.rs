@@ -169,3 +169,116 @@ pub fn plan(
         summary,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::coding_session;
+
+    #[test]
+    fn thresholds() {
+        let s = Settings::default();
+        assert_eq!(
+            s.threshold(),
+            200_000 - 20_000,
+            "the floor wins over 16,384"
+        );
+        assert!(!s.should_compact(180_000));
+        assert!(s.should_compact(180_001));
+        let no_floor = Settings {
+            reserve_tokens_floor: 0,
+            ..Settings::default()
+        };
+        assert_eq!(no_floor.threshold(), 200_000 - 16_384);
+        let tiny = Settings {
+            context_window: 1000,
+            ..Settings::default()
+        };
+        assert_eq!(tiny.threshold(), 0);
+    }
+
+    #[test]
+    fn nothing_to_compact_when_everything_fits() {
+        let t = Transcript::parse(&coding_session(1, 10), "g").unwrap();
+        assert!(plan(&t, &Settings::default(), None).is_none());
+    }
+
+    #[test]
+    fn plan_on_a_generated_session() {
+        let mut t = Transcript::parse(&coding_session(11, 300), "g").unwrap();
+        let settings = Settings {
+            keep_recent_tokens: 6000,
+            ..Settings::default()
+        };
+        let p = plan(&t, &settings, Some("keep the failing tests in mind")).unwrap();
+        let e = t.entries();
+        let first = &e[p.first_kept_index];
+        assert_eq!(first.id(), p.first_kept_entry_id);
+        assert_ne!(
+            first.context_role(),
+            Some(Role::ToolResult),
+            "cut on a toolResult"
+        );
+        assert!(first.context_role().is_some());
+
+        let ctx = t.context();
+        let pos = ctx.iter().position(|&i| i == p.first_kept_index).unwrap();
+        let kept: u64 = ctx[pos..].iter().map(|&i| u64::from(e[i].tokens())).sum();
+        assert!(kept >= settings.keep_recent_tokens, "kept {kept}");
+        assert_eq!(p.messages_compacted, pos);
+        assert_eq!(p.tokens_before, t.context_tokens());
+        assert!(p.tokens_after < p.tokens_before);
+        assert!(
+            p.summary
+                .contains("## Focus\n- keep the failing tests in mind")
+        );
+
+        // the summary names a file modified before the cut
+        let views: Vec<MessageView> = ctx[..pos].iter().filter_map(|&i| e[i].view()).collect();
+        let (_, modified) = extractive::file_operations(&views);
+        assert!(!modified.is_empty());
+        assert!(
+            modified.iter().all(|m| p.summary.contains(m.as_str())),
+            "{}",
+            p.summary
+        );
+        assert_eq!(
+            p.details["modifiedFiles"].as_array().unwrap().len(),
+            modified.len()
+        );
+
+        // applying it: boundary loading now starts with the summary
+        let c = t
+            .append_compaction(&p.to_new_compaction(), "2026-01-01T00:00:00.000Z")
+            .unwrap();
+        assert_eq!(t.context()[0], c);
+        assert_eq!(t.context()[1], p.first_kept_index);
+        assert!(t.context_tokens() < p.tokens_before);
+        assert_eq!(t.compaction_count(), 1);
+
+        // nothing new since: nothing to compact
+        assert!(plan(&t, &settings, None).is_none());
+        // a tighter budget cuts again, starting at the previous boundary and merging its summary
+        let tighter = Settings {
+            keep_recent_tokens: 2000,
+            ..settings
+        };
+        let p2 = plan(&t, &tighter, None).unwrap();
+        assert!(p2.first_kept_index > p.first_kept_index);
+        assert_eq!(p2.summary.matches("## Goal").count(), 1);
+        let prev_modified = p.details["modifiedFiles"].as_array().unwrap();
+        for m in prev_modified {
+            let m = m.as_str().unwrap();
+            assert!(
+                p2.details["modifiedFiles"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x == m)
+            );
+        }
+        t.append_compaction(&p2.to_new_compaction(), "2026-01-01T00:00:01.000Z")
+            .unwrap();
+        assert_eq!(t.compaction_count(), 2);
+    }
+}

@@ -1,0 +1,103 @@
+//! The `ctxhost` binary as an operator runs it, in a scratch `CTXHOST_HOME`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn ctxhost(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+        .args(args)
+        .env("CTXHOST_HOME", home)
+        .env_remove("CTXHOST_CONFIG")
+        .output()
+        .expect("run ctxhost")
+}
+
+fn stdout_json(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "ctxhost failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+#[test]
+fn doctor_json_succeeds_on_an_empty_home() {
+    let home = tempfile::tempdir().unwrap();
+    let report = stdout_json(&ctxhost(home.path(), &["doctor", "--json"]));
+    assert_eq!(report["ok"], true);
+    let names: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["config", "slot", "engine", "state-dir"]);
+    assert!(home.path().join("state/legacy").is_dir());
+}
+
+#[test]
+fn doctor_fails_with_the_position_of_a_config_syntax_error() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("ctxhost.json"), "{\n  plugins: {,\n}").unwrap();
+    let output = ctxhost(home.path(), &["doctor"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("ctxhost.json:2:"), "{text}");
+}
+
+#[test]
+fn doctor_names_an_unknown_engine_and_the_available_ones() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        "{ plugins: { slots: { contextEngine: 'ghost' } } }",
+    )
+    .unwrap();
+    let output = ctxhost(home.path(), &["doctor", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let slot = &report["checks"][1];
+    assert_eq!(slot["ok"], false);
+    let detail = slot["detail"].as_str().unwrap();
+    assert!(detail.contains("`ghost`") && detail.contains("available: legacy"), "{detail}");
+}
+
+#[test]
+fn replay_reports_compactions_at_a_small_window() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("recorded.jsonl");
+    std::fs::write(
+        &transcript,
+        ctxhost_transcript::generate::coding_session(11, 300),
+    )
+    .unwrap();
+    let report = stdout_json(&ctxhost(
+        home.path(),
+        &[
+            "replay",
+            transcript.to_str().unwrap(),
+            "--window",
+            "16000",
+            "--json",
+        ],
+    ));
+    assert_eq!(report["engine"], "legacy");
+    assert_eq!(report["messages"], 300);
+    let compactions = report["compactions"].as_array().unwrap();
+    assert!(!compactions.is_empty(), "{report}");
+    for c in compactions {
+        assert!(c["tokensAfter"].as_u64() < c["tokensBefore"].as_u64(), "{c}");
+    }
+    assert!(report["peakUtilisation"].as_f64().unwrap() <= 1.0, "{report}");
+}
+
+#[test]
+fn demo_runs_offline_and_reports_what_happened() {
+    let home = tempfile::tempdir().unwrap();
+    let output = ctxhost(home.path(), &["demo", "--messages", "200", "--json"]);
+    let demo = stdout_json(&output);
+    assert_eq!(demo["report"]["messages"], 200);
+    assert!(!demo["report"]["compactions"].as_array().unwrap().is_empty());
+    assert!(demo["latestSummary"].as_str().unwrap().contains("## "));
+}
