@@ -2,10 +2,16 @@
 
 use ctxhost_build_support::{Guest, build_guests, workspace_root};
 
-const BUNDLED: &[Guest] = &[Guest {
-    package: "ctxhost-legacy",
-    dir: "engines/legacy",
-}];
+const BUNDLED: &[Guest] = &[
+    Guest {
+        package: "ctxhost-legacy",
+        dir: "engines/legacy",
+    },
+    Guest {
+        package: "ctxhost-checkpoint-manager",
+        dir: "engines/checkpoint-manager",
+    },
+];
 
 fn main() {
     let out_dir =

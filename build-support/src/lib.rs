@@ -63,6 +63,10 @@ pub fn build_guests(workspace: &Path, guests: &[Guest]) -> Vec<PathBuf> {
     ] {
         command.env_remove(var);
     }
+    // Debug info would make the embedded components ~30x larger.
+    command
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "true");
     let status = command
         .status()
         .unwrap_or_else(|e| panic!("cannot run cargo to build the guest engines: {e}"));

@@ -9,6 +9,16 @@ use serde::Deserialize;
 /// The legacy engine, built from `engines/legacy` by the build script.
 pub const LEGACY_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ctxhost_legacy.wasm"));
 
+/// The checkpoint-manager engine, built from `engines/checkpoint-manager` by the build script.
+pub const CHECKPOINT_MANAGER_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/ctxhost_checkpoint_manager.wasm"));
+
+/// Engines embedded in this binary, by id.
+pub const BUNDLED: &[(&str, &[u8])] = &[
+    ("legacy", LEGACY_WASM),
+    ("checkpoint-manager", CHECKPOINT_MANAGER_WASM),
+];
+
 /// The manifest file of a plugin package.
 pub const MANIFEST: &str = "ctxhost.plugin.json";
 
@@ -89,14 +99,16 @@ pub struct Registry {
 
 impl Registry {
     pub fn discover(plugins_dir: &Path) -> Self {
-        let mut engines = BTreeMap::new();
-        engines.insert(
-            "legacy".to_string(),
-            AvailableEngine {
-                id: "legacy".into(),
-                source: EngineSource::Bundled(LEGACY_WASM),
-            },
-        );
+        let mut engines: BTreeMap<String, AvailableEngine> = BUNDLED
+            .iter()
+            .map(|(id, bytes)| {
+                let engine = AvailableEngine {
+                    id: id.to_string(),
+                    source: EngineSource::Bundled(bytes),
+                };
+                (id.to_string(), engine)
+            })
+            .collect();
         let mut broken = Vec::new();
         if let Ok(dirs) = std::fs::read_dir(plugins_dir) {
             let mut dirs: Vec<PathBuf> = dirs.flatten().map(|d| d.path()).collect();
@@ -170,7 +182,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("`nope`"), "{err}");
-        assert!(err.contains("available: legacy"), "{err}");
+        assert!(err.contains("available: checkpoint-manager, legacy"), "{err}");
         assert!(LEGACY_WASM.starts_with(b"\0asm"));
     }
 
@@ -187,7 +199,10 @@ mod tests {
         std::fs::create_dir_all(plugins.join("bad")).unwrap();
         std::fs::write(plugins.join("bad").join(MANIFEST), "{not json").unwrap();
         let registry = Registry::discover(&plugins);
-        assert_eq!(registry.ids().collect::<Vec<_>>(), ["good", "legacy"]);
+        assert_eq!(
+            registry.ids().collect::<Vec<_>>(),
+            ["checkpoint-manager", "good", "legacy"]
+        );
         assert_eq!(registry.broken.len(), 1);
         assert!(registry.broken[0].to_string().contains("bad"));
     }

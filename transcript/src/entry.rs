@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::message::{MessageView, RawMessage, Role};
+use crate::message::{self, MessageView, Role};
 use crate::migrate::{Rewrite, rewrite_entry, splice_ids};
 use crate::time::parse_iso_ms;
 
@@ -245,11 +245,11 @@ impl Entry {
         match kind.as_str() {
             "message" => {
                 let m = raw.message.ok_or("message entry has no \"message\"")?;
-                let parsed = RawMessage::parse(m.get())?;
-                if parsed.role.is_none() {
+                let summary = message::summarize(m.get())?;
+                if summary.role_name.is_empty() {
                     return Err("message has no \"role\"".into());
                 }
-                info = Some(parsed.summary()?);
+                info = Some(summary);
             }
             "compaction" => {
                 let summary: String = required(raw.summary, "summary", &kind)?;
@@ -291,7 +291,7 @@ impl Entry {
             _ => {}
         }
         if let Some(json) = &synth {
-            info = Some(RawMessage::parse(json)?.summary()?);
+            info = Some(message::summarize(json)?);
         }
         let hook = info.as_ref().is_some_and(|i| i.role_name == "hookMessage");
 
@@ -438,10 +438,7 @@ impl Entry {
     pub fn view(&self) -> Option<MessageView> {
         self.role?;
         let json = self.message_json();
-        RawMessage::parse(&json)
-            .and_then(|m| m.view(self.timestamp_ms))
-            .ok()
-            .flatten()
+        message::view(&json, self.timestamp_ms).ok().flatten()
     }
 }
 

@@ -2,8 +2,10 @@
 //! estimate, the usage and (on demand) the engine-facing [`MessageView`].
 
 use std::borrow::Cow;
+use std::fmt;
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::tokens::{IMAGE_CHARS, chars_to_tokens, compact_json_chars};
@@ -87,7 +89,7 @@ pub struct MessageView {
 }
 
 #[derive(Deserialize)]
-pub(crate) struct RawUsage {
+struct RawUsage {
     input: Option<f64>,
     output: Option<f64>,
     #[serde(rename = "cacheRead")]
@@ -122,11 +124,11 @@ impl RawUsage {
     }
 }
 
-/// A message as borrowed from its JSON text. Unknown fields are skipped by serde.
+/// A message as borrowed from its JSON text, for building views. Unknown fields are skipped.
 #[derive(Deserialize)]
-pub(crate) struct RawMessage<'a> {
+struct RawMessage<'a> {
     #[serde(borrow)]
-    pub role: Option<Cow<'a, str>>,
+    role: Option<Cow<'a, str>>,
     #[serde(borrow)]
     content: Option<&'a RawValue>,
     timestamp: Option<f64>,
@@ -143,8 +145,6 @@ pub(crate) struct RawMessage<'a> {
     output: Option<Cow<'a, str>>,
     #[serde(borrow)]
     summary: Option<Cow<'a, str>>,
-    #[serde(rename = "excludeFromContext")]
-    exclude_from_context: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -193,112 +193,192 @@ pub(crate) struct Summary {
     pub excluded: bool,
 }
 
+/// A string member, kept only as its length in chars. serde_json hands escaped strings to the
+/// visitor from its scratch buffer, so counting never allocates.
+struct Chars(usize);
+
+impl<'de> Deserialize<'de> for Chars {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Chars;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Chars, E> {
+                Ok(Chars(v.chars().count()))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+fn chars(c: &Option<Chars>) -> usize {
+    c.as_ref().map_or(0, |c| c.0)
+}
+
+/// A content block, reduced to what it costs in context.
+#[derive(Deserialize)]
+struct BlockChars<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    text: Option<Chars>,
+    thinking: Option<Chars>,
+    name: Option<Chars>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+impl BlockChars<'_> {
+    fn chars(&self) -> usize {
+        match self.kind.as_deref() {
+            Some("text") => chars(&self.text),
+            Some("thinking") => chars(&self.thinking),
+            Some("toolCall") => {
+                chars(&self.name) + self.arguments.map_or(2, |a| compact_json_chars(a.get()))
+            }
+            Some("image") => IMAGE_CHARS,
+            _ => 0,
+        }
+    }
+}
+
+/// `content`, a string or a list of blocks, reduced to its char count in one pass.
+struct ContentChars(usize);
+
+impl<'de> Deserialize<'de> for ContentChars {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ContentChars;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ContentChars, E> {
+                Ok(ContentChars(v.chars().count()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContentChars, A::Error> {
+                let mut n = 0;
+                while let Some(block) = seq.next_element::<BlockChars<'de>>()? {
+                    n += block.chars();
+                }
+                Ok(ContentChars(n))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The hot-path decoding done for every message at parse/append time: role, token estimate
+/// and usage, without building strings.
+#[derive(Deserialize)]
+struct MessageStats<'a> {
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    content: Option<ContentChars>,
+    usage: Option<RawUsage>,
+    #[serde(rename = "stopReason", borrow)]
+    stop_reason: Option<Cow<'a, str>>,
+    command: Option<Chars>,
+    output: Option<Chars>,
+    summary: Option<Chars>,
+    #[serde(rename = "excludeFromContext")]
+    exclude_from_context: Option<bool>,
+}
+
+impl MessageStats<'_> {
+    /// chars/4 of what the model sees, by the convention in TRANSCRIPTS.md.
+    fn tokens(&self, role: Role) -> u32 {
+        let n = match role {
+            Role::BashExecution => chars(&self.command) + chars(&self.output),
+            Role::BranchSummary | Role::CompactionSummary => chars(&self.summary),
+            _ => self.content.as_ref().map_or(0, |c| c.0),
+        };
+        chars_to_tokens(n)
+    }
+}
+
+/// Decode what accounting needs from a message's JSON.
+pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
+    let m: MessageStats<'_> = serde_json::from_str(json).map_err(|e| format!("message: {e}"))?;
+    let role = m.role.as_deref().and_then(Role::parse);
+    let excluded = role == Some(Role::BashExecution) && m.exclude_from_context == Some(true);
+    let valid_usage = match (role, &m.usage) {
+        (Some(Role::Assistant), Some(u))
+            if !matches!(m.stop_reason.as_deref(), Some("error" | "aborted")) =>
+        {
+            // A zero total carries no measurement (pi writes zeros on failed turns).
+            Some(u.to_usage().total_tokens).filter(|t| *t > 0)
+        }
+        _ => None,
+    };
+    Ok(Summary {
+        role,
+        role_name: m.role.as_deref().unwrap_or("").to_string(),
+        tokens: match role {
+            Some(r) if !excluded => m.tokens(r),
+            _ => 0,
+        },
+        valid_usage,
+        excluded,
+    })
+}
+
+/// The engine-facing view of a message's JSON; `default_timestamp` is used when the message
+/// has none. None for unknown roles.
+pub(crate) fn view(json: &str, default_timestamp: u64) -> Result<Option<MessageView>, String> {
+    let stats = summarize(json)?;
+    let m = RawMessage::parse(json)?;
+    let Some(role) = m.role() else {
+        return Ok(None);
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    let mut tool_calls = Vec::new();
+    let content = content(m.content)?;
+    match role {
+        Role::BashExecution => {
+            parts.extend(m.command.as_deref());
+            parts.extend(m.output.as_deref());
+        }
+        Role::BranchSummary | Role::CompactionSummary => parts.extend(m.summary.as_deref()),
+        _ => match &content {
+            Content::None => {}
+            Content::Text(t) => parts.push(t),
+            Content::Blocks(blocks) => {
+                for b in blocks {
+                    match b.kind.as_deref() {
+                        Some("text") => parts.extend(b.text.as_deref()),
+                        Some("toolCall") => tool_calls.push(ToolCall {
+                            id: b.id.as_deref().unwrap_or("").to_string(),
+                            name: b.name.as_deref().unwrap_or("").to_string(),
+                            arguments: b.arguments.map_or("{}", |a| a.get()).to_string(),
+                        }),
+                        _ => {}
+                    }
+                }
+            }
+        },
+    }
+    Ok(Some(MessageView {
+        role,
+        timestamp: m.timestamp.map_or(default_timestamp, |t| t.max(0.0) as u64),
+        text: parts.join("\n"),
+        tool_calls,
+        tool_name: m.tool_name.as_deref().map(str::to_string),
+        is_error: m.is_error.unwrap_or(false),
+        stop_reason: m.stop_reason.as_deref().map(str::to_string),
+        usage: m.usage.as_ref().map(RawUsage::to_usage),
+        tokens: stats.tokens,
+    }))
+}
+
 impl<'a> RawMessage<'a> {
-    pub fn parse(json: &'a str) -> Result<RawMessage<'a>, String> {
+    fn parse(json: &'a str) -> Result<RawMessage<'a>, String> {
         serde_json::from_str(json).map_err(|e| format!("message: {e}"))
     }
 
-    pub fn role(&self) -> Option<Role> {
+    fn role(&self) -> Option<Role> {
         self.role.as_deref().and_then(Role::parse)
-    }
-
-    /// chars/4 of what the model sees, by the convention in TRANSCRIPTS.md.
-    pub fn tokens(&self) -> Result<u32, String> {
-        let Some(role) = self.role() else {
-            return Ok(0);
-        };
-        let len = |s: &Option<Cow<'_, str>>| s.as_deref().map_or(0, |s| s.chars().count());
-        let chars = match role {
-            Role::BashExecution => len(&self.command) + len(&self.output),
-            Role::BranchSummary | Role::CompactionSummary => len(&self.summary),
-            _ => match content(self.content)? {
-                Content::None => 0,
-                Content::Text(t) => t.chars().count(),
-                Content::Blocks(blocks) => blocks
-                    .iter()
-                    .map(|b| match b.kind.as_deref() {
-                        Some("text") => len(&b.text),
-                        Some("thinking") => len(&b.thinking),
-                        Some("toolCall") => {
-                            len(&b.name) + b.arguments.map_or(2, |a| compact_json_chars(a.get()))
-                        }
-                        Some("image") => IMAGE_CHARS,
-                        _ => 0,
-                    })
-                    .sum(),
-            },
-        };
-        Ok(chars_to_tokens(chars))
-    }
-
-    fn is_valid_usage_source(&self) -> bool {
-        !matches!(self.stop_reason.as_deref(), Some("error" | "aborted"))
-    }
-
-    pub fn summary(&self) -> Result<Summary, String> {
-        let role = self.role();
-        let excluded = role == Some(Role::BashExecution) && self.exclude_from_context == Some(true);
-        let valid_usage = match (role, &self.usage) {
-            (Some(Role::Assistant), Some(u)) if self.is_valid_usage_source() => {
-                // A zero total carries no measurement (pi writes zeros on failed turns).
-                Some(u.to_usage().total_tokens).filter(|t| *t > 0)
-            }
-            _ => None,
-        };
-        Ok(Summary {
-            role,
-            role_name: self.role.as_deref().unwrap_or("").to_string(),
-            tokens: if excluded { 0 } else { self.tokens()? },
-            valid_usage,
-            excluded,
-        })
-    }
-
-    /// The engine-facing view; `default_timestamp` is used when the message has none.
-    pub fn view(&self, default_timestamp: u64) -> Result<Option<MessageView>, String> {
-        let Some(role) = self.role() else {
-            return Ok(None);
-        };
-        let mut parts: Vec<&str> = Vec::new();
-        let mut tool_calls = Vec::new();
-        let content = content(self.content)?;
-        match role {
-            Role::BashExecution => {
-                parts.extend(self.command.as_deref());
-                parts.extend(self.output.as_deref());
-            }
-            Role::BranchSummary | Role::CompactionSummary => parts.extend(self.summary.as_deref()),
-            _ => match &content {
-                Content::None => {}
-                Content::Text(t) => parts.push(t),
-                Content::Blocks(blocks) => {
-                    for b in blocks {
-                        match b.kind.as_deref() {
-                            Some("text") => parts.extend(b.text.as_deref()),
-                            Some("toolCall") => tool_calls.push(ToolCall {
-                                id: b.id.as_deref().unwrap_or("").to_string(),
-                                name: b.name.as_deref().unwrap_or("").to_string(),
-                                arguments: b.arguments.map_or("{}", |a| a.get()).to_string(),
-                            }),
-                            _ => {}
-                        }
-                    }
-                }
-            },
-        }
-        Ok(Some(MessageView {
-            role,
-            timestamp: self
-                .timestamp
-                .map_or(default_timestamp, |t| t.max(0.0) as u64),
-            text: parts.join("\n"),
-            tool_calls,
-            tool_name: self.tool_name.as_deref().map(str::to_string),
-            is_error: self.is_error.unwrap_or(false),
-            stop_reason: self.stop_reason.as_deref().map(str::to_string),
-            usage: self.usage.as_ref().map(RawUsage::to_usage),
-            tokens: self.tokens()?,
-        }))
     }
 }
 
@@ -309,8 +389,7 @@ mod tests {
     #[test]
     fn view_of_assistant_keeps_text_and_tool_calls_but_not_thinking() {
         let json = r#"{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"a"},{"type":"toolCall","id":"t1","name":"read","arguments":{"path":"x.rs"}},{"type":"text","text":"b"}],"usage":{"input":10,"output":5,"cacheRead":1,"cacheWrite":2,"cost":{"total":0.1}},"stopReason":"toolUse","timestamp":42}"#;
-        let m = RawMessage::parse(json).unwrap();
-        let v = m.view(0).unwrap().unwrap();
+        let v = view(json, 0).unwrap().unwrap();
         assert_eq!(v.role, Role::Assistant);
         assert_eq!(v.text, "a\nb");
         assert_eq!(v.timestamp, 42);
@@ -322,7 +401,7 @@ mod tests {
         assert_eq!(v.stop_reason.as_deref(), Some("toolUse"));
         // hmm(3) + a(1) + read(4) + {"path":"x.rs"}(15) + b(1) = 24 chars -> 6 tokens
         assert_eq!(v.tokens, 6);
-        assert_eq!(m.summary().unwrap().valid_usage, Some(18));
+        assert_eq!(summarize(json).unwrap().valid_usage, Some(18));
     }
 
     #[test]
@@ -331,36 +410,40 @@ mod tests {
             let json = format!(
                 r#"{{"role":"assistant","content":[],"usage":{{"totalTokens":500}},"stopReason":"{stop}"}}"#
             );
-            let m = RawMessage::parse(&json).unwrap();
-            assert_eq!(m.summary().unwrap().valid_usage, None, "{stop}");
+            assert_eq!(summarize(&json).unwrap().valid_usage, None, "{stop}");
         }
     }
 
     #[test]
     fn bash_execution_excluded_from_context_costs_nothing() {
-        let m = RawMessage::parse(
-            r#"{"role":"bashExecution","command":"ls","output":"a b","excludeFromContext":true}"#,
-        )
-        .unwrap();
-        let s = m.summary().unwrap();
+        let json =
+            r#"{"role":"bashExecution","command":"ls","output":"a b","excludeFromContext":true}"#;
+        let s = summarize(json).unwrap();
         assert!(s.excluded);
         assert_eq!(s.tokens, 0);
-        let v = m.view(9).unwrap().unwrap();
+        let v = view(json, 9).unwrap().unwrap();
         assert_eq!(v.text, "ls\na b");
         assert_eq!(v.timestamp, 9);
     }
 
     #[test]
     fn bad_content_is_an_error_and_unknown_role_has_no_view() {
-        assert!(
-            RawMessage::parse(r#"{"role":"user","content":5}"#)
-                .unwrap()
-                .tokens()
-                .is_err()
-        );
-        let m = RawMessage::parse(r#"{"role":"narrator","content":"x"}"#).unwrap();
-        assert_eq!(m.view(0).unwrap(), None);
-        assert_eq!(m.tokens().unwrap(), 0);
+        let e = summarize(r#"{"role":"user","content":5}"#).unwrap_err();
+        assert!(e.contains("a string or a list of content blocks"), "{e}");
+        assert!(summarize(r#"{"role":"assistant","content":[{"type":"text","text":1}]}"#).is_err());
+        let json = r#"{"role":"narrator","content":"x"}"#;
+        assert_eq!(view(json, 0).unwrap(), None);
+        assert_eq!(summarize(json).unwrap().tokens, 0);
+        assert_eq!(summarize(json).unwrap().role_name, "narrator");
+    }
+
+    #[test]
+    fn escaped_text_counts_decoded_chars() {
+        // "a\nb\u00e9" decodes to 4 chars; "\ud83d\ude00" (one emoji) to 1
+        let s = summarize(r#"{"role":"user","content":"a\nb\u00e9\ud83d\ude00xxx"}"#).unwrap();
+        assert_eq!(s.tokens, 2); // 8 chars
+        let s = summarize(r#"{"role":"user","content":[{"type":"text","text":"a\nbc"}]}"#).unwrap();
+        assert_eq!(s.tokens, 1);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! Chars are Unicode scalar values (pi counts UTF-16 units; the difference is noise for an
 //! estimate and scalars are what Rust counts cheaply).
 
-use crate::message::RawMessage;
+use crate::message::summarize;
 
 /// What one image block counts as, in characters.
 pub const IMAGE_CHARS: usize = 4800;
@@ -21,8 +21,8 @@ pub fn estimate_text(text: &str) -> u32 {
 /// cannot be decoded counts as its whole JSON text, which over- rather than under-estimates.
 pub fn estimate_message(message: &serde_json::Value) -> u32 {
     let json = message.to_string();
-    match RawMessage::parse(&json).and_then(|m| m.tokens()) {
-        Ok(t) => t,
+    match summarize(&json) {
+        Ok(s) => s.tokens,
         Err(_) => estimate_text(&json),
     }
 }
