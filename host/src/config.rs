@@ -226,11 +226,32 @@ impl Settings {
                 message: "the config must be an object".into(),
             });
         }
-        serde_path_to_error::deserialize(raw).map_err(|e| ConfigError::Field {
-            path: path.to_path_buf(),
-            field: e.path().to_string(),
-            message: e.inner().to_string(),
-        })
+        let settings: Self =
+            serde_path_to_error::deserialize(raw).map_err(|e| ConfigError::Field {
+                path: path.to_path_buf(),
+                field: e.path().to_string(),
+                message: e.inner().to_string(),
+            })?;
+        settings.check_ranges(path)?;
+        Ok(settings)
+    }
+
+    fn check_ranges(&self, path: &Path) -> Result<(), ConfigError> {
+        for (id, entry) in &self.plugins.entries {
+            let Some(limits) = &entry.limits else {
+                continue;
+            };
+            for (key, value, min, max) in limits.ranges() {
+                if !(min..=max).contains(&value) {
+                    return Err(ConfigError::Field {
+                        path: path.to_path_buf(),
+                        field: format!("plugins.entries.{id}.limits.{key}"),
+                        message: format!("{value} is out of range ({min} to {max})"),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -257,6 +278,78 @@ pub struct PluginEntry {
     pub enabled: Option<bool>,
     /// The engine's own settings, handed to it by the `config` import.
     pub config: Option<Value>,
+    /// Overrides of the engine's resource limits.
+    pub limits: Option<LimitsConfig>,
+}
+
+/// `plugins.entries.<id>.limits`: every field optional, each with a sane range.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsConfig {
+    #[serde(rename = "memoryMiB")]
+    pub memory_mib: Option<u64>,
+    pub call_timeout_ms: Option<u64>,
+    pub long_call_timeout_ms: Option<u64>,
+    pub import_timeout_ms: Option<u64>,
+    pub log_bytes_per_call: Option<u64>,
+    pub host_bytes_per_call: Option<u64>,
+    pub faults_before_circuit_opens: Option<u64>,
+}
+
+impl LimitsConfig {
+    /// `(key, value, min, max)` of every field that is set.
+    fn ranges(&self) -> Vec<(&'static str, u64, u64, u64)> {
+        let max_memory_mib = (crate::runtime::MAX_MEMORY_BYTES >> 20) as u64;
+        [
+            ("memoryMiB", self.memory_mib, 1, max_memory_mib),
+            ("callTimeoutMs", self.call_timeout_ms, 10, 600_000),
+            (
+                "longCallTimeoutMs",
+                self.long_call_timeout_ms,
+                10,
+                3_600_000,
+            ),
+            ("importTimeoutMs", self.import_timeout_ms, 10, 3_600_000),
+            ("logBytesPerCall", self.log_bytes_per_call, 0, 64 << 20),
+            ("hostBytesPerCall", self.host_bytes_per_call, 1024, 1 << 30),
+            (
+                "faultsBeforeCircuitOpens",
+                self.faults_before_circuit_opens,
+                1,
+                1_000_000,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(key, value, min, max)| value.map(|v| (key, v, min, max)))
+        .collect()
+    }
+
+    /// The defaults with these overrides applied (values already range-checked).
+    pub fn apply(&self, mut limits: crate::runtime::Limits) -> crate::runtime::Limits {
+        use std::time::Duration;
+        if let Some(v) = self.memory_mib {
+            limits.memory_bytes = (v as usize) << 20;
+        }
+        if let Some(v) = self.call_timeout_ms {
+            limits.call_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = self.long_call_timeout_ms {
+            limits.long_call_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = self.import_timeout_ms {
+            limits.import_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = self.log_bytes_per_call {
+            limits.log_bytes_per_call = v as usize;
+        }
+        if let Some(v) = self.host_bytes_per_call {
+            limits.host_bytes_per_call = v as usize;
+        }
+        if let Some(v) = self.faults_before_circuit_opens {
+            limits.faults_before_circuit_opens = u32::try_from(v).unwrap_or(u32::MAX);
+        }
+        limits
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -351,6 +444,28 @@ mod tests {
             text.contains("agents.defaults.compaction.reserveTokens"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn limits_are_range_checked_and_applied() {
+        let config = parse(
+            "{ plugins: { entries: { e: { limits: { memoryMiB: 64, callTimeoutMs: 300 } } } } }",
+        )
+        .unwrap();
+        let limits = config.plugin_entry("e").unwrap().limits.as_ref().unwrap();
+        let applied = limits.apply(crate::runtime::Limits::default());
+        assert_eq!(applied.memory_bytes, 64 << 20);
+        assert_eq!(applied.call_timeout, std::time::Duration::from_millis(300));
+
+        let err = parse("{ plugins: { entries: { e: { limits: { memoryMiB: 0 } } } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plugins.entries.e.limits.memoryMiB"), "{err}");
+        assert!(err.contains("out of range"), "{err}");
+        let err = parse("{ plugins: { entries: { e: { limits: { memoryMb: 10 } } } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("memoryMb"), "{err}");
     }
 
     #[test]

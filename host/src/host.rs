@@ -76,23 +76,38 @@ impl Host {
         }
         let available = self.registry.resolve(id, self.config.source.path())?;
         let bytes = available.component_bytes()?;
-        let config_json = self
-            .config
-            .plugin_entry(id)
+        let entry = self.config.plugin_entry(id);
+        let config_json = entry
             .and_then(|entry| entry.config.as_ref())
             .map(|config| config.to_string())
             .unwrap_or_else(|| "{}".into());
+        let limits = entry
+            .and_then(|entry| entry.limits.as_ref())
+            .map_or_else(Limits::default, |overrides| {
+                overrides.apply(Limits::default())
+            });
         let spec = EngineSpec {
             id: id.to_string(),
             origin: available.origin(),
             state_dir: self.home.state_dir(id),
             config_json,
-            limits: Limits::default(),
+            limits,
             grants: Grants::default(),
         };
         let engine = self.runtime.prepare(spec, &bytes).await?;
         loaded.insert(id.to_string(), engine.clone());
         Ok(engine)
+    }
+
+    /// Closes an engine's circuit breaker (the operator vouches for it again).
+    pub async fn reset_engine(&self, id: &str) -> bool {
+        match self.loaded.lock().await.get(id) {
+            Some(engine) => {
+                engine.reset_health();
+                true
+            }
+            None => false,
+        }
     }
 
     /// The transcript path of a session target.

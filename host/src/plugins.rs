@@ -182,7 +182,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("`nope`"), "{err}");
-        assert!(err.contains("available: checkpoint-manager, legacy"), "{err}");
+        assert!(
+            err.contains("available: checkpoint-manager, legacy"),
+            "{err}"
+        );
         assert!(LEGACY_WASM.starts_with(b"\0asm"));
     }
 

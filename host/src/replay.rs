@@ -103,6 +103,7 @@ pub async fn replay(
             settings.clone(),
         )
         .await?;
+    session.set_estimates_only(true);
     let started = Instant::now();
     let budget = u32::try_from(settings.threshold()).unwrap_or(u32::MAX);
     let options = AssembleOptions {

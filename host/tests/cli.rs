@@ -60,7 +60,10 @@ fn doctor_names_an_unknown_engine_and_the_available_ones() {
     let slot = &report["checks"][1];
     assert_eq!(slot["ok"], false);
     let detail = slot["detail"].as_str().unwrap();
-    assert!(detail.contains("`ghost`") && detail.contains("available: legacy"), "{detail}");
+    assert!(
+        detail.contains("`ghost`") && detail.contains("available: checkpoint-manager, legacy"),
+        "{detail}"
+    );
 }
 
 #[test]
@@ -87,9 +90,15 @@ fn replay_reports_compactions_at_a_small_window() {
     let compactions = report["compactions"].as_array().unwrap();
     assert!(!compactions.is_empty(), "{report}");
     for c in compactions {
-        assert!(c["tokensAfter"].as_u64() < c["tokensBefore"].as_u64(), "{c}");
+        assert!(
+            c["tokensAfter"].as_u64() < c["tokensBefore"].as_u64(),
+            "{c}"
+        );
     }
-    assert!(report["peakUtilisation"].as_f64().unwrap() <= 1.0, "{report}");
+    assert!(
+        report["peakUtilisation"].as_f64().unwrap() <= 1.0,
+        "{report}"
+    );
 }
 
 #[test]

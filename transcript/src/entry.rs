@@ -8,9 +8,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::message::{self, MessageView, Role};
+use crate::message::{self, MessageView};
 use crate::migrate::{Rewrite, rewrite_entry, splice_ids};
+use crate::role::Role;
 use crate::time::parse_iso_ms;
+use crate::tokens;
 
 /// The session header (first line).
 #[derive(Debug, Clone)]
@@ -129,8 +131,8 @@ struct RawEntry<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     id: Option<Cow<'a, str>>,
-    #[serde(rename = "parentId", borrow)]
-    parent_id: Option<Cow<'a, str>>,
+    #[serde(rename = "parentId", borrow, default)]
+    parent_id: Member<'a>,
     // Loosely typed members: only interpreted for the entry types that define them, so an
     // unknown entry type may use the same names for anything.
     #[serde(borrow)]
@@ -155,6 +157,32 @@ struct RawEntry<'a> {
     display: Option<&'a RawValue>,
     #[serde(borrow)]
     details: Option<&'a RawValue>,
+}
+
+/// `parentId`: absent, or present (null or an id). A v1 line that already has the member must be
+/// re-serialised rather than have a second one spliced in.
+#[derive(Default)]
+enum Member<'a> {
+    #[default]
+    Absent,
+    Present(Option<Cow<'a, str>>),
+}
+
+impl<'a> Member<'a> {
+    fn as_deref(&self) -> Option<&str> {
+        match self {
+            Member::Present(Some(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Wrap<'a>(#[serde(borrow)] Option<Cow<'a, str>>);
+        Ok(Member::Present(Wrap::deserialize(d)?.0))
+    }
 }
 
 #[derive(Deserialize)]
@@ -245,7 +273,7 @@ impl Entry {
         match kind.as_str() {
             "message" => {
                 let m = raw.message.ok_or("message entry has no \"message\"")?;
-                let summary = message::summarize(m.get())?;
+                let summary = tokens::summarize(m.get())?;
                 if summary.role_name.is_empty() {
                     return Err("message has no \"role\"".into());
                 }
@@ -291,7 +319,7 @@ impl Entry {
             _ => {}
         }
         if let Some(json) = &synth {
-            info = Some(message::summarize(json)?);
+            info = Some(tokens::summarize(json)?);
         }
         let hook = info.as_ref().is_some_and(|i| i.role_name == "hookMessage");
 
@@ -299,7 +327,12 @@ impl Entry {
         let needs_rewrite = match d.version {
             3 => false,
             2 => hook,
-            _ => kind == "compaction" || hook || raw.id.is_some() || raw.parent_id.is_some(),
+            _ => {
+                kind == "compaction"
+                    || hook
+                    || raw.id.is_some()
+                    || matches!(raw.parent_id, Member::Present(_))
+            }
         };
         let spliced = if d.version == 1 && !needs_rewrite {
             splice_ids(&line, &id, parent_id.as_deref())
@@ -508,6 +541,23 @@ mod tests {
         assert_eq!(e.context_role(), None);
         assert_eq!(e.view(), None);
         assert_eq!(e.tokens(), 0);
+    }
+
+    #[test]
+    fn v1_line_with_a_parent_member_is_rewritten_not_spliced() {
+        let d = Decode {
+            version: 1,
+            index: 1,
+            entry_count: 2,
+        };
+        let line = r#"{"type":"message","parentId":null,"message":{"role":"user","content":"x"}}"#;
+        let e = Entry::decode(line.into(), 3, &d).unwrap();
+        assert_eq!(
+            e.v3_line(),
+            r#"{"type":"message","id":"00000001","parentId":"00000000","message":{"role":"user","content":"x"}}"#
+        );
+        assert_eq!(e.message_json(), r#"{"role":"user","content":"x"}"#);
+        assert_eq!(e.line(), line);
     }
 
     #[test]

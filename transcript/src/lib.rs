@@ -2,8 +2,9 @@
 //! and migration, the entry tree and boundary loading, token accounting, durable storage, and
 //! the runtime compaction with an extractive summarizer. Knows nothing about wasm.
 //!
-//! Module direction: `tokens`/`message` <- `entry` <- `transcript` <- `store`, `compaction`;
-//! `generate` only produces text for tests and demos.
+//! Module direction: `role` <- `tokens` <- `message` <- `entry` <- `transcript` <- `store`,
+//! `compaction`; `time` and `migrate` are leaves; `generate` only produces text for tests and
+//! demos.
 
 pub mod compaction;
 mod entry;
@@ -11,6 +12,7 @@ mod error;
 pub mod generate;
 mod message;
 mod migrate;
+mod role;
 pub mod store;
 pub mod time;
 pub mod tokens;
@@ -18,5 +20,7 @@ mod transcript;
 
 pub use entry::{Entry, Header};
 pub use error::{LoadWarning, TranscriptError};
-pub use message::{MessageView, Role, ToolCall, Usage};
+pub use message::{MessageView, ToolCall};
+pub use role::Role;
+pub use tokens::Usage;
 pub use transcript::{NewCompaction, Transcript};

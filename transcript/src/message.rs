@@ -1,55 +1,12 @@
-//! AgentMessage decoding: one borrowed pass over a message's JSON gives the role, the token
-//! estimate, the usage and (on demand) the engine-facing [`MessageView`].
+//! Message views: the parts of an AgentMessage an engine needs, decoded on demand.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::tokens::{IMAGE_CHARS, chars_to_tokens, compact_json_chars};
-
-/// Who a context message speaks as (AgentMessage `role`, plus the synthesised summary roles).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    User,
-    Assistant,
-    ToolResult,
-    BashExecution,
-    Custom,
-    BranchSummary,
-    CompactionSummary,
-}
-
-impl Role {
-    /// Parse a transcript role name; the v2 name `hookMessage` is the v3 `custom`.
-    pub fn parse(name: &str) -> Option<Role> {
-        Some(match name {
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "toolResult" => Role::ToolResult,
-            "bashExecution" => Role::BashExecution,
-            "custom" | "hookMessage" => Role::Custom,
-            "branchSummary" => Role::BranchSummary,
-            "compactionSummary" => Role::CompactionSummary,
-            _ => return None,
-        })
-    }
-
-    /// The v3 role name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::ToolResult => "toolResult",
-            Role::BashExecution => "bashExecution",
-            Role::Custom => "custom",
-            Role::BranchSummary => "branchSummary",
-            Role::CompactionSummary => "compactionSummary",
-        }
-    }
-}
+use crate::role::Role;
+use crate::tokens::{RawUsage, Usage, summarize};
 
 /// An assistant `toolCall` block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,17 +15,6 @@ pub struct ToolCall {
     pub name: String,
     /// The `arguments` object as JSON text, verbatim from the transcript (`{}` when absent).
     pub arguments: String,
-}
-
-/// Assistant `usage`. `total_tokens` falls back to the sum of the parts when the transcript
-/// has no `totalTokens` (older pi files), because that sum is what the provider saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Usage {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-    pub total_tokens: u64,
 }
 
 /// The parts of a message an engine needs, decoded once.
@@ -86,42 +32,6 @@ pub struct MessageView {
     pub stop_reason: Option<String>,
     pub usage: Option<Usage>,
     pub tokens: u32,
-}
-
-#[derive(Deserialize)]
-struct RawUsage {
-    input: Option<f64>,
-    output: Option<f64>,
-    #[serde(rename = "cacheRead")]
-    cache_read: Option<f64>,
-    #[serde(rename = "cacheWrite")]
-    cache_write: Option<f64>,
-    #[serde(rename = "totalTokens")]
-    total_tokens: Option<f64>,
-}
-
-impl RawUsage {
-    fn to_usage(&self) -> Usage {
-        // `as` saturates on out-of-range floats: a garbage number cannot panic here.
-        let n = |v: Option<f64>| v.map_or(0, |v| v.max(0.0) as u64);
-        let (input, output) = (n(self.input), n(self.output));
-        let (cache_read, cache_write) = (n(self.cache_read), n(self.cache_write));
-        let total = n(self.total_tokens);
-        Usage {
-            input,
-            output,
-            cache_read,
-            cache_write,
-            total_tokens: if total > 0 {
-                total
-            } else {
-                input
-                    .saturating_add(output)
-                    .saturating_add(cache_read)
-                    .saturating_add(cache_write)
-            },
-        }
-    }
 }
 
 /// A message as borrowed from its JSON text, for building views. Unknown fields are skipped.
@@ -154,8 +64,6 @@ struct RawBlock<'a> {
     #[serde(borrow)]
     text: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    thinking: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
@@ -180,148 +88,6 @@ fn content<'a>(raw: Option<&'a RawValue>) -> Result<Content<'a>, String> {
         _ => return Err("message content must be a string or a list of blocks".into()),
     };
     result.map_err(|e| format!("message content: {e}"))
-}
-
-/// What parse/append time keeps about a message: enough for context accounting without
-/// touching the JSON again.
-pub(crate) struct Summary {
-    pub role: Option<Role>,
-    pub role_name: String,
-    pub tokens: u32,
-    /// Set only for an assistant message whose usage may be trusted as a context size.
-    pub valid_usage: Option<u64>,
-    pub excluded: bool,
-}
-
-/// A string member, kept only as its length in chars. serde_json hands escaped strings to the
-/// visitor from its scratch buffer, so counting never allocates.
-struct Chars(usize);
-
-impl<'de> Deserialize<'de> for Chars {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Chars;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Chars, E> {
-                Ok(Chars(v.chars().count()))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-fn chars(c: &Option<Chars>) -> usize {
-    c.as_ref().map_or(0, |c| c.0)
-}
-
-/// A content block, reduced to what it costs in context.
-#[derive(Deserialize)]
-struct BlockChars<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    text: Option<Chars>,
-    thinking: Option<Chars>,
-    name: Option<Chars>,
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
-}
-
-impl BlockChars<'_> {
-    fn chars(&self) -> usize {
-        match self.kind.as_deref() {
-            Some("text") => chars(&self.text),
-            Some("thinking") => chars(&self.thinking),
-            Some("toolCall") => {
-                chars(&self.name) + self.arguments.map_or(2, |a| compact_json_chars(a.get()))
-            }
-            Some("image") => IMAGE_CHARS,
-            _ => 0,
-        }
-    }
-}
-
-/// `content`, a string or a list of blocks, reduced to its char count in one pass.
-struct ContentChars(usize);
-
-impl<'de> Deserialize<'de> for ContentChars {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ContentChars;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or a list of content blocks")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ContentChars, E> {
-                Ok(ContentChars(v.chars().count()))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContentChars, A::Error> {
-                let mut n = 0;
-                while let Some(block) = seq.next_element::<BlockChars<'de>>()? {
-                    n += block.chars();
-                }
-                Ok(ContentChars(n))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The hot-path decoding done for every message at parse/append time: role, token estimate
-/// and usage, without building strings.
-#[derive(Deserialize)]
-struct MessageStats<'a> {
-    #[serde(borrow)]
-    role: Option<Cow<'a, str>>,
-    content: Option<ContentChars>,
-    usage: Option<RawUsage>,
-    #[serde(rename = "stopReason", borrow)]
-    stop_reason: Option<Cow<'a, str>>,
-    command: Option<Chars>,
-    output: Option<Chars>,
-    summary: Option<Chars>,
-    #[serde(rename = "excludeFromContext")]
-    exclude_from_context: Option<bool>,
-}
-
-impl MessageStats<'_> {
-    /// chars/4 of what the model sees, by the convention in TRANSCRIPTS.md.
-    fn tokens(&self, role: Role) -> u32 {
-        let n = match role {
-            Role::BashExecution => chars(&self.command) + chars(&self.output),
-            Role::BranchSummary | Role::CompactionSummary => chars(&self.summary),
-            _ => self.content.as_ref().map_or(0, |c| c.0),
-        };
-        chars_to_tokens(n)
-    }
-}
-
-/// Decode what accounting needs from a message's JSON.
-pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
-    let m: MessageStats<'_> = serde_json::from_str(json).map_err(|e| format!("message: {e}"))?;
-    let role = m.role.as_deref().and_then(Role::parse);
-    let excluded = role == Some(Role::BashExecution) && m.exclude_from_context == Some(true);
-    let valid_usage = match (role, &m.usage) {
-        (Some(Role::Assistant), Some(u))
-            if !matches!(m.stop_reason.as_deref(), Some("error" | "aborted")) =>
-        {
-            // A zero total carries no measurement (pi writes zeros on failed turns).
-            Some(u.to_usage().total_tokens).filter(|t| *t > 0)
-        }
-        _ => None,
-    };
-    Ok(Summary {
-        role,
-        role_name: m.role.as_deref().unwrap_or("").to_string(),
-        tokens: match role {
-            Some(r) if !excluded => m.tokens(r),
-            _ => 0,
-        },
-        valid_usage,
-        excluded,
-    })
 }
 
 /// The engine-facing view of a message's JSON; `default_timestamp` is used when the message
@@ -402,53 +168,5 @@ mod tests {
         // hmm(3) + a(1) + read(4) + {"path":"x.rs"}(15) + b(1) = 24 chars -> 6 tokens
         assert_eq!(v.tokens, 6);
         assert_eq!(summarize(json).unwrap().valid_usage, Some(18));
-    }
-
-    #[test]
-    fn aborted_and_errored_usage_is_not_valid() {
-        for stop in ["error", "aborted"] {
-            let json = format!(
-                r#"{{"role":"assistant","content":[],"usage":{{"totalTokens":500}},"stopReason":"{stop}"}}"#
-            );
-            assert_eq!(summarize(&json).unwrap().valid_usage, None, "{stop}");
-        }
-    }
-
-    #[test]
-    fn bash_execution_excluded_from_context_costs_nothing() {
-        let json =
-            r#"{"role":"bashExecution","command":"ls","output":"a b","excludeFromContext":true}"#;
-        let s = summarize(json).unwrap();
-        assert!(s.excluded);
-        assert_eq!(s.tokens, 0);
-        let v = view(json, 9).unwrap().unwrap();
-        assert_eq!(v.text, "ls\na b");
-        assert_eq!(v.timestamp, 9);
-    }
-
-    #[test]
-    fn bad_content_is_an_error_and_unknown_role_has_no_view() {
-        let e = summarize(r#"{"role":"user","content":5}"#).unwrap_err();
-        assert!(e.contains("a string or a list of content blocks"), "{e}");
-        assert!(summarize(r#"{"role":"assistant","content":[{"type":"text","text":1}]}"#).is_err());
-        let json = r#"{"role":"narrator","content":"x"}"#;
-        assert_eq!(view(json, 0).unwrap(), None);
-        assert_eq!(summarize(json).unwrap().tokens, 0);
-        assert_eq!(summarize(json).unwrap().role_name, "narrator");
-    }
-
-    #[test]
-    fn escaped_text_counts_decoded_chars() {
-        // "a\nb\u00e9" decodes to 4 chars; "\ud83d\ude00" (one emoji) to 1
-        let s = summarize(r#"{"role":"user","content":"a\nb\u00e9\ud83d\ude00xxx"}"#).unwrap();
-        assert_eq!(s.tokens, 2); // 8 chars
-        let s = summarize(r#"{"role":"user","content":[{"type":"text","text":"a\nbc"}]}"#).unwrap();
-        assert_eq!(s.tokens, 1);
-    }
-
-    #[test]
-    fn hook_message_is_custom() {
-        assert_eq!(Role::parse("hookMessage"), Some(Role::Custom));
-        assert_eq!(Role::Custom.as_str(), "custom");
     }
 }

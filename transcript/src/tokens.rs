@@ -2,7 +2,14 @@
 //! Chars are Unicode scalar values (pi counts UTF-16 units; the difference is noise for an
 //! estimate and scalars are what Rust counts cheaply).
 
-use crate::message::summarize;
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::role::Role;
 
 /// What one image block counts as, in characters.
 pub const IMAGE_CHARS: usize = 4800;
@@ -49,9 +56,230 @@ pub(crate) fn compact_json_chars(raw: &str) -> usize {
     n
 }
 
+/// Assistant `usage`. `total_tokens` falls back to the sum of the parts when the transcript
+/// has no `totalTokens` (older pi files), because that sum is what the provider saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total_tokens: u64,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RawUsage {
+    input: Option<f64>,
+    output: Option<f64>,
+    #[serde(rename = "cacheRead")]
+    cache_read: Option<f64>,
+    #[serde(rename = "cacheWrite")]
+    cache_write: Option<f64>,
+    #[serde(rename = "totalTokens")]
+    total_tokens: Option<f64>,
+}
+
+impl RawUsage {
+    pub(crate) fn to_usage(&self) -> Usage {
+        // `as` saturates on out-of-range floats: a garbage number cannot panic here.
+        let n = |v: Option<f64>| v.map_or(0, |v| v.max(0.0) as u64);
+        let (input, output) = (n(self.input), n(self.output));
+        let (cache_read, cache_write) = (n(self.cache_read), n(self.cache_write));
+        let total = n(self.total_tokens);
+        Usage {
+            input,
+            output,
+            cache_read,
+            cache_write,
+            total_tokens: if total > 0 {
+                total
+            } else {
+                input
+                    .saturating_add(output)
+                    .saturating_add(cache_read)
+                    .saturating_add(cache_write)
+            },
+        }
+    }
+}
+
+/// What parse/append time keeps about a message: enough for context accounting without
+/// touching the JSON again.
+#[derive(Debug)]
+pub(crate) struct Summary {
+    pub role: Option<Role>,
+    pub role_name: String,
+    pub tokens: u32,
+    /// Set only for an assistant message whose usage may be trusted as a context size.
+    pub valid_usage: Option<u64>,
+    pub excluded: bool,
+}
+
+/// A string member, kept only as its length in chars. It is captured raw (no unescaping, no
+/// allocation) and the decoded length is computed from the escapes: this is the hot path of
+/// loading, and tool outputs are full of `\n`.
+struct Chars(usize);
+
+impl<'de> Deserialize<'de> for Chars {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw: &'de RawValue = Deserialize::deserialize(d)?;
+        match json_string_chars(raw.get()) {
+            Some(n) => Ok(Chars(n)),
+            None => Err(de::Error::invalid_type(
+                de::Unexpected::Other(raw.get()),
+                &"a string",
+            )),
+        }
+    }
+}
+
+/// Decoded length in chars of a JSON string literal (with its quotes); None if not a string.
+/// Escapes shrink: `\x` is 1 char, `\uXXXX` is 1, a surrogate pair `\uXXXX\uXXXX` is 1.
+fn json_string_chars(raw: &str) -> Option<usize> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    let b = inner.as_bytes();
+    let mut n = inner.chars().count();
+    let mut i = 0;
+    while let Some(off) = b
+        .get(i..)
+        .and_then(|rest| rest.iter().position(|&c| c == b'\\'))
+    {
+        let at = i + off;
+        let step = if b.get(at + 1) == Some(&b'u') {
+            let high = inner
+                .get(at + 2..at + 6)
+                .and_then(|h| u16::from_str_radix(h, 16).ok())
+                .is_some_and(|v| (0xD800..0xDC00).contains(&v));
+            if high && b.get(at + 6) == Some(&b'\\') && b.get(at + 7) == Some(&b'u') {
+                12
+            } else {
+                6
+            }
+        } else {
+            2
+        };
+        n = n.saturating_sub(step - 1);
+        i = at + step;
+    }
+    Some(n)
+}
+
+fn chars(c: &Option<Chars>) -> usize {
+    c.as_ref().map_or(0, |c| c.0)
+}
+
+/// A content block, reduced to what it costs in context.
+#[derive(Deserialize)]
+struct BlockChars<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    text: Option<Chars>,
+    thinking: Option<Chars>,
+    name: Option<Chars>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+impl BlockChars<'_> {
+    fn chars(&self) -> usize {
+        match self.kind.as_deref() {
+            Some("text") => chars(&self.text),
+            Some("thinking") => chars(&self.thinking),
+            Some("toolCall") => {
+                chars(&self.name) + self.arguments.map_or(2, |a| compact_json_chars(a.get()))
+            }
+            Some("image") => IMAGE_CHARS,
+            _ => 0,
+        }
+    }
+}
+
+/// `content`, a string or a list of blocks, reduced to its char count in one pass.
+struct ContentChars(usize);
+
+impl<'de> Deserialize<'de> for ContentChars {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ContentChars;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ContentChars, E> {
+                Ok(ContentChars(v.chars().count()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContentChars, A::Error> {
+                let mut n = 0;
+                while let Some(block) = seq.next_element::<BlockChars<'de>>()? {
+                    n += block.chars();
+                }
+                Ok(ContentChars(n))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The hot-path decoding done for every message at parse/append time: role, token estimate
+/// and usage, without building strings.
+#[derive(Deserialize)]
+struct MessageStats<'a> {
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    content: Option<ContentChars>,
+    usage: Option<RawUsage>,
+    #[serde(rename = "stopReason", borrow)]
+    stop_reason: Option<Cow<'a, str>>,
+    command: Option<Chars>,
+    output: Option<Chars>,
+    summary: Option<Chars>,
+    #[serde(rename = "excludeFromContext")]
+    exclude_from_context: Option<bool>,
+}
+
+impl MessageStats<'_> {
+    /// chars/4 of what the model sees, by the convention in TRANSCRIPTS.md.
+    fn tokens(&self, role: Role) -> u32 {
+        let n = match role {
+            Role::BashExecution => chars(&self.command) + chars(&self.output),
+            Role::BranchSummary | Role::CompactionSummary => chars(&self.summary),
+            _ => self.content.as_ref().map_or(0, |c| c.0),
+        };
+        chars_to_tokens(n)
+    }
+}
+
+/// Decode what accounting needs from a message's JSON.
+pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
+    let m: MessageStats<'_> = serde_json::from_str(json).map_err(|e| format!("message: {e}"))?;
+    let role = m.role.as_deref().and_then(Role::parse);
+    let excluded = role == Some(Role::BashExecution) && m.exclude_from_context == Some(true);
+    let valid_usage = match (role, &m.usage) {
+        (Some(Role::Assistant), Some(u))
+            if !matches!(m.stop_reason.as_deref(), Some("error" | "aborted")) =>
+        {
+            // A zero total carries no measurement (pi writes zeros on failed turns).
+            Some(u.to_usage().total_tokens).filter(|t| *t > 0)
+        }
+        _ => None,
+    };
+    Ok(Summary {
+        role,
+        role_name: m.role.as_deref().unwrap_or("").to_string(),
+        tokens: match role {
+            Some(r) if !excluded => m.tokens(r),
+            _ => 0,
+        },
+        valid_usage,
+        excluded,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    // Views are checked next to the counts they must agree with.
+    use crate::message::view;
     use serde_json::json;
 
     #[test]
@@ -96,5 +324,69 @@ mod tests {
             compact_json_chars(r#"{"a":"b c"}"#)
         );
         assert_eq!(compact_json_chars(r#"{"a":"\" x"}"#), 12);
+    }
+
+    #[test]
+    fn aborted_and_errored_usage_is_not_valid() {
+        for stop in ["error", "aborted"] {
+            let json = format!(
+                r#"{{"role":"assistant","content":[],"usage":{{"totalTokens":500}},"stopReason":"{stop}"}}"#
+            );
+            assert_eq!(summarize(&json).unwrap().valid_usage, None, "{stop}");
+        }
+    }
+
+    #[test]
+    fn bash_execution_excluded_from_context_costs_nothing() {
+        let json =
+            r#"{"role":"bashExecution","command":"ls","output":"a b","excludeFromContext":true}"#;
+        let s = summarize(json).unwrap();
+        assert!(s.excluded);
+        assert_eq!(s.tokens, 0);
+        let v = view(json, 9).unwrap().unwrap();
+        assert_eq!(v.text, "ls\na b");
+        assert_eq!(v.timestamp, 9);
+    }
+
+    #[test]
+    fn bad_content_is_an_error_and_unknown_role_has_no_view() {
+        let e = summarize(r#"{"role":"user","content":5}"#).unwrap_err();
+        assert!(e.contains("a string or a list of content blocks"), "{e}");
+        assert!(summarize(r#"{"role":"assistant","content":[{"type":"text","text":1}]}"#).is_err());
+        let json = r#"{"role":"narrator","content":"x"}"#;
+        assert_eq!(view(json, 0).unwrap(), None);
+        assert_eq!(summarize(json).unwrap().tokens, 0);
+        assert_eq!(summarize(json).unwrap().role_name, "narrator");
+    }
+
+    #[test]
+    fn raw_string_length_matches_decoded_length() {
+        for text in [
+            "",
+            "plain",
+            "a\nb",
+            "quote \" and \\ slash",
+            "é ü 😀 \u{1}",
+            "tab\tend",
+        ] {
+            let raw = serde_json::to_string(text).unwrap();
+            assert_eq!(json_string_chars(&raw), Some(text.chars().count()), "{raw}");
+            // the same text written with \u escapes everywhere
+            let escaped: String = text.encode_utf16().map(|u| format!("\\u{u:04x}")).collect();
+            assert_eq!(
+                json_string_chars(&format!("\"{escaped}\"")),
+                Some(text.chars().count())
+            );
+        }
+        assert_eq!(json_string_chars("12"), None);
+    }
+
+    #[test]
+    fn escaped_text_counts_decoded_chars() {
+        // "a\nb\u00e9" decodes to 4 chars; "\ud83d\ude00" (one emoji) to 1
+        let s = summarize(r#"{"role":"user","content":"a\nb\u00e9\ud83d\ude00xxx"}"#).unwrap();
+        assert_eq!(s.tokens, 2); // 8 chars
+        let s = summarize(r#"{"role":"user","content":[{"type":"text","text":"a\nbc"}]}"#).unwrap();
+        assert_eq!(s.tokens, 1);
     }
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::entry::{Decode, Entry, Header};
 use crate::error::{LoadWarning, TranscriptError};
-use crate::message::Role;
+use crate::role::Role;
 
 /// A session transcript.
 #[derive(Debug, Clone)]

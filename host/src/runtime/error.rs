@@ -80,6 +80,17 @@ pub enum EngineError {
         session: String,
         message: String,
     },
+    /// The engine faulted too often in a row and is refused until the operator resets it.
+    #[error(
+        "engine `{engine}` is refused ({faults} faults in a row; reset it or restart the process); call `{function}` for session `{session}` not made. Last fault: {last_fault}"
+    )]
+    CircuitOpen {
+        engine: String,
+        function: Function,
+        session: String,
+        faults: u32,
+        last_fault: String,
+    },
     /// The guest returned something the host refuses to apply.
     #[error(
         "engine `{engine}` returned an invalid result from `{function}` (session `{session}`): {problem}"

@@ -13,6 +13,7 @@ use super::contract::{
     SubagentSpawn,
 };
 use super::error::{EngineError, FaultKind};
+use super::health::Health;
 use super::limits::Function;
 use super::state::StoreState;
 use super::v0_1;
@@ -21,6 +22,7 @@ pub struct EngineInstance {
     pub(super) store: Store<StoreState>,
     pub(super) bindings: v0_1::ContextEngine,
     pub(super) spec: Arc<EngineSpec>,
+    pub(super) health: Arc<Health>,
     pub(super) session: Session,
 }
 
@@ -33,14 +35,17 @@ impl EngineInstance {
         &self.session
     }
 
-    /// Arms the deadline and resets the per-call budgets.
-    fn begin(&mut self, function: Function) {
+    /// Arms the deadline and resets the per-call budgets; refuses while the circuit is open.
+    fn begin(&mut self, function: Function) -> Result<(), EngineError> {
+        self.health
+            .check(&self.spec.id, function, &self.session.key)?;
         let deadline = self.spec.limits.deadline(function);
         let data = self.store.data_mut();
         data.clock.start(deadline);
         data.limiter.memory_refused = false;
         data.log.reset();
         self.store.set_epoch_deadline(super::ticks_for(deadline));
+        Ok(())
     }
 
     /// Maps a call's outcome into the host's terms.
@@ -49,16 +54,18 @@ impl EngineInstance {
         function: Function,
         outcome: wasmtime::Result<Result<T, String>>,
     ) -> Result<T, EngineError> {
-        match outcome {
+        let result = match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(message)) => Err(EngineError::Failed {
                 engine: self.spec.id.clone(),
                 function,
                 session: self.session.key.clone(),
-                message,
+                message: bounded(message, MAX_ERROR_BYTES),
             }),
             Err(trap) => Err(self.fault(function, trap)),
-        }
+        };
+        self.health.record(&result);
+        result
     }
 
     fn fault(&self, function: Function, error: wasmtime::Error) -> EngineError {
@@ -84,7 +91,7 @@ impl EngineInstance {
     }
 
     pub async fn info(&mut self) -> Result<EngineInfo, EngineError> {
-        self.begin(Function::Info);
+        self.begin(Function::Info)?;
         let outcome = self
             .bindings
             .ctxhost_engine_engine()
@@ -98,7 +105,7 @@ impl EngineInstance {
         &mut self,
         request: &BootstrapRequest,
     ) -> Result<BootstrapResult, EngineError> {
-        self.begin(Function::Bootstrap);
+        self.begin(Function::Bootstrap)?;
         let outcome = self
             .bindings
             .ctxhost_engine_engine()
@@ -112,7 +119,7 @@ impl EngineInstance {
         message: &Message,
         is_heartbeat: bool,
     ) -> Result<IngestResult, EngineError> {
-        self.begin(Function::Ingest);
+        self.begin(Function::Ingest)?;
         let session = self.session.clone();
         let outcome = self
             .bindings
@@ -127,7 +134,7 @@ impl EngineInstance {
         messages: &[Message],
         is_heartbeat: bool,
     ) -> Result<u32, EngineError> {
-        self.begin(Function::IngestBatch);
+        self.begin(Function::IngestBatch)?;
         let session = self.session.clone();
         let outcome = self
             .bindings
@@ -141,7 +148,7 @@ impl EngineInstance {
         &mut self,
         request: &AssembleRequest,
     ) -> Result<AssembleResult, EngineError> {
-        self.begin(Function::Assemble);
+        self.begin(Function::Assemble)?;
         let outcome = self
             .bindings
             .ctxhost_engine_engine()
@@ -154,7 +161,7 @@ impl EngineInstance {
         &mut self,
         request: &CompactRequest,
     ) -> Result<CompactResult, EngineError> {
-        self.begin(Function::Compact);
+        self.begin(Function::Compact)?;
         let outcome = self
             .bindings
             .ctxhost_engine_engine()
@@ -164,7 +171,7 @@ impl EngineInstance {
     }
 
     pub async fn after_turn(&mut self, request: &AfterTurnRequest) -> Result<(), EngineError> {
-        self.begin(Function::AfterTurn);
+        self.begin(Function::AfterTurn)?;
         let outcome = self
             .bindings
             .ctxhost_engine_engine()
@@ -177,7 +184,7 @@ impl EngineInstance {
         &mut self,
         spawn: &SubagentSpawn,
     ) -> Result<Option<u64>, EngineError> {
-        self.begin(Function::PrepareSubagentSpawn);
+        self.begin(Function::PrepareSubagentSpawn)?;
         let outcome = self
             .bindings
             .ctxhost_engine_engine()
@@ -187,7 +194,7 @@ impl EngineInstance {
     }
 
     pub async fn rollback_subagent_spawn(&mut self, handle: u64) -> Result<(), EngineError> {
-        self.begin(Function::RollbackSubagentSpawn);
+        self.begin(Function::RollbackSubagentSpawn)?;
         let outcome = self
             .bindings
             .ctxhost_engine_engine()
@@ -201,7 +208,7 @@ impl EngineInstance {
         child_session_key: &str,
         reason: SubagentEndReason,
     ) -> Result<(), EngineError> {
-        self.begin(Function::OnSubagentEnded);
+        self.begin(Function::OnSubagentEnded)?;
         let outcome = self
             .bindings
             .ctxhost_engine_engine()
@@ -211,7 +218,7 @@ impl EngineInstance {
     }
 
     pub async fn dispose(&mut self) -> Result<(), EngineError> {
-        self.begin(Function::Dispose);
+        self.begin(Function::Dispose)?;
         let session = self.session.clone();
         let outcome = self
             .bindings
@@ -220,6 +227,22 @@ impl EngineInstance {
             .await;
         self.end(Function::Dispose, outcome)
     }
+}
+
+/// An engine's error message is for a log line, not a payload.
+const MAX_ERROR_BYTES: usize = 4096;
+
+fn bounded(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let dropped = text.len() - cut;
+        text.truncate(cut);
+        text.push_str(&format!("… ({dropped} more bytes)"));
+    }
+    text
 }
 
 /// Names the cause of a trap.

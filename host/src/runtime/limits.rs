@@ -19,7 +19,18 @@ pub struct Limits {
     pub table_elements: usize,
     /// Core instances per component instance.
     pub instances: usize,
+    /// Bytes a guest may hand the host in one call's result (messages, summaries, errors).
+    pub host_bytes_per_call: usize,
+    /// How long one slow import (delegate-compaction, complete) may take; that time does not
+    /// count against the guest's deadline.
+    pub import_timeout: Duration,
+    /// Consecutive faults after which the engine is refused until reset.
+    pub faults_before_circuit_opens: u32,
 }
+
+/// The largest memory limit an operator may set (the pooling allocator reserves this much
+/// address space per instance slot).
+pub const MAX_MEMORY_BYTES: usize = 1 << 30;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -30,6 +41,9 @@ impl Default for Limits {
             log_bytes_per_call: 64 << 10,
             table_elements: 100_000,
             instances: 64,
+            host_bytes_per_call: 64 << 20,
+            import_timeout: Duration::from_secs(120),
+            faults_before_circuit_opens: 3,
         }
     }
 }

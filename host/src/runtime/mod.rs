@@ -5,6 +5,7 @@
 mod cache;
 mod error;
 mod guest_log;
+mod health;
 mod instance;
 mod limits;
 mod services;
@@ -24,8 +25,9 @@ use wasmtime_wasi::{FsPerms, WasiCtx};
 
 pub use cache::LoadSource;
 pub use error::{EngineError, FaultKind, RuntimeError};
+pub use health::HealthStatus;
 pub use instance::EngineInstance;
-pub use limits::{Function, Limits};
+pub use limits::{Function, Limits, MAX_MEMORY_BYTES};
 pub use services::{BoxFuture, Detached, SessionServices};
 pub use state::Grants;
 
@@ -161,6 +163,7 @@ impl Runtime {
         let linked = Linked {
             engine: self.engine.clone(),
             pre,
+            health: Arc::new(health::Health::new(spec.limits.faults_before_circuit_opens)),
             spec: Arc::new(spec),
         };
         let detached = Session {
@@ -232,13 +235,27 @@ impl PreparedEngine {
         &self.info
     }
 
-    /// A fresh instance for one session.
+    /// A fresh instance for one session (refused while the circuit is open).
     pub async fn instantiate(
         &self,
         session: Session,
         services: Arc<dyn SessionServices>,
     ) -> Result<EngineInstance, EngineError> {
-        self.linked.instantiate(session, services).await
+        let health = &self.linked.health;
+        health.check(self.id(), Function::Instantiate, &session.key)?;
+        let result = self.linked.instantiate(session, services).await;
+        health.record(&result);
+        result
+    }
+
+    /// Consecutive faults and whether the engine is refused.
+    pub fn health(&self) -> HealthStatus {
+        self.linked.health.status()
+    }
+
+    /// Closes the circuit: the operator vouches for the engine again.
+    pub fn reset_health(&self) {
+        self.linked.health.reset();
     }
 }
 
@@ -247,6 +264,7 @@ struct Linked {
     engine: Engine,
     pre: v0_1::ContextEnginePre<StoreState>,
     spec: Arc<EngineSpec>,
+    health: Arc<health::Health>,
 }
 
 impl Linked {
@@ -277,6 +295,7 @@ impl Linked {
             grants: spec.grants.clone(),
             log,
             clock: CallClock::new(),
+            import_timeout: spec.limits.import_timeout,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -315,6 +334,7 @@ impl Linked {
             store,
             bindings,
             spec: spec.clone(),
+            health: self.health.clone(),
             session,
         })
     }
@@ -352,7 +372,7 @@ fn config(pooled_instances: Option<u32>) -> Config {
             .total_memories(instances.saturating_mul(2))
             .total_tables(instances.saturating_mul(4))
             .total_stacks(instances)
-            .max_memory_size(Limits::default().memory_bytes.max(1 << 30));
+            .max_memory_size(MAX_MEMORY_BYTES);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     config

@@ -30,6 +30,7 @@ pub struct StoreState {
     pub(super) grants: Grants,
     pub(super) log: Arc<LogSink>,
     pub(super) clock: CallClock,
+    pub(super) import_timeout: Duration,
 }
 
 impl WasiView for StoreState {
@@ -142,21 +143,17 @@ impl host::Host for StoreState {
         Ok(ctxhost_transcript::tokens::estimate_text(&text))
     }
 
+    // Cheap imports count against the guest's deadline, so a loop of millions of them still
+    // stops; only the slow ones below are excluded, each bounded by its own timeout.
     async fn context_entries(&mut self) -> anyhow::Result<Vec<ContextEntry>> {
-        let since = Instant::now();
-        let entries = self.services.context_entries();
-        self.clock.add_host_time(since);
-        Ok(entries)
+        Ok(self.services.context_entries())
     }
 
     async fn read_entries(
         &mut self,
         entries: Vec<EntryRef>,
     ) -> anyhow::Result<Result<Vec<Message>, HostError>> {
-        let since = Instant::now();
-        let result = self.services.read_entries(&entries);
-        self.clock.add_host_time(since);
-        Ok(result)
+        Ok(self.services.read_entries(&entries))
     }
 
     async fn delegate_compaction(
@@ -165,7 +162,10 @@ impl host::Host for StoreState {
     ) -> anyhow::Result<Result<Option<Compaction>, HostError>> {
         let since = Instant::now();
         let services = self.services.clone();
-        let result = services.delegate_compaction(&request).await;
+        let result =
+            tokio::time::timeout(self.import_timeout, services.delegate_compaction(&request))
+                .await
+                .unwrap_or_else(|_| Err(timed_out("delegate-compaction", self.import_timeout)));
         self.clock.add_host_time(since);
         Ok(result)
     }
@@ -190,14 +190,21 @@ impl host::Host for StoreState {
         }
         let since = Instant::now();
         let services = self.services.clone();
-        let result = services
-            .complete(
+        let result = tokio::time::timeout(
+            self.import_timeout,
+            services.complete(
                 request.system.as_deref(),
                 &request.prompt,
                 request.max_tokens,
-            )
-            .await;
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| Err(timed_out("complete", self.import_timeout)));
         self.clock.add_host_time(since);
         Ok(result)
     }
+}
+
+fn timed_out(import: &str, after: Duration) -> HostError {
+    HostError::Unavailable(format!("`{import}` timed out after {after:?}"))
 }

@@ -18,7 +18,7 @@ pub use validate::{AssembledItem, Assembly};
 use crate::error::{Error, Result};
 use crate::runtime::contract::{
     AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactRequest, CompactionTrigger,
-    ContextMode, Session as SessionId, SubagentEndReason, SubagentSpawn,
+    ContextEntry, ContextMode, Session as SessionId, SubagentEndReason, SubagentSpawn,
 };
 use crate::runtime::{EngineError, EngineInstance, Function, PreparedEngine};
 pub use convert::tokens_u32;
@@ -69,6 +69,7 @@ pub struct Session {
     context_window: u64,
     instance: Option<EngineInstance>,
     rollbacks: HashSet<u64>,
+    estimates_only: bool,
 }
 
 impl Session {
@@ -115,6 +116,7 @@ impl Session {
             context_window,
             instance: None,
             rollbacks: HashSet::new(),
+            estimates_only: false,
         };
         session.instance().await?;
         Ok(session)
@@ -141,9 +143,25 @@ impl Session {
         self.shared.read()
     }
 
-    /// The context size the runtime would report now (usage-based, see TRANSCRIPTS.md).
+    /// Measure the context by estimates only, ignoring recorded `usage`: a replay's usage
+    /// figures come from the original run, at another window.
+    pub fn set_estimates_only(&mut self, estimates_only: bool) {
+        self.estimates_only = estimates_only;
+    }
+
+    /// The context size the runtime would report now: usage-based (see TRANSCRIPTS.md), or
+    /// the sum of estimates when `set_estimates_only`.
     pub fn context_tokens(&self) -> u64 {
-        self.shared.read().context_tokens()
+        let transcript = self.shared.read();
+        self.measure(&transcript, &convert::context_entries(&transcript))
+    }
+
+    fn measure(&self, transcript: &Transcript, context: &[ContextEntry]) -> u64 {
+        if self.estimates_only {
+            context.iter().map(|e| u64::from(e.tokens)).sum()
+        } else {
+            transcript.context_tokens()
+        }
     }
 
     /// The live instance, created and bootstrapped from the transcript when there is none
@@ -181,6 +199,10 @@ impl Session {
         })
     }
 
+    fn host_bytes_limit(&self) -> usize {
+        self.engine.spec().limits.host_bytes_per_call
+    }
+
     fn invalid(&self, function: Function, problem: String) -> Error {
         Error::Engine(EngineError::InvalidOutput {
             engine: self.engine.id().to_string(),
@@ -216,11 +238,9 @@ impl Session {
     pub async fn assemble(&mut self, options: &AssembleOptions) -> Result<Assembly> {
         let (entries, context_tokens, transcript_len) = {
             let transcript = self.shared.read();
-            (
-                convert::context_entries(&transcript),
-                transcript.context_tokens(),
-                transcript.entries().len(),
-            )
+            let entries = convert::context_entries(&transcript);
+            let tokens = self.measure(&transcript, &entries);
+            (entries, tokens, transcript.entries().len())
         };
         let request = AssembleRequest {
             session: self.shared.session.clone(),
@@ -232,8 +252,13 @@ impl Session {
         };
         let result = self.instance().await?.assemble(&request).await;
         let result = self.settle(result)?;
-        validate::assembly(&request.entries, transcript_len, result)
-            .map_err(|problem| self.invalid(Function::Assemble, problem))
+        validate::assembly(
+            &request.entries,
+            transcript_len,
+            result,
+            self.host_bytes_limit(),
+        )
+        .map_err(|problem| self.invalid(Function::Assemble, problem))
     }
 
     /// The messages of an assembly as AgentMessage JSON, kept ones byte-identical to the file.
@@ -291,7 +316,7 @@ impl Session {
             }
         };
         let context = convert::context_entries(&self.shared.read());
-        validate::compaction(&context, &compaction)
+        validate::compaction(&context, &compaction, self.host_bytes_limit())
             .map_err(|problem| self.invalid(Function::Compact, problem))?;
 
         let mut details = match compaction.details.as_deref().map(serde_json::from_str) {

@@ -46,11 +46,35 @@ const MESSAGE_ROLES: &[&str] = &[
 /// Token figures above this are not estimates but garbage (no model has such a window).
 pub const ABSURD_TOKENS: u32 = 100_000_000;
 
+/// Refuses results that hand the host more than `max_bytes` (the `hostBytesPerCall` limit).
+fn check_size(bytes: usize, max_bytes: usize) -> Result<(), String> {
+    if bytes > max_bytes {
+        return Err(format!(
+            "it hands the host {bytes} bytes, over the engine's limit of {max_bytes} (plugins.entries.<id>.limits.hostBytesPerCall)"
+        ));
+    }
+    Ok(())
+}
+
 pub fn assembly(
     given: &[ContextEntry],
     transcript_len: usize,
     result: AssembleResult,
+    max_bytes: usize,
 ) -> Result<Assembly, String> {
+    let handed: usize = result
+        .items
+        .iter()
+        .map(|item| match item {
+            ContextItem::Keep(_) => 4,
+            ContextItem::Insert(json) => json.len(),
+        })
+        .sum::<usize>()
+        + result
+            .system_prompt_addition
+            .as_ref()
+            .map_or(0, String::len);
+    check_size(handed, max_bytes)?;
     let mut offered = vec![false; transcript_len];
     for entry in given {
         if let Some(slot) = offered.get_mut(entry.entry as usize) {
@@ -111,7 +135,15 @@ fn check_message(json: &str) -> Result<(), String> {
 }
 
 /// A compaction may keep from any message of the current context (not the summary preamble).
-pub fn compaction(context: &[ContextEntry], compaction: &Compaction) -> Result<(), String> {
+pub fn compaction(
+    context: &[ContextEntry],
+    compaction: &Compaction,
+    max_bytes: usize,
+) -> Result<(), String> {
+    check_size(
+        compaction.summary.len() + compaction.details.as_ref().map_or(0, String::len),
+        max_bytes,
+    )?;
     let first = compaction.first_kept_entry;
     let keeps_message = context
         .iter()
@@ -143,6 +175,27 @@ pub fn compaction(context: &[ContextEntry], compaction: &Compaction) -> Result<(
 mod tests {
     use super::*;
 
+    const CAP: usize = 1 << 20;
+
+    fn capped_assembly(
+        given: &[ContextEntry],
+        len: usize,
+        result: AssembleResult,
+    ) -> Result<Assembly, String> {
+        assembly(given, len, result, CAP)
+    }
+
+    fn capped_compaction(context: &[ContextEntry], c: &Compaction) -> Result<(), String> {
+        compaction(context, c, CAP)
+    }
+
+    #[test]
+    fn results_over_the_host_bytes_limit_are_refused() {
+        let big = format!(r#"{{"role":"user","content":"{}"}}"#, "x".repeat(CAP));
+        let err = capped_assembly(&[], 0, result(vec![ContextItem::Insert(big)])).unwrap_err();
+        assert!(err.contains("hostBytesPerCall"), "{err}");
+    }
+
     fn entries(refs: &[u32]) -> Vec<ContextEntry> {
         refs.iter()
             .map(|&entry| ContextEntry {
@@ -163,7 +216,7 @@ mod tests {
 
     #[test]
     fn keeps_of_offered_entries_and_valid_inserts_pass() {
-        let out = assembly(
+        let out = capped_assembly(
             &entries(&[1, 2, 3]),
             4,
             result(vec![
@@ -181,11 +234,12 @@ mod tests {
     #[test]
     fn forged_duplicate_and_out_of_range_refs_are_rejected() {
         let given = entries(&[1, 2]);
-        let err = assembly(&given, 4, result(vec![ContextItem::Keep(0)])).unwrap_err();
+        let err = capped_assembly(&given, 4, result(vec![ContextItem::Keep(0)])).unwrap_err();
         assert!(err.contains("entry 0"), "{err}");
-        let err = assembly(&given, 4, result(vec![ContextItem::Keep(9_999_999)])).unwrap_err();
+        let err =
+            capped_assembly(&given, 4, result(vec![ContextItem::Keep(9_999_999)])).unwrap_err();
         assert!(err.contains("9999999"), "{err}");
-        let err = assembly(
+        let err = capped_assembly(
             &given,
             4,
             result(vec![ContextItem::Keep(1), ContextItem::Keep(1)]),
@@ -202,8 +256,8 @@ mod tests {
             (r#"{"content":"x"}"#, "no string `role`"),
             (r#"{"role":"system"}"#, "unknown role `system`"),
         ] {
-            let err =
-                assembly(&given, 0, result(vec![ContextItem::Insert(json.into())])).unwrap_err();
+            let err = capped_assembly(&given, 0, result(vec![ContextItem::Insert(json.into())]))
+                .unwrap_err();
             assert!(err.contains(problem), "{json}: {err}");
         }
     }
@@ -221,17 +275,21 @@ mod tests {
             new_session_id: None,
             new_session_file: None,
         };
-        assert!(compaction(&context, &c).is_ok());
+        assert!(capped_compaction(&context, &c).is_ok());
         c.first_kept_entry = 5;
         assert!(
-            compaction(&context, &c)
+            capped_compaction(&context, &c)
                 .unwrap_err()
                 .contains("first-kept-entry 5")
         );
         c.first_kept_entry = 77;
-        assert!(compaction(&context, &c).is_err());
+        assert!(capped_compaction(&context, &c).is_err());
         c.first_kept_entry = 6;
         c.details = Some("[1]".into());
-        assert!(compaction(&context, &c).unwrap_err().contains("details"));
+        assert!(
+            capped_compaction(&context, &c)
+                .unwrap_err()
+                .contains("details")
+        );
     }
 }

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use crate::message::{MessageView, Role};
+use crate::message::MessageView;
+use crate::role::Role;
 
 /// Upper bound on the summary, in characters (~2,000 tokens).
 pub const MAX_CHARS: usize = 8000;

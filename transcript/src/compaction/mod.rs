@@ -5,7 +5,8 @@ pub mod extractive;
 
 use serde_json::{Value, json};
 
-use crate::message::{MessageView, Role};
+use crate::message::MessageView;
+use crate::role::Role;
 use crate::tokens::estimate_text;
 use crate::transcript::Transcript;
 
