@@ -2,10 +2,16 @@
 
 use ctxhost_build_support::{Guest, build_guests, workspace_root};
 
-const GUESTS: &[Guest] = &[Guest {
-    package: "sliding-window",
-    dir: "examples/sliding-window",
-}];
+const GUESTS: &[Guest] = &[
+    Guest {
+        package: "sliding-window",
+        dir: "examples/sliding-window",
+    },
+    Guest {
+        package: "hostile-engine",
+        dir: "tests/guests/hostile",
+    },
+];
 
 fn main() {
     let out_dir =

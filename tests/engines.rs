@@ -144,7 +144,10 @@ fn slot_defaults_to_legacy_and_names_unknown_engines() {
     let host = scratch.host("{ plugins: { slots: { contextEngine: 'no-such-engine' } } }");
     let err = block_on(host.active_engine()).err().unwrap().to_string();
     assert!(err.contains("`no-such-engine`"), "{err}");
-    assert!(err.contains("available: checkpoint-manager, legacy, sliding-window"), "{err}");
+    assert!(
+        err.contains("available: checkpoint-manager, legacy, sliding-window"),
+        "{err}"
+    );
     assert!(err.contains("plugins.slots.contextEngine"), "{err}");
 }
 

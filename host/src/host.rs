@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ctxhost_transcript::compaction::Settings;
+use serde_json::Value;
 
 use crate::config::{Config, Home};
 use crate::error::{Error, Result};
-use crate::plugins::Registry;
+use crate::plugins::{Capability, PluginError, Registry, validate_config};
 use crate::runtime::{EngineSpec, Grants, Limits, PreparedEngine, Runtime, RuntimeOptions};
 use crate::session::Session;
 
@@ -27,6 +28,7 @@ pub struct Host {
     registry: Registry,
     runtime: Runtime,
     loaded: tokio::sync::Mutex<HashMap<String, Arc<PreparedEngine>>>,
+    quarantined: tokio::sync::Mutex<HashMap<String, String>>,
 }
 
 impl Host {
@@ -47,6 +49,7 @@ impl Host {
             config,
             registry,
             loaded: Default::default(),
+            quarantined: Default::default(),
         })
     }
 
@@ -63,24 +66,70 @@ impl Host {
         &self.runtime
     }
 
-    /// The engine the config's slot selects, loaded.
+    /// The engine the config's slot selects, loaded. When it cannot be served, that is an
+    /// error naming it and the cause — unless `plugins.contextEngineFallback: "legacy"` opts into
+    /// quarantining it for the life of the process and serving with legacy.
     pub async fn active_engine(&self) -> Result<Arc<PreparedEngine>> {
-        self.engine(self.config.active_engine()).await
+        let id = self.config.active_engine();
+        let fallback = self
+            .config
+            .settings
+            .plugins
+            .context_engine_fallback
+            .as_deref();
+        let fallback = fallback.filter(|fallback| *fallback != id);
+        let Some(fallback) = fallback else {
+            return self.engine(id).await;
+        };
+        if self.quarantined.lock().await.contains_key(id) {
+            return self.engine(fallback).await;
+        }
+        match self.engine(id).await {
+            Ok(engine) => Ok(engine),
+            Err(cause) => {
+                tracing::warn!(
+                    "context engine `{id}` quarantined for this process, `{fallback}` serves instead (plugins.contextEngineFallback): {cause}"
+                );
+                self.quarantined
+                    .lock()
+                    .await
+                    .insert(id.to_string(), cause.to_string());
+                self.engine(fallback).await
+            }
+        }
     }
 
-    /// An engine by id, loaded once per host.
+    /// Engines quarantined by the fallback policy, with the cause.
+    pub async fn quarantined(&self) -> Vec<(String, String)> {
+        let quarantined = self.quarantined.lock().await;
+        quarantined
+            .iter()
+            .map(|(id, cause)| (id.clone(), cause.clone()))
+            .collect()
+    }
+
+    /// An engine by id, loaded once per host: it must exist, be enabled, have a config its
+    /// schema accepts, and answer `info` with its own id.
     pub async fn engine(&self, id: &str) -> Result<Arc<PreparedEngine>> {
         let mut loaded = self.loaded.lock().await;
         if let Some(engine) = loaded.get(id) {
             return Ok(engine.clone());
         }
         let available = self.registry.resolve(id, self.config.source.path())?;
-        let bytes = available.component_bytes()?;
         let entry = self.config.plugin_entry(id);
-        let config_json = entry
-            .and_then(|entry| entry.config.as_ref())
-            .map(|config| config.to_string())
-            .unwrap_or_else(|| "{}".into());
+        if entry.and_then(|e| e.enabled) == Some(false) {
+            return Err(PluginError::Disabled { id: id.to_string() }.into());
+        }
+        let config = entry
+            .and_then(|entry| entry.config.clone())
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        validate_config(&available.config_schema(), &config).map_err(|(pointer, rule)| {
+            PluginError::Config {
+                id: id.to_string(),
+                pointer,
+                rule,
+            }
+        })?;
         let limits = entry
             .and_then(|entry| entry.limits.as_ref())
             .map_or_else(Limits::default, |overrides| {
@@ -90,13 +139,49 @@ impl Host {
             id: id.to_string(),
             origin: available.origin(),
             state_dir: self.home.state_dir(id),
-            config_json,
+            config_json: config.to_string(),
             limits,
-            grants: Grants::default(),
+            grants: self.grants(id, available.capabilities()),
         };
+        let bytes = available.component_bytes()?;
         let engine = self.runtime.prepare(spec, &bytes).await?;
+        if engine.info().id != id {
+            return Err(PluginError::IdMismatch {
+                id: id.to_string(),
+                actual: engine.info().id.clone(),
+            }
+            .into());
+        }
         loaded.insert(id.to_string(), engine.clone());
         Ok(engine)
+    }
+
+    /// What an engine may use: what its manifest asks for and the operator granted.
+    pub fn grants(&self, id: &str, requested: &[Capability]) -> Grants {
+        let granted = self
+            .config
+            .plugin_entry(id)
+            .map(|e| e.grants.clone())
+            .unwrap_or_default();
+        Grants {
+            llm: granted.llm && requested.contains(&Capability::Llm),
+            workspace: granted
+                .workspace_read
+                .filter(|_| requested.contains(&Capability::WorkspaceRead)),
+        }
+    }
+
+    /// Capabilities an engine asks for that the operator has not granted.
+    pub fn ungranted(&self, id: &str, requested: &[Capability]) -> Vec<Capability> {
+        let grants = self.grants(id, requested);
+        requested
+            .iter()
+            .copied()
+            .filter(|c| match c {
+                Capability::Llm => !grants.llm,
+                Capability::WorkspaceRead => grants.workspace.is_none(),
+            })
+            .collect()
     }
 
     /// Closes an engine's circuit breaker (the operator vouches for it again).
@@ -158,11 +243,18 @@ impl Host {
     /// The compaction settings of the config (`agents.defaults`).
     pub fn compaction_settings(&self) -> Settings {
         let defaults = &self.config.settings.agents.defaults;
+        let compaction = &defaults.compaction;
+        let summarizer = compaction.summarizer().unwrap_or_else(|problem| {
+            tracing::warn!("{problem}; using the extractive summarizer");
+            Default::default()
+        });
         Settings {
             context_window: defaults.context_window,
-            reserve_tokens: defaults.compaction.reserve_tokens,
-            reserve_tokens_floor: defaults.compaction.reserve_tokens_floor,
-            keep_recent_tokens: defaults.compaction.keep_recent_tokens,
+            reserve_tokens: compaction.reserve_tokens,
+            reserve_tokens_floor: compaction.reserve_tokens_floor,
+            keep_recent_tokens: compaction.keep_recent_tokens,
+            policy: compaction.policy(),
+            summarizer,
         }
     }
 }

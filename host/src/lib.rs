@@ -9,8 +9,10 @@
 //! `runtime` knows nothing about transcripts, and `ctxhost-transcript` nothing about wasm.
 
 pub mod config;
+pub mod config_edit;
 pub mod error;
 mod host;
+pub mod plugin_ops;
 pub mod plugins;
 pub mod replay;
 pub mod runtime;

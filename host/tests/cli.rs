@@ -32,7 +32,17 @@ fn doctor_json_succeeds_on_an_empty_home() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["config", "slot", "engine", "state-dir"]);
+    assert_eq!(
+        names,
+        [
+            "config",
+            "slot",
+            "engine checkpoint-manager",
+            "engine checkpoint-manager state-dir",
+            "engine legacy",
+            "engine legacy state-dir"
+        ]
+    );
     assert!(home.path().join("state/legacy").is_dir());
 }
 
@@ -58,6 +68,7 @@ fn doctor_names_an_unknown_engine_and_the_available_ones() {
     assert_eq!(output.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let slot = &report["checks"][1];
+    assert_eq!(slot["name"], "slot");
     assert_eq!(slot["ok"], false);
     let detail = slot["detail"].as_str().unwrap();
     assert!(

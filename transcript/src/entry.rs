@@ -120,6 +120,10 @@ pub struct Entry {
     usage_total: Option<u64>,
     first_kept_id: Option<String>,
     tokens_before: u64,
+    /// For compaction entries: what `details` says about the compaction itself.
+    meta: Option<Box<CompactionMeta>>,
+    /// Set by the transcript when a compaction on the active branch pruned this tool result.
+    pub(crate) pruned: bool,
     // Resolved by the transcript once every id is known.
     pub(crate) parent: Option<usize>,
     pub(crate) first_kept: Option<usize>,
@@ -158,6 +162,27 @@ struct RawEntry<'a> {
     #[serde(borrow)]
     details: Option<&'a RawValue>,
 }
+
+/// What a compaction entry's `details` records about how it was made (all optional: entries
+/// written by other tools have none of it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionMeta {
+    /// Tool results whose output this compaction replaced by [`PRUNED_TEXT`] in the context.
+    #[serde(default)]
+    pub pruned_entry_ids: Vec<String>,
+    /// `prune`, `summarize` or `full`.
+    pub layer: Option<String>,
+    /// `manual`, `auto` or `overflow`.
+    pub trigger: Option<String>,
+    /// Compactions on the branch up to and including this one, when the writer recorded it.
+    pub compaction_count: Option<u64>,
+    /// Summarizing (non-prune) compactions up to and including this one.
+    pub summary_count: Option<u64>,
+}
+
+/// What a pruned tool output is replaced by in the context.
+pub const PRUNED_TEXT: &str = "[output pruned for context]";
 
 /// `parentId`: absent, or present (null or an id). A v1 line that already has the member must be
 /// re-serialised rather than have a second one spliced in.
@@ -270,6 +295,7 @@ impl Entry {
         let mut synth = None;
         let mut first_kept_id = None;
         let mut tokens_before = 0;
+        let mut meta = None;
         match kind.as_str() {
             "message" => {
                 let m = raw.message.ok_or("message entry has no \"message\"")?;
@@ -288,6 +314,11 @@ impl Entry {
                 });
                 tokens_before = field::<f64>(raw.tokens_before, "tokensBefore")?
                     .map_or(0, |t| t.max(0.0) as u64);
+                // Details are free-form for other writers: a shape we do not know is no error.
+                meta = raw
+                    .details
+                    .and_then(|d| serde_json::from_str::<CompactionMeta>(d.get()).ok())
+                    .map(Box::new);
                 synth = Some(format!(
                     "{{\"role\":\"compactionSummary\",\"summary\":{},\"tokensBefore\":{tokens_before},\"timestamp\":{timestamp_ms}}}",
                     quote(&summary)
@@ -383,6 +414,8 @@ impl Entry {
             usage_total,
             first_kept_id,
             tokens_before,
+            meta,
+            pruned: false,
             parent: None,
             first_kept: None,
         })
@@ -427,9 +460,33 @@ impl Entry {
         self.timestamp_ms
     }
 
-    /// Estimated tokens this entry adds to the context (0 for entries not sent to the model).
+    /// Estimated tokens this entry adds to the context (0 for entries not sent to the model;
+    /// the placeholder's estimate for a pruned tool result).
     pub fn tokens(&self) -> u32 {
+        if self.pruned {
+            crate::tokens::estimate_text(PRUNED_TEXT)
+        } else {
+            self.tokens
+        }
+    }
+
+    /// The estimate of the message as written, pruned or not.
+    pub fn unpruned_tokens(&self) -> u32 {
         self.tokens
+    }
+
+    pub(crate) fn set_tokens(&mut self, tokens: u32) {
+        self.tokens = tokens;
+    }
+
+    /// Whether a compaction on the active branch pruned this tool result's output.
+    pub fn is_pruned(&self) -> bool {
+        self.pruned
+    }
+
+    /// For compaction entries: what their `details` record (layer, trigger, pruned ids...).
+    pub fn compaction_meta(&self) -> Option<&CompactionMeta> {
+        self.meta.as_deref()
     }
 
     /// Some for entries sent to the model.
@@ -465,6 +522,29 @@ impl Entry {
             }
             _ => Cow::Borrowed(""),
         }
+    }
+
+    /// The AgentMessage as the model gets it: [`Entry::message_json`], except for a pruned
+    /// tool result, whose content becomes [`PRUNED_TEXT`] (the file keeps the original bytes).
+    pub fn context_message_json(&self) -> Cow<'_, str> {
+        if !self.pruned {
+            return self.message_json();
+        }
+        let json = self.message_json();
+        let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&json) else {
+            return json;
+        };
+        map.insert(
+            "content".into(),
+            serde_json::json!([{"type": "text", "text": PRUNED_TEXT}]),
+        );
+        map.remove("details");
+        Cow::Owned(Value::Object(map).to_string())
+    }
+
+    /// The message JSON of a context entry (for re-counting tokens).
+    pub(crate) fn message_json_for_count(&self) -> Option<Cow<'_, str>> {
+        self.role.map(|_| self.message_json())
     }
 
     /// The decoded message, for context entries.

@@ -13,14 +13,16 @@ pub mod generate;
 mod message;
 mod migrate;
 mod role;
+pub mod status;
 pub mod store;
 pub mod time;
 pub mod tokens;
 mod transcript;
 
-pub use entry::{Entry, Header};
+pub use entry::{CompactionMeta, Entry, Header, PRUNED_TEXT};
 pub use error::{LoadWarning, TranscriptError};
 pub use message::{MessageView, ToolCall};
 pub use role::Role;
 pub use tokens::Usage;
-pub use transcript::{NewCompaction, Transcript};
+pub use tokens::{Encoding, TokenCounter};
+pub use transcript::{CompactionStats, NewCompaction, Transcript};

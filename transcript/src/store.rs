@@ -53,9 +53,11 @@ impl TranscriptFile {
     pub fn open(path: &Path) -> Result<(TranscriptFile, Transcript), TranscriptError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| TranscriptError::io(path, "cannot read transcript", e))?;
-        let transcript = Transcript::parse(&text, &path.display().to_string())?;
+        let mut transcript = Transcript::parse(&text, &path.display().to_string())?;
         if transcript.is_migrated() || !text.ends_with('\n') {
             rewrite_atomically(path, &transcript.to_v3_string())?;
+            // The torn bytes are not silently lost: the previous file is the backup.
+            transcript.note_torn_tail_backup(&backup_path(path));
         }
         let file = TranscriptFile {
             path: path.to_path_buf(),
@@ -129,13 +131,46 @@ pub fn rewrite_atomically(path: &Path, contents: &str) -> Result<(), TranscriptE
     result
 }
 
+/// Temp files are written in chunks of this size (each chunk is one crash point in tests).
+const CHUNK: usize = 1 << 20;
+
 fn write_and_swap(path: &Path, tmp: &Path, contents: &str) -> Result<(), TranscriptError> {
+    write_and_swap_steps(path, tmp, contents, CHUNK, None)
+}
+
+/// The rewrite as a sequence of steps (each temp-file chunk, fsync, backup, rename, directory
+/// sync). With `crash_before = Some(n)` it stops before step n as a crash would: no cleanup.
+fn write_and_swap_steps(
+    path: &Path,
+    tmp: &Path,
+    contents: &str,
+    chunk: usize,
+    crash_before: Option<usize>,
+) -> Result<(), TranscriptError> {
+    let mut step = 0;
+    let mut step_ok = || {
+        step += 1;
+        match crash_before {
+            Some(n) if step > n => Err(TranscriptError::io(
+                path,
+                "simulated crash",
+                std::io::Error::other("crash"),
+            )),
+            _ => Ok(()),
+        }
+    };
     let mut f =
         File::create(tmp).map_err(|e| TranscriptError::io(tmp, "cannot create temp file", e))?;
-    f.write_all(contents.as_bytes())
-        .and_then(|()| f.sync_all())
+    for part in contents.as_bytes().chunks(chunk.max(1)) {
+        step_ok()?;
+        f.write_all(part)
+            .map_err(|e| TranscriptError::io(tmp, "cannot write temp file", e))?;
+    }
+    step_ok()?;
+    f.sync_all()
         .map_err(|e| TranscriptError::io(tmp, "cannot write temp file", e))?;
     drop(f);
+    step_ok()?;
     if path.exists() {
         let bak = backup_path(path);
         // A hard link keeps the old bytes without copying; copy where links are unsupported.
@@ -145,7 +180,9 @@ fn write_and_swap(path: &Path, tmp: &Path, contents: &str) -> Result<(), Transcr
                 .map_err(|e| TranscriptError::io(&bak, "cannot keep backup", e))?;
         }
     }
+    step_ok()?;
     std::fs::rename(tmp, path).map_err(|e| TranscriptError::io(path, "cannot replace file", e))?;
+    step_ok()?;
     // Make the rename itself durable; not every platform can open a directory, so best effort.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
         && let Ok(d) = File::open(dir)
@@ -258,6 +295,16 @@ mod tests {
         std::fs::write(&torn, format!("{}{{\"type\":\"mess", t.to_v3_string())).unwrap();
         let (mut f, mut t2) = TranscriptFile::open(&torn).unwrap();
         assert_eq!(t2.warnings().len(), 1);
+        assert!(
+            t2.warnings()[0].message.contains("kept in"),
+            "{}",
+            t2.warnings()[0]
+        );
+        assert!(
+            std::fs::read_to_string(backup_path(&torn))
+                .unwrap()
+                .ends_with("{\"type\":\"mess")
+        );
         let from = t2.entries().len();
         t2.append_message(&json!({"role":"user","content":"z"}), "t")
             .unwrap();
@@ -265,6 +312,48 @@ mod tests {
         let back = Transcript::load(&torn).unwrap();
         assert!(back.warnings().is_empty());
         assert_eq!(back.entries().len(), 3);
+    }
+
+    /// A crash at every step of a rewrite (each temp chunk, fsync, backup, rename) leaves the
+    /// file as the old version or the new one, loadable, never a mix; the next rewrite works.
+    #[test]
+    fn a_crash_at_any_point_of_a_rewrite_leaves_old_or_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let old = crate::generate::coding_session(1, 60);
+        let new_t = Transcript::parse(&crate::generate::coding_session(2, 80), "n").unwrap();
+        let new = new_t.to_v3_string();
+        let chunk = new.len() / 7 + 1;
+        let mut saw_old = 0;
+        let mut saw_new = 0;
+        for crash_before in 0.. {
+            std::fs::write(&path, &old).unwrap();
+            let tmp = dir.path().join(format!("s.jsonl.tmp-crash-{crash_before}"));
+            let result = write_and_swap_steps(&path, &tmp, &new, chunk, Some(crash_before));
+            let on_disk = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                on_disk == old || on_disk == new,
+                "a mix after crash at step {crash_before}"
+            );
+            let loaded = Transcript::load(&path).unwrap();
+            assert!(loaded.warnings().is_empty());
+            if on_disk == old {
+                saw_old += 1;
+            } else {
+                saw_new += 1;
+                // the backup holds the old version once the new one is in place
+                assert_eq!(std::fs::read_to_string(backup_path(&path)).unwrap(), old);
+            }
+            // recovery: the next rewrite succeeds whatever was left behind
+            rewrite_atomically(&path, &new).unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), new);
+            let _ = std::fs::remove_file(&tmp);
+            if result.is_ok() {
+                break;
+            }
+        }
+        assert!(saw_old >= 8, "crash points before the rename: {saw_old}");
+        assert!(saw_new >= 1);
     }
 
     #[test]

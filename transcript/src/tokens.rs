@@ -275,6 +275,123 @@ pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
     })
 }
 
+/// A BPE vocabulary shipped inside the binary (no download at run time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// GPT-4o / o-series.
+    O200k,
+    /// GPT-4 / GPT-3.5.
+    Cl100k,
+}
+
+impl Encoding {
+    /// `o200k_base` / `cl100k_base` (also `o200k`, `cl100k`).
+    pub fn parse(name: &str) -> Option<Encoding> {
+        match name {
+            "o200k" | "o200k_base" => Some(Encoding::O200k),
+            "cl100k" | "cl100k_base" => Some(Encoding::Cl100k),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::O200k => "o200k_base",
+            Encoding::Cl100k => "cl100k_base",
+        }
+    }
+}
+
+/// Exact token counts with a BPE vocabulary, counting the same parts of a message as the
+/// chars/4 estimate (an image still counts as 4,800 chars / 4 = 1,200 tokens). Loading a
+/// vocabulary takes ~100 ms once per process; counting is ~10x slower than chars/4, which is
+/// why chars/4 stays the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenCounter {
+    encoding: Encoding,
+}
+
+impl TokenCounter {
+    /// None when the crate was built without the `bpe` feature.
+    pub fn new(encoding: Encoding) -> Option<TokenCounter> {
+        cfg!(feature = "bpe").then_some(TokenCounter { encoding })
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Exact tokens of a text.
+    pub fn count_text(&self, text: &str) -> u32 {
+        #[cfg(feature = "bpe")]
+        {
+            let bpe = match self.encoding {
+                Encoding::O200k => tiktoken_rs::o200k_base_singleton(),
+                Encoding::Cl100k => tiktoken_rs::cl100k_base_singleton(),
+            };
+            u32::try_from(bpe.encode_ordinary(text).len()).unwrap_or(u32::MAX)
+        }
+        #[cfg(not(feature = "bpe"))]
+        {
+            estimate_text(text)
+        }
+    }
+
+    /// Exact tokens of an AgentMessage's JSON (None when it is not a known context message).
+    pub fn count_message(&self, json: &str) -> Option<u32> {
+        let s = summarize(json).ok()?;
+        let role = s.role?;
+        if s.excluded {
+            return Some(0);
+        }
+        let value: serde_json::Value = serde_json::from_str(json).ok()?;
+        let text = |k: &str| {
+            value
+                .get(k)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+        };
+        let mut parts: Vec<String> = Vec::new();
+        let mut images = 0u32;
+        match role {
+            Role::BashExecution => {
+                parts.push(text("command").into());
+                parts.push(text("output").into());
+            }
+            Role::BranchSummary | Role::CompactionSummary => parts.push(text("summary").into()),
+            _ => match value.get("content") {
+                Some(serde_json::Value::String(s)) => parts.push(s.clone()),
+                Some(serde_json::Value::Array(blocks)) => {
+                    for b in blocks {
+                        let field = |k: &str| b.get(k).and_then(serde_json::Value::as_str);
+                        match field("type") {
+                            Some("text") => parts.extend(field("text").map(str::to_string)),
+                            Some("thinking") => parts.extend(field("thinking").map(str::to_string)),
+                            Some("toolCall") => {
+                                parts.extend(field("name").map(str::to_string));
+                                parts.push(
+                                    b.get("arguments").map_or("{}".into(), |a| a.to_string()),
+                                );
+                            }
+                            Some("image") => images += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            },
+        }
+        let n: u32 = parts.iter().map(|p| self.count_text(p)).sum();
+        Some(n.saturating_add(images.saturating_mul(chars_to_tokens(IMAGE_CHARS))))
+    }
+
+    /// Exact tokens of an entry's context message (None for entries not sent to the model).
+    pub(crate) fn count_entry(&self, entry: &crate::entry::Entry) -> Option<u32> {
+        entry.context_role()?;
+        self.count_message(&entry.message_json())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,6 +496,20 @@ mod tests {
             );
         }
         assert_eq!(json_string_chars("12"), None);
+    }
+
+    #[cfg(feature = "bpe")]
+    #[test]
+    fn bpe_counts_are_exact_and_offline() {
+        let c = TokenCounter::new(Encoding::O200k).unwrap();
+        assert_eq!(c.count_text("hello world"), 2);
+        let cl = TokenCounter::new(Encoding::Cl100k).unwrap();
+        assert_eq!(cl.count_text("hello world"), 2);
+        let json = r#"{"role":"assistant","content":[{"type":"text","text":"hello world"},{"type":"image","data":"x","mimeType":"image/png"}]}"#;
+        assert_eq!(c.count_message(json), Some(2 + 1200));
+        assert_eq!(c.count_message(r#"{"role":"narrator"}"#), None);
+        assert_eq!(Encoding::parse("cl100k_base"), Some(Encoding::Cl100k));
+        assert_eq!(Encoding::parse("gpt2"), None);
     }
 
     #[test]

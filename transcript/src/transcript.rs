@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::entry::{Decode, Entry, Header};
 use crate::error::{LoadWarning, TranscriptError};
 use crate::role::Role;
+use crate::tokens::TokenCounter;
 
 /// A session transcript.
 #[derive(Debug, Clone)]
@@ -21,6 +22,20 @@ pub struct Transcript {
     entries: Vec<Entry>,
     by_id: HashMap<String, usize>,
     warnings: Vec<LoadWarning>,
+    /// Exact token counting, when selected; None is chars/4.
+    counter: Option<TokenCounter>,
+}
+
+/// How many compactions a branch has seen (see [`Transcript::compaction_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionStats {
+    /// Every compaction entry on the active branch.
+    pub total: usize,
+    /// Those that summarized (every layer but `prune`): what degrades the context.
+    pub summarizing: usize,
+    /// Automatic (trigger `auto` / `overflow`) summarizing compactions since the last user
+    /// message: what `maxAutoCompactions` caps.
+    pub auto_in_run: usize,
 }
 
 /// A compaction to append (see [`Transcript::append_compaction`]).
@@ -45,6 +60,7 @@ impl Transcript {
             entries: Vec::new(),
             by_id: HashMap::new(),
             warnings: Vec::new(),
+            counter: None,
         }
     }
 
@@ -58,6 +74,16 @@ impl Transcript {
     /// Parse JSONL of any supported version; v1/v2 are migrated to v3 in memory. `source`
     /// names the file in errors and warnings.
     pub fn parse(text: &str, source: &str) -> Result<Transcript, TranscriptError> {
+        Transcript::parse_inner(text, source, false)
+    }
+
+    /// Parse the header plus the tail of a file (see `status`): references to entries before
+    /// the tail (parents, older boundaries) are left unresolved without complaint.
+    pub(crate) fn parse_tail(text: &str, source: &str) -> Result<Transcript, TranscriptError> {
+        Transcript::parse_inner(text, source, true)
+    }
+
+    fn parse_inner(text: &str, source: &str, partial: bool) -> Result<Transcript, TranscriptError> {
         let mut lines: Vec<(usize, &str)> = text
             .split('\n')
             .enumerate()
@@ -105,13 +131,14 @@ impl Transcript {
             entries,
             by_id: HashMap::new(),
             warnings,
+            counter: None,
         };
-        t.link()?;
+        t.link(partial)?;
         Ok(t)
     }
 
     /// Index ids, resolve parents and compaction boundaries, reject duplicates and cycles.
-    fn link(&mut self) -> Result<(), TranscriptError> {
+    fn link(&mut self, partial: bool) -> Result<(), TranscriptError> {
         let src = self.source.clone();
         let mut by_id = HashMap::with_capacity(self.entries.len());
         for (i, e) in self.entries.iter().enumerate() {
@@ -134,7 +161,7 @@ impl Transcript {
                 None => None,
                 Some(p) => {
                     let found = by_id.get(p).copied();
-                    if found.is_none() {
+                    if found.is_none() && !partial {
                         warnings.push(LoadWarning {
                             source: src.clone(),
                             line: e.line_number(),
@@ -146,6 +173,9 @@ impl Transcript {
             };
             if let Some(k) = e.first_kept_entry_id() {
                 let Some(&idx) = by_id.get(k) else {
+                    if partial {
+                        continue;
+                    }
                     return Err(TranscriptError::invalid(
                         &src,
                         e.line_number(),
@@ -157,7 +187,33 @@ impl Transcript {
         }
         self.warnings.extend(warnings);
         self.by_id = by_id;
-        self.check_cycles()
+        self.check_cycles()?;
+        self.apply_prunes();
+        Ok(())
+    }
+
+    /// Mark the tool results pruned by compactions on the active branch. The branch only
+    /// grows (appends go under the leaf), so marks are only ever added.
+    fn apply_prunes(&mut self) {
+        let branch = self.active_branch();
+        let on_branch: std::collections::HashSet<usize> = branch.iter().copied().collect();
+        let mut marks = Vec::new();
+        for &i in &branch {
+            if let Some(meta) = self.entries[i].compaction_meta() {
+                marks.extend(
+                    meta.pruned_entry_ids
+                        .iter()
+                        .filter_map(|id| self.by_id.get(id).copied())
+                        .filter(|j| *j < i && on_branch.contains(j)),
+                );
+            }
+        }
+        for j in marks {
+            let e = &mut self.entries[j];
+            if e.context_role() == Some(Role::ToolResult) {
+                e.pruned = true;
+            }
+        }
     }
 
     /// Parent links must form a forest; a cycle would make the active branch endless.
@@ -209,6 +265,16 @@ impl Transcript {
 
     pub fn warnings(&self) -> &[LoadWarning] {
         &self.warnings
+    }
+
+    /// After a rewrite dropped a torn last line, say where its bytes are kept.
+    pub(crate) fn note_torn_tail_backup(&mut self, backup: &Path) {
+        for w in &mut self.warnings {
+            if w.message.starts_with("torn last line") {
+                w.message
+                    .push_str(&format!("; its bytes are kept in {}", backup.display()));
+            }
+        }
     }
 
     /// Whether the file was an older version (writing it back produces different bytes).
@@ -308,6 +374,63 @@ impl Transcript {
         trailing
     }
 
+    /// The AgentMessage of entry `index` as the model gets it: pruned tool results carry the
+    /// placeholder, everything else is [`Entry::message_json`]. "" for an index out of range.
+    pub fn context_message_json(&self, index: usize) -> std::borrow::Cow<'_, str> {
+        self.entries
+            .get(index)
+            .map_or(std::borrow::Cow::Borrowed(""), Entry::context_message_json)
+    }
+
+    /// Select exact BPE counting (or chars/4 with `None`); every entry is re-counted, and
+    /// appends are counted the same way from now on.
+    pub fn set_token_counter(&mut self, counter: Option<TokenCounter>) {
+        for e in &mut self.entries {
+            let tokens = match &counter {
+                Some(c) => c.count_entry(e),
+                None => e
+                    .message_json_for_count()
+                    .and_then(|j| crate::tokens::summarize(&j).ok())
+                    .map(|s| if s.excluded { 0 } else { s.tokens }),
+            };
+            if let Some(t) = tokens {
+                e.set_tokens(t);
+            }
+        }
+        self.counter = counter;
+    }
+
+    pub fn token_counter(&self) -> Option<&TokenCounter> {
+        self.counter.as_ref()
+    }
+
+    /// Compaction counts on the active branch.
+    pub fn compaction_stats(&self) -> CompactionStats {
+        let mut stats = CompactionStats::default();
+        for i in self.active_branch() {
+            let e = &self.entries[i];
+            if e.context_role() == Some(Role::User) {
+                stats.auto_in_run = 0;
+            }
+            if e.entry_type() != "compaction" {
+                continue;
+            }
+            stats.total += 1;
+            let meta = e.compaction_meta();
+            if meta.and_then(|m| m.layer.as_deref()) == Some("prune") {
+                continue;
+            }
+            stats.summarizing += 1;
+            if matches!(
+                meta.and_then(|m| m.trigger.as_deref()),
+                Some("auto" | "overflow")
+            ) {
+                stats.auto_in_run += 1;
+            }
+        }
+        stats
+    }
+
     /// Compaction entries on the active branch.
     pub fn compaction_count(&self) -> usize {
         self.active_branch()
@@ -346,8 +469,32 @@ impl Transcript {
             .map_err(|p| TranscriptError::invalid(&self.source, line_no, p))?;
         entry.parent = self.leaf();
         entry.first_kept = entry.first_kept_entry_id().and_then(|k| self.index_of(k));
+        if let Some(counter) = &self.counter
+            && let Some(tokens) = counter.count_entry(&entry)
+        {
+            entry.set_tokens(tokens);
+        }
+        let prunes: Vec<usize> = entry
+            .compaction_meta()
+            .map(|m| {
+                m.pruned_entry_ids
+                    .iter()
+                    .filter_map(|id| self.index_of(id))
+                    .collect()
+            })
+            .unwrap_or_default();
         self.by_id.insert(entry.id().to_string(), index);
         self.entries.push(entry);
+        if !prunes.is_empty() {
+            let branch: std::collections::HashSet<usize> =
+                self.active_branch().into_iter().collect();
+            for j in prunes.into_iter().filter(|j| branch.contains(j)) {
+                let e = &mut self.entries[j];
+                if e.context_role() == Some(Role::ToolResult) {
+                    e.pruned = true;
+                }
+            }
+        }
         Ok(index)
     }
 
@@ -383,6 +530,41 @@ impl Transcript {
             "{{\"type\":\"message\",\"id\":{id},\"parentId\":{parent},\"timestamp\":{},\"message\":{message}}}",
             quote(timestamp_iso)
         );
+        self.push_line(line)
+    }
+
+    /// Append an entry of another type (`custom`, `label`, `session_info`, ...) given as an
+    /// object with its own members; `type`, `id`, `parentId` and `timestamp` are set here.
+    /// Messages and compactions have their own appends.
+    pub fn append_other(
+        &mut self,
+        entry_type: &str,
+        members: &Value,
+        timestamp_iso: &str,
+    ) -> Result<usize, TranscriptError> {
+        let line_no = self.next_line_number();
+        let bad = |p: String| Err(TranscriptError::invalid(&self.source, line_no, p));
+        if matches!(entry_type, "message" | "compaction" | "session" | "") {
+            return bad(format!(
+                "entry type {entry_type:?} cannot be appended this way"
+            ));
+        }
+        let Value::Object(map) = members else {
+            return bad("entry members must be a JSON object".into());
+        };
+        let (id, parent) = self.id_members();
+        let mut line = format!(
+            "{{\"type\":{},\"id\":{id},\"parentId\":{parent},\"timestamp\":{}",
+            quote(entry_type),
+            quote(timestamp_iso)
+        );
+        for (k, v) in map {
+            if matches!(k.as_str(), "type" | "id" | "parentId" | "timestamp") {
+                continue;
+            }
+            line.push_str(&format!(",{}:{v}", quote(k)));
+        }
+        line.push('}');
         self.push_line(line)
     }
 

@@ -1,4 +1,5 @@
-//! `ctxhost doctor`: every check an operator needs before trusting a setup, each with a fix.
+//! `ctxhost doctor`: every check an operator needs before trusting a setup, each failure with
+//! the command or config key that fixes it. Exit 1 on any failure, 0 with warnings.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,9 +11,21 @@ use serde::Serialize;
 
 use super::output::print_json;
 
+/// Top-level keys ctxhost reads; others (an openclaw.json's) are ignored with a warning.
+const KNOWN_KEYS: &[&str] = &["plugins", "agents"];
+
+#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
 #[derive(Serialize)]
 struct Check {
-    name: &'static str,
+    name: String,
+    status: Status,
     ok: bool,
     detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -24,25 +37,37 @@ struct Report {
     ok: bool,
     home: String,
     checks: Vec<Check>,
+    summary: String,
 }
 
 impl Report {
-    fn pass(&mut self, name: &'static str, detail: impl Into<String>) {
+    fn add(
+        &mut self,
+        name: impl Into<String>,
+        status: Status,
+        detail: impl Into<String>,
+        fix: Option<String>,
+    ) {
+        self.ok &= status != Status::Fail;
         self.checks.push(Check {
-            name,
-            ok: true,
+            name: name.into(),
+            status,
+            ok: status != Status::Fail,
             detail: detail.into(),
-            fix: None,
+            fix,
         });
     }
-    fn fail(&mut self, name: &'static str, detail: impl Into<String>, fix: impl Into<String>) {
-        self.ok = false;
-        self.checks.push(Check {
-            name,
-            ok: false,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        });
+    fn pass(&mut self, name: impl Into<String>, detail: impl Into<String>) {
+        self.add(name, Status::Ok, detail, None);
+    }
+    fn warn(&mut self, name: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) {
+        self.add(name, Status::Warn, detail, Some(fix.into()));
+    }
+    fn fail(&mut self, name: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) {
+        self.add(name, Status::Fail, detail, Some(fix.into()));
+    }
+    fn count(&self, status: Status) -> usize {
+        self.checks.iter().filter(|c| c.status == status).count()
     }
 }
 
@@ -52,29 +77,31 @@ pub async fn run(flag: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
         ok: true,
         home: home.root().display().to_string(),
         checks: Vec::new(),
+        summary: String::new(),
     };
     check(&mut report, home, flag).await;
+    report.summary = format!(
+        "{} checks: {} ok, {} warnings, {} failed",
+        report.checks.len(),
+        report.count(Status::Ok),
+        report.count(Status::Warn),
+        report.count(Status::Fail)
+    );
     if json {
         print_json(&report)?;
     } else {
         for c in &report.checks {
-            println!(
-                "{} {:<12} {}",
-                if c.ok { "ok  " } else { "FAIL" },
-                c.name,
-                c.detail
-            );
+            let label = match c.status {
+                Status::Ok => "ok  ",
+                Status::Warn => "warn",
+                Status::Fail => "FAIL",
+            };
+            println!("{label} {:<28} {}", c.name, c.detail);
             if let Some(fix) = &c.fix {
-                println!("     {:<12} fix: {fix}", "");
+                println!("     {:<28} fix: {fix}", "");
             }
         }
-        let failed = report.checks.iter().filter(|c| !c.ok).count();
-        println!(
-            "{} checks, {} failed (home {})",
-            report.checks.len(),
-            failed,
-            report.home
-        );
+        println!("{} (home {})", report.summary, report.home);
     }
     Ok(if report.ok {
         ExitCode::SUCCESS
@@ -86,26 +113,41 @@ pub async fn run(flag: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
 async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
     let source = ConfigSource::resolve(flag, &home);
     let config = match Config::load(source.clone()) {
-        Ok(config) if config.found => {
-            report.pass("config", format!("{} parsed", source.path().display()));
-            config
-        }
         Ok(config) => {
-            report.pass(
-                "config",
-                format!("{} not found; using defaults", source.path().display()),
-            );
+            let state = if config.found {
+                "parsed"
+            } else {
+                "not found; using defaults"
+            };
+            report.pass("config", format!("{} {state}", source.path().display()));
             config
         }
         Err(e) => {
             report.fail(
                 "config",
                 e.to_string(),
-                "fix the file at the position shown",
+                "correct the file at the position shown",
             );
             return;
         }
     };
+    let unknown: Vec<&str> = config
+        .raw
+        .as_object()
+        .map(|map| {
+            map.keys()
+                .map(String::as_str)
+                .filter(|k| !KNOWN_KEYS.contains(k))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !unknown.is_empty() {
+        report.warn(
+            "config keys",
+            format!("ignored top-level keys: {}", unknown.join(", ")),
+            "nothing to do if this is an openclaw.json; otherwise check the spelling",
+        );
+    }
     let selected = config.active_engine().to_string();
     let host = match Host::new(home.clone(), config) {
         Ok(host) => host,
@@ -118,11 +160,11 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
             return;
         }
     };
-    for broken in &host.registry().broken {
+    for (folder, broken) in &host.registry().broken {
         report.fail(
-            "plugin",
+            format!("plugin {folder}"),
             broken.to_string(),
-            "fix or remove the plugin package",
+            format!("fix the package, or remove it: ctxhost plugins uninstall {folder}"),
         );
     }
     match host
@@ -136,58 +178,84 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
                 available.origin()
             ),
         ),
-        Err(e) => {
-            report.fail(
-                "slot",
-                e.to_string(),
-                "set plugins.slots.contextEngine to one of the available engines",
-            );
-            return;
-        }
-    }
-    let started = Instant::now();
-    let engine = match host.engine(&selected).await {
-        Ok(engine) => engine,
-        Err(e) => {
-            report.fail(
-                "engine",
-                e.to_string(),
-                "rebuild or reinstall the engine's component",
-            );
-            return;
-        }
-    };
-    let info = engine.info();
-    report.pass(
-        "engine",
-        format!(
-            "`{}` {} {} (contract {}), {:?}, instantiated and answered info in {:.1} ms",
-            info.id,
-            info.name,
-            info.version,
-            engine.contract_version(),
-            engine.load_source(),
-            started.elapsed().as_secs_f64() * 1e3
-        ),
-    );
-    if info.id != selected {
-        report.fail(
-            "engine-id",
-            format!(
-                "the component says its id is `{}`, but it is installed as `{selected}`",
-                info.id
-            ),
-            "install it under the id its info() reports",
-        );
-    }
-    let state_dir = home.state_dir(&selected);
-    match writable(&state_dir) {
-        Ok(()) => report.pass("state-dir", format!("{} writable", state_dir.display())),
         Err(e) => report.fail(
-            "state-dir",
-            format!("{}: {e}", state_dir.display()),
-            "make the directory writable by this user, or set CTXHOST_HOME",
+            "slot",
+            e.to_string(),
+            "ctxhost plugins use <id> with one of the available engines",
         ),
+    }
+    let engines: Vec<_> = host.registry().all().cloned().collect();
+    for available in engines {
+        let id = available.id.clone();
+        let disabled = host.config().plugin_entry(&id).and_then(|e| e.enabled) == Some(false);
+        if disabled {
+            if id == selected {
+                report.fail(
+                    format!("engine {id}"),
+                    "the active engine is disabled",
+                    format!("ctxhost plugins enable {id}, or ctxhost plugins use another engine"),
+                );
+            } else {
+                report.pass(format!("engine {id}"), "disabled");
+            }
+            continue;
+        }
+        let started = Instant::now();
+        match host.engine(&id).await {
+            Ok(engine) => {
+                let info = engine.info();
+                report.pass(
+                    format!("engine {id}"),
+                    format!(
+                        "{} {} ({}), contract {}, {:?}; instantiated, info() answered, config valid in {:.1} ms",
+                        info.name,
+                        info.version,
+                        available.kind(),
+                        engine.contract_version(),
+                        engine.load_source(),
+                        started.elapsed().as_secs_f64() * 1e3
+                    ),
+                );
+                if let Some(reason) = engine.health().circuit_open {
+                    report.fail(
+                        format!("engine {id} health"),
+                        format!("refused after repeated faults: {reason}"),
+                        "fix the engine, then restart the process (or Host::reset_engine)",
+                    );
+                }
+            }
+            Err(e) => report.fail(
+                format!("engine {id}"),
+                e.to_string(),
+                match &e {
+                    ctxhost::Error::Plugin(ctxhost::plugins::PluginError::Config { .. }) => {
+                        format!("correct plugins.entries.{id}.config in {}", host.config().source.path().display())
+                    }
+                    _ => format!("rebuild the component and reinstall: ctxhost plugins install PATH --force (or ctxhost plugins disable {id})"),
+                },
+            ),
+        }
+        let ungranted = host.ungranted(&id, available.capabilities());
+        if !ungranted.is_empty() {
+            let names: Vec<&str> = ungranted.iter().map(|c| c.name()).collect();
+            report.warn(
+                format!("engine {id} capabilities"),
+                format!("requested but not granted: {}", names.join(", ")),
+                format!("grant in plugins.entries.{id}.grants (llm: true, workspaceRead: \"DIR\") if you trust it"),
+            );
+        }
+        let state_dir = home.state_dir(&id);
+        match writable(&state_dir) {
+            Ok(()) => report.pass(
+                format!("engine {id} state-dir"),
+                format!("{} writable", state_dir.display()),
+            ),
+            Err(e) => report.fail(
+                format!("engine {id} state-dir"),
+                format!("{}: {e}", state_dir.display()),
+                "make the directory writable by this user, or set CTXHOST_HOME",
+            ),
+        }
     }
 }
 

@@ -1,9 +1,12 @@
 //! Command-line parsing and dispatch. Each command lives in its own module and talks to the
 //! library only (`Host`, `Session`, `replay`).
 
+mod compact;
+mod context;
 mod demo;
 mod doctor;
 mod output;
+mod plugins;
 mod replay;
 
 use std::path::PathBuf;
@@ -34,6 +37,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Installs, lists and selects engines.
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCommand),
     /// Feeds a recorded transcript through an engine turn by turn, as an agent runtime would.
     Replay(replay::ReplayArgs),
     /// Generates a realistic coding-agent session and replays it on the embedded defaults.
@@ -47,6 +53,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compacts a session through its engine (dry run: what the runtime compaction would do).
+    Compact(compact::CompactArgs),
+    /// Inspects a session's context: status, history, inspect, export, import.
+    #[command(subcommand)]
+    Context(context::ContextCommand),
 }
 
 pub fn main() -> ExitCode {
@@ -74,6 +85,11 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Doctor { json } => doctor::run(cli.config.as_deref(), json).await,
+        Command::Plugins(command) => {
+            let (home, config) = load_config(cli.config.as_deref())?;
+            let host = ctxhost::Host::new(home, config)?;
+            plugins::run(host, command).await
+        }
         Command::Replay(args) => {
             let (home, config) = load_config(cli.config.as_deref())?;
             replay::run(home, config, args).await
@@ -83,6 +99,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             window,
             json,
         } => demo::run(messages, window, json).await,
+        Command::Compact(args) => {
+            let (home, config) = load_config(cli.config.as_deref())?;
+            compact::run(home, config, args).await
+        }
+        Command::Context(command) => {
+            let (home, config) = load_config(cli.config.as_deref())?;
+            context::run(home, config, command).await
+        }
     }
 }
 

@@ -141,6 +141,13 @@ impl Runtime {
         })
     }
 
+    /// The contract version a component was built against (compiling it, or loading it from
+    /// the cache), refusing what is not a supported engine.
+    pub fn contract_of(&self, origin: &str, bytes: &[u8]) -> Result<String, RuntimeError> {
+        let (component, _) = self.compile(origin, bytes)?;
+        contract_version(&self.engine, &component, origin)
+    }
+
     /// Loads an engine: compile, check its contract version, link, and ask it for `info` in
     /// a detached instance (which also proves it instantiates within its limits).
     pub async fn prepare(
@@ -355,6 +362,11 @@ impl Linked {
         builder
             .preopened_dir(dir, "/", FsPerms::ReadWrite)
             .map_err(|e| format!("cannot open state dir {}: {e:#}", dir.display()))?;
+        if let Some(workspace) = &self.spec.grants.workspace {
+            builder
+                .preopened_dir(workspace, "/workspace", FsPerms::ReadOnly)
+                .map_err(|e| format!("cannot open workspace {}: {e:#}", workspace.display()))?;
+        }
         Ok(builder.build())
     }
 }

@@ -19,6 +19,8 @@ use super::v0_1::ctxhost::engine::types;
 pub struct Grants {
     /// Completion / summarization through the operator's model.
     pub llm: bool,
+    /// A host directory mounted read-only at `/workspace`.
+    pub workspace: Option<std::path::PathBuf>,
 }
 
 pub struct StoreState {

@@ -264,12 +264,11 @@ impl Session {
     /// The messages of an assembly as AgentMessage JSON, kept ones byte-identical to the file.
     pub fn render(&self, assembly: &Assembly) -> Vec<String> {
         let transcript = self.shared.read();
-        let entries = transcript.entries();
         assembly
             .items
             .iter()
             .map(|item| match item {
-                AssembledItem::Entry(index) => entries[*index].message_json().into_owned(),
+                AssembledItem::Entry(index) => transcript.context_message_json(*index).into_owned(),
                 AssembledItem::Inserted(json) => json.clone(),
             })
             .collect()

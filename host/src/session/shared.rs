@@ -9,7 +9,8 @@ use ctxhost_transcript::compaction::{self, Settings};
 
 use super::convert;
 use crate::runtime::contract::{
-    CompactRequest, Compaction, ContextEntry, EntryRef, HostError, Message, Session,
+    CompactRequest, Compaction, CompactionTrigger, ContextEntry, EntryRef, HostError, Message,
+    Session,
 };
 use crate::runtime::{BoxFuture, SessionServices};
 
@@ -45,10 +46,47 @@ impl Shared {
         self.transcript.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The runtime compaction's proposal, in the contract's terms.
-    pub fn plan_compaction(&self, custom_instructions: Option<&str>) -> Option<Compaction> {
-        let transcript = self.read();
-        let plan = compaction::plan(&transcript, &self.settings, custom_instructions)?;
+    /// The runtime compaction's proposal, in the contract's terms: the layered policy picks
+    /// prune / summarize / full, and the configured summarizer writes the summary. Blocking
+    /// when the summarizer is a remote model; the transcript lock is released before it runs.
+    /// None when there is nothing to do (the reason is logged).
+    pub fn plan_compaction(&self, request: &CompactRequest) -> Option<Compaction> {
+        let trigger = match request.trigger {
+            CompactionTrigger::Manual => compaction::Trigger::Manual,
+            CompactionTrigger::Auto => compaction::Trigger::Auto,
+            CompactionTrigger::Overflow => compaction::Trigger::Overflow,
+        };
+        let job = {
+            let transcript = self.read();
+            let prepared = compaction::prepare(
+                &transcript,
+                &self.settings,
+                &compaction::Request {
+                    trigger,
+                    focus: request.custom_instructions.as_deref(),
+                    engine: None,
+                },
+            );
+            match prepared {
+                Ok(job) => job,
+                Err(skip) if skip.capped => {
+                    tracing::warn!(session = %self.session.key, "{}", skip.reason);
+                    return None;
+                }
+                Err(skip) => {
+                    tracing::info!(session = %self.session.key, "no compaction: {}", skip.reason);
+                    return None;
+                }
+            }
+        };
+        let summarizer = self.settings.summarizer.build().unwrap_or_else(|e| {
+            tracing::warn!(session = %self.session.key, "{e}; using the extractive summarizer");
+            Box::new(compaction::Extractive)
+        });
+        let plan = job.run(summarizer.as_ref(), &mut |_, _| {});
+        for warning in &plan.warnings {
+            tracing::warn!(session = %self.session.key, "{warning}");
+        }
         Some(Compaction {
             summary: plan.summary,
             first_kept_entry: plan.first_kept_index as u32,
@@ -91,19 +129,35 @@ impl SessionServices for Shared {
         &'a self,
         request: &'a CompactRequest,
     ) -> BoxFuture<'a, Result<Option<Compaction>, HostError>> {
-        Box::pin(async move { Ok(self.plan_compaction(request.custom_instructions.as_deref())) })
+        Box::pin(async move { Ok(self.plan_compaction(request)) })
     }
 
     fn complete<'a>(
         &'a self,
-        _system: Option<&'a str>,
-        _prompt: &'a str,
-        _max_tokens: Option<u32>,
+        system: Option<&'a str>,
+        prompt: &'a str,
+        max_tokens: Option<u32>,
     ) -> BoxFuture<'a, Result<String, HostError>> {
-        Box::pin(async {
-            Err(HostError::Unavailable(
-                "no completion model is configured: the embedded summarizer is extractive".into(),
-            ))
+        let config = self.settings.summarizer.clone();
+        let system = system.map(str::to_string);
+        let prompt = prompt.to_string();
+        Box::pin(async move {
+            if config == compaction::SummarizerConfig::Extractive {
+                return Err(HostError::Unavailable(
+                    "no completion model is configured: the summarizer is extractive".into(),
+                ));
+            }
+            let call = tokio::task::spawn_blocking(move || {
+                let model = config.build()?;
+                model.complete(system.as_deref(), &prompt, max_tokens)
+            });
+            match call.await {
+                Ok(Ok(text)) => Ok(text),
+                Ok(Err(e)) => Err(HostError::Unavailable(e.to_string())),
+                Err(e) => Err(HostError::Unavailable(format!(
+                    "completion task failed: {e}"
+                ))),
+            }
         })
     }
 }

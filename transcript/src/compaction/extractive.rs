@@ -206,6 +206,74 @@ pub fn summarize(
     cut
 }
 
+/// One summary from partial extractive summaries (oldest first): the goal of the first, the
+/// union of every list (files, failures, questions, decisions, pinned), the latest exchanges;
+/// bounded like [`summarize`]. Free text (a model's summary) is kept under its own heading.
+pub fn merge(parts: &[String]) -> String {
+    let mut order: Vec<String> = Vec::new();
+    let mut items: Vec<Vec<String>> = Vec::new();
+    for part in parts {
+        let mut current: Option<usize> = None;
+        for line in part.lines() {
+            if let Some(h) = line.strip_prefix("## ") {
+                let title = h.trim().to_string();
+                let idx = match order.iter().position(|t| *t == title) {
+                    Some(i) => i,
+                    None => {
+                        order.push(title);
+                        items.push(Vec::new());
+                        order.len() - 1
+                    }
+                };
+                // The goal is the first part's; later parts restate their own opening.
+                current = (order[idx] != "Goal" || items[idx].is_empty()).then_some(idx);
+                continue;
+            }
+            let text = line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let idx = match current {
+                Some(i) => i,
+                None if order.iter().all(|t| t != "Goal") || !text.starts_with("- ") => {
+                    let title = "Earlier context".to_string();
+                    let i = match order.iter().position(|t| *t == title) {
+                        Some(i) => i,
+                        None => {
+                            order.push(title);
+                            items.push(Vec::new());
+                            order.len() - 1
+                        }
+                    };
+                    current = Some(i);
+                    i
+                }
+                None => continue,
+            };
+            let item = text.strip_prefix("- ").unwrap_or(text).to_string();
+            push_unique(&mut items[idx], item);
+        }
+    }
+    let mut out = String::new();
+    for (title, list) in order.iter().zip(items) {
+        let cap = match title.as_str() {
+            "Files read" | "Files modified" => MAX_FILES,
+            "Tool failures" => MAX_FAILURES,
+            "Open questions" => MAX_QUESTIONS,
+            "Recent exchanges" => RECENT,
+            _ => 40,
+        };
+        section(&mut out, title, &last_n(list, cap));
+    }
+    let out = out.trim_end().to_string();
+    if out.chars().count() <= MAX_CHARS {
+        return out;
+    }
+    let mut cut: String = out.chars().take(MAX_CHARS - 24).collect();
+    cut.push_str("\n…(summary truncated)");
+    cut
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +348,39 @@ mod tests {
         assert_eq!(second.matches("## Goal").count(), 1);
         let free = summarize(&[], Some("The model wrote this."), None);
         assert!(free.contains("## Earlier context\n- The model wrote this."));
+    }
+
+    #[test]
+    fn merge_unions_sections_and_keeps_the_first_goal() {
+        let a = summarize(
+            &[
+                msg(Role::User, "Goal A"),
+                call("edit", r#"{"path":"a.rs"}"#),
+            ],
+            None,
+            None,
+        );
+        let b = summarize(
+            &[
+                msg(Role::User, "Later ask?"),
+                call("edit", r#"{"path":"b.rs"}"#),
+            ],
+            None,
+            None,
+        );
+        let m = merge(&[a, b]);
+        assert!(m.starts_with("## Goal\n- Goal A\n\n"), "{m}");
+        assert!(m.contains("- a.rs\n- b.rs"), "{m}");
+        assert!(m.contains("## Open questions\n- Later ask?"), "{m}");
+        assert!(
+            !m.contains("- Later ask?\n\n## Files"),
+            "the second goal is not kept: {m}"
+        );
+        let free = merge(&["A model wrote this.".into(), "## Goal\n- g".into()]);
+        assert!(
+            free.contains("## Earlier context\n- A model wrote this."),
+            "{free}"
+        );
     }
 
     #[test]

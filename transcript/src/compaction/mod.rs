@@ -1,7 +1,19 @@
-//! Runtime compaction (what an engine's `delegate-compaction` runs): decide when, choose the cut
-//! so that recent context stays, and summarize the older part with the extractive summarizer.
+//! Runtime compaction (what an engine's `delegate-compaction` runs): decide when and which
+//! layer ([`runtime::prepare`]), prune old tool outputs, choose the cut so that recent context
+//! stays, and summarize the older part in stages ([`runtime::Job::run`]) with a pluggable
+//! [`Summarizer`]. [`plan`] is the plain keep-recent + extractive compaction.
 
 pub mod extractive;
+pub mod openai;
+pub mod runtime;
+pub mod summarizer;
+
+pub use openai::{OpenAiCompatible, OpenAiConfig};
+pub use runtime::{
+    Degradation, Estimate, Job, Layer, Policy, Request, Risk, Skip, Tier, Trigger, degradation,
+    prepare,
+};
+pub use summarizer::{Extractive, SummarizeError, Summarizer, SummarizerConfig, SummaryRequest};
 
 use serde_json::{Value, json};
 
@@ -10,14 +22,17 @@ use crate::role::Role;
 use crate::tokens::estimate_text;
 use crate::transcript::Transcript;
 
-/// Compaction thresholds (pi / OpenClaw `compaction` settings).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Compaction thresholds (pi / OpenClaw `compaction` settings), the layered policy and the
+/// summarizer.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub context_window: u64,
     pub reserve_tokens: u64,
     /// `reserve_tokens` is never taken below this; 0 disables the floor.
     pub reserve_tokens_floor: u64,
     pub keep_recent_tokens: u64,
+    pub policy: Policy,
+    pub summarizer: SummarizerConfig,
 }
 
 impl Default for Settings {
@@ -27,6 +42,8 @@ impl Default for Settings {
             reserve_tokens: 16_384,
             reserve_tokens_floor: 20_000,
             keep_recent_tokens: 20_000,
+            policy: Policy::default(),
+            summarizer: SummarizerConfig::Extractive,
         }
     }
 }
@@ -53,6 +70,10 @@ pub struct Plan {
     pub tokens_after: u64,
     pub messages_compacted: usize,
     pub details: Value,
+    pub layer: Layer,
+    /// For the operator (full layer ran, degradation).
+    pub warnings: Vec<String>,
+    pub degradation: Degradation,
 }
 
 impl Plan {
@@ -156,7 +177,11 @@ pub fn plan(
     read_all.retain(|p| !modified_all.contains(p));
 
     let first = candidates[cut];
+    let summaries = transcript.compaction_stats().summarizing as u64 + 1;
     Some(Plan {
+        layer: Layer::Summarize,
+        warnings: Vec::new(),
+        degradation: degradation(summaries),
         tokens_before: transcript.context_tokens(),
         tokens_after: u64::from(estimate_text(&summary)) + kept_tokens,
         first_kept_entry_id: entries[first].id().to_string(),

@@ -1,0 +1,271 @@
+//! The restore message: a checkpoint rendered for the model, lean on purpose. It is inserted at
+//! the start of the kept context after a compaction and in a new session, and every token it
+//! costs is paid on each turn after, so it says each thing once, in short lines, and lists
+//! only the newest items of long lists (the checkpoint file has them all).
+
+use std::fmt::Write;
+
+use crate::checkpoint::{Checkpoint, ExchangeRole, Status};
+
+/// The `customType` of the inserted message.
+pub const CUSTOM_TYPE: &str = "checkpoint-restore";
+/// Above this many compactions the restore suggests a fresh session.
+pub const COMPACTION_WARNING_AFTER: u32 = 3;
+
+/// Items of each list shown; the rest are counted.
+const SHOW_DECISIONS: usize = 6;
+const SHOW_FILES_MODIFIED: usize = 25;
+const SHOW_FILES_READ: usize = 10;
+const SHOW_ITEMS: usize = 4;
+
+/// Why the restore is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Occasion {
+    Compaction,
+    NewSession,
+}
+
+/// The newest `show` paths, grouped by directory, with the number of older ones left out.
+fn newest(paths: &[&String], show: usize) -> String {
+    let skip = paths.len().saturating_sub(show);
+    let mut line = grouped(&paths[skip..]);
+    if skip > 0 {
+        let _ = write!(line, " (+{skip} earlier)");
+    }
+    line
+}
+
+/// `a/b/x.ts, a/b/y.ts, c.md` → `a/b/{x.ts, y.ts}, c.md`: each directory written once. Groups
+/// keep the order in which their directories first appear.
+fn grouped(paths: &[&String]) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for path in paths {
+        let (dir, file) = match path.rfind('/') {
+            Some(slash) => path.split_at(slash + 1),
+            None => ("", path.as_str()),
+        };
+        match groups.iter_mut().find(|(existing, _)| *existing == dir) {
+            Some((_, files)) => files.push(file),
+            None => groups.push((dir, vec![file])),
+        }
+    }
+    let groups: Vec<String> = groups
+        .into_iter()
+        .map(|(dir, files)| match files.as_slice() {
+            [file] => format!("{dir}{file}"),
+            _ => format!("{dir}{{{}}}", files.join(", ")),
+        })
+        .collect();
+    groups.join(", ")
+}
+
+/// The restore text.
+pub fn render(checkpoint: &Checkpoint, occasion: Occasion) -> String {
+    let meta = &checkpoint.meta;
+    let working = &checkpoint.working;
+    let mut out = String::with_capacity(2048);
+    let why = match occasion {
+        Occasion::Compaction => "the context was compacted",
+        Occasion::NewSession => "a new session started",
+    };
+    let _ = writeln!(
+        out,
+        "[Checkpoint {} of {}, {}: {why}. Working state restored; files on disk are the source of truth.]",
+        meta.checkpoint_id, meta.session_key, meta.created_at
+    );
+
+    if !working.topic.is_empty() {
+        let _ = writeln!(out, "Topic: {}", working.topic);
+    }
+    let status = match working.status {
+        Status::InProgress => "in progress",
+        Status::Idle => "idle",
+        Status::WaitingForUser => "waiting for the user",
+    };
+    let _ = write!(out, "Status: {status}");
+    if working.interrupted {
+        out.push_str(", interrupted mid-turn");
+    }
+    if let Some(tool) = &working.last_tool_call {
+        let _ = write!(out, "; last tool: {tool}");
+    }
+    let _ = writeln!(out, "\nNext: {}", working.next_action);
+
+    if !checkpoint.decisions.is_empty() {
+        out.push_str("Decisions:\n");
+        let skip = checkpoint.decisions.len().saturating_sub(SHOW_DECISIONS);
+        for decision in &checkpoint.decisions[skip..] {
+            // `2025-03-01T09:30:00Z` → `03-01 09:30`: the date and minute are what matter.
+            let when = decision
+                .when
+                .get(5..16)
+                .unwrap_or(&decision.when)
+                .replace('T', " ");
+            let _ = writeln!(out, "- {when} {}", decision.what);
+        }
+        if skip > 0 {
+            let _ = writeln!(out, "- (+{skip} earlier)");
+        }
+    }
+
+    let thread = &checkpoint.thread;
+    if !thread.summary.is_empty() {
+        let _ = writeln!(out, "Thread: {}", thread.summary);
+    }
+    for exchange in &thread.key_exchanges {
+        let who = match exchange.role {
+            ExchangeRole::User => "user",
+            ExchangeRole::Agent => "agent",
+        };
+        let _ = writeln!(out, "- {who}: {}", exchange.gist);
+    }
+
+    let resources = &checkpoint.resources;
+    let modified: Vec<&String> = resources.files_modified.iter().collect();
+    if !modified.is_empty() {
+        let _ = writeln!(out, "Modified: {}", newest(&modified, SHOW_FILES_MODIFIED));
+    }
+    // A modified file was read too: listing it twice would only cost tokens.
+    let read: Vec<&String> = resources
+        .files_read
+        .iter()
+        .filter(|path| !resources.files_modified.contains(path))
+        .collect();
+    if !read.is_empty() {
+        let _ = writeln!(out, "Also read: {}", newest(&read, SHOW_FILES_READ));
+    }
+    if !resources.tools_used.is_empty() {
+        let _ = writeln!(out, "Tools: {}", resources.tools_used.join(", "));
+    }
+
+    if !checkpoint.open_items.is_empty() {
+        out.push_str("Open (failed, not yet resolved):\n");
+        for item in newest_items(&checkpoint.open_items) {
+            let _ = writeln!(out, "- {item}");
+        }
+    }
+    if !checkpoint.learnings.is_empty() {
+        out.push_str("Learnings (consider storing to long-term memory):\n");
+        for item in newest_items(&checkpoint.learnings) {
+            let _ = writeln!(out, "- {item}");
+        }
+    }
+
+    if meta.compaction_count > COMPACTION_WARNING_AFTER {
+        let _ = writeln!(
+            out,
+            "Warning: this session was compacted {} times; details are getting lost. Consider a fresh session seeded from this checkpoint.",
+            meta.compaction_count
+        );
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+fn newest_items(items: &[String]) -> &[String] {
+    &items[items.len().saturating_sub(SHOW_ITEMS)..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::tests::sample;
+    use crate::checkpoint::{Decision, Exchange};
+
+    #[test]
+    fn renders_every_section_compactly() {
+        let mut checkpoint = sample("Fix the parser");
+        checkpoint.learnings = vec!["\"edit\" on a.rs: no match".into()];
+        let text = render(&checkpoint, Occasion::Compaction);
+        let expected = "\
+[Checkpoint cp_007 of agent:main:telegram:dm:42, 2025-03-01T09:30:00Z: the context was compacted. Working state restored; files on disk are the source of truth.]
+Topic: Fix the parser
+Status: in progress, interrupted mid-turn; last tool: Fix the parser
+Next: Fix the parser
+Decisions:
+- 03-01 09:00 Fix the parser
+Thread: Fix the parser
+- user: Fix the parser
+- agent: done
+Modified: Fix the parser
+Also read: src/main.rs
+Tools: read, Fix the parser
+Open (failed, not yet resolved):
+- Fix the parser
+Learnings (consider storing to long-term memory):
+- \"edit\" on a.rs: no match";
+        assert_eq!(text, expected);
+        assert!(render(&checkpoint, Occasion::NewSession).contains("a new session started"));
+    }
+
+    #[test]
+    fn paths_are_grouped_by_directory_and_modified_files_are_not_listed_as_read() {
+        let mut checkpoint = sample("x");
+        checkpoint.resources.files_modified = [
+            "src/a.rs",
+            "README.md",
+            "src/b.rs",
+            "src/ui/c.ts",
+            "日本/d.md",
+        ]
+        .map(String::from)
+        .to_vec();
+        checkpoint.resources.files_read = ["src/a.rs", "docs/x.md", "docs/y.md"]
+            .map(String::from)
+            .to_vec();
+        let text = render(&checkpoint, Occasion::Compaction);
+        assert!(
+            text.contains("Modified: src/{a.rs, b.rs}, README.md, src/ui/c.ts, 日本/d.md\n"),
+            "{text}"
+        );
+        assert!(text.contains("Also read: docs/{x.md, y.md}\n"), "{text}");
+    }
+
+    #[test]
+    fn warns_after_three_compactions() {
+        let mut checkpoint = sample("x");
+        checkpoint.meta.compaction_count = 3;
+        assert!(!render(&checkpoint, Occasion::Compaction).contains("fresh session"));
+        checkpoint.meta.compaction_count = 4;
+        let text = render(&checkpoint, Occasion::Compaction);
+        assert!(
+            text.ends_with("Consider a fresh session seeded from this checkpoint."),
+            "{text}"
+        );
+        assert!(text.contains("compacted 4 times"));
+    }
+
+    #[test]
+    fn long_lists_show_their_newest_items_and_count_the_rest() {
+        let mut checkpoint = sample("x");
+        checkpoint.resources.files_modified = (0..30).map(|i| format!("f{i}")).collect();
+        checkpoint.resources.files_read = (0..100).map(|i| format!("r{i}")).collect();
+        checkpoint.decisions = (1..=50)
+            .map(|i| Decision {
+                id: format!("d_{i:03}"),
+                what: format!("decision {i}"),
+                when: "2025-03-01T09:00:00Z".into(),
+            })
+            .collect();
+        checkpoint.thread.key_exchanges = vec![
+            Exchange {
+                role: ExchangeRole::User,
+                gist: "u".repeat(121),
+            };
+            8
+        ];
+        checkpoint.open_items = (0..20).map(|i| format!("open {i}")).collect();
+        let text = render(&checkpoint, Occasion::Compaction);
+        assert!(text.contains("Modified: {f5, f6, "), "{text}");
+        assert!(text.contains("f29} (+5 earlier)"));
+        assert!(text.contains("Also read: {r90, "));
+        assert!(text.contains("r99} (+90 earlier)"));
+        assert!(text.contains("- 03-01 09:00 decision 45\n"));
+        assert!(!text.contains("decision 44\n"));
+        assert!(text.contains("- (+44 earlier)"));
+        assert!(text.contains("- open 16\n") && !text.contains("open 15"));
+        // Every cap applied, the worst case stays within the spec's 600–700 token target.
+        let tokens = ctxhost_sdk::estimate_tokens(&text);
+        assert!(tokens < 700, "{tokens} tokens:\n{text}");
+    }
+}

@@ -1,0 +1,600 @@
+//! One session's engine state and what each hook does with it, without touching the host: the
+//! hooks in `lib.rs` pass in what they got from the host and log the warnings collected here,
+//! so all of this runs natively in unit tests against a temp dir.
+
+use std::path::Path;
+
+use ctxhost_sdk::serde_json::{self, Value};
+use ctxhost_sdk::{AssembleRequest, AssembleResult, EntryRef, Message, Plan, Role};
+
+use crate::capture::Capture;
+use crate::checkpoint::{Checkpoint, Meta, SCHEMA, SCHEMA_VERSION, TokenUsage, Trigger};
+use crate::config::Config;
+use crate::gauge::{self, Level};
+use crate::restore::{self, Occasion};
+use crate::store::{self, Stamped, Store};
+use crate::time::{iso_utc, parse_iso_utc};
+
+/// How the session started, as the host's `bootstrap` reports it.
+#[derive(Debug, Clone)]
+pub struct Start<'a> {
+    pub key: &'a str,
+    pub session_file: &'a str,
+    /// Entries in the transcript when the instance started (`None`: unknown, no bootstrap).
+    pub entry_count: Option<u32>,
+    /// The compaction summary the current context starts with, if any: an old compaction is
+    /// not a reason to restore.
+    pub leading_summary: Option<EntryRef>,
+    pub config: Config,
+}
+
+/// The engine's state for one session.
+#[derive(Debug)]
+pub struct SessionState {
+    key: String,
+    session_file: String,
+    store: Store,
+    config: Config,
+    capture: Capture,
+    /// The newest checkpoint written or found: the restore's source and the next one's
+    /// `previous_checkpoint`.
+    latest: Option<Checkpoint>,
+    compaction_count: u32,
+    context_window: u32,
+    context_tokens: u32,
+    /// Input tokens of the last automatic checkpoint since the last compaction (dedupe).
+    last_auto_tokens: Option<u32>,
+    /// Something was captured that no checkpoint holds yet.
+    unsaved: bool,
+    /// The compaction summary seen first in the last assembled context.
+    seen_summary: Option<EntryRef>,
+    /// The restore message, once there is reason for one: inserted on every assemble until
+    /// the next compaction replaces it (inserted messages are not written to the transcript,
+    /// so showing it once would lose it on the next turn).
+    restore: Option<String>,
+    warnings: Vec<String>,
+}
+
+/// `agent:<agent_id>:<channel>:…` keys name their agent and channel; other keys neither.
+fn agent_and_channel(key: &str) -> (Option<String>, Option<String>) {
+    let mut parts = key.split(':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("agent"), Some(agent), channel) if !agent.is_empty() => (
+            Some(agent.to_string()),
+            channel.filter(|c| !c.is_empty()).map(str::to_string),
+        ),
+        _ => (None, None),
+    }
+}
+
+impl SessionState {
+    /// Opens the session's state: the newest checkpoint, and the state files unless they are
+    /// older than it (then the checkpoint, written from that state, seeds the capture).
+    pub fn open(root: &Path, start: Start<'_>) -> Self {
+        let store = Store::new(root, start.key);
+        store.remove_stale_temps();
+        let found = store.latest();
+        let mut warnings = found.warnings;
+        let latest = found.checkpoint;
+        let checkpoint_ms = latest
+            .as_ref()
+            .and_then(|cp| parse_iso_utc(&cp.meta.created_at));
+
+        // The checkpoint, written from the state of its time, is the base; state files written
+        // after it hold what was captured since and win. Older ones are stale: discarded.
+        let mut stale = false;
+        let mut capture = match &latest {
+            Some(checkpoint) => Capture::from_checkpoint(checkpoint),
+            None => Capture::default(),
+        };
+        let mut mismatched = Vec::new();
+        let mut load = |name| load_part(&store, name, checkpoint_ms, &mut stale, &mut warnings);
+        let decisions = load(store::DECISIONS);
+        let thread = load(store::THREAD);
+        let resources = load(store::RESOURCES);
+        let open_items = load(store::OPEN_ITEMS);
+        if let Some(part) = decode(decisions, store::DECISIONS, &mut mismatched) {
+            capture.decisions = part;
+        }
+        if let Some(part) = decode(thread, store::THREAD, &mut mismatched) {
+            capture.thread = part;
+        }
+        if let Some(part) = decode(resources, store::RESOURCES, &mut mismatched) {
+            capture.resources = part;
+        }
+        if let Some(part) = decode(open_items, store::OPEN_ITEMS, &mut mismatched) {
+            capture.open_items = part;
+        }
+        warnings.extend(mismatched);
+        if stale {
+            store.discard_state();
+        }
+
+        // A new session: a fresh transcript, or another transcript than the checkpoint's.
+        let new_session = latest.as_ref().is_some_and(|cp| {
+            start.entry_count == Some(0) || cp.meta.session_file != start.session_file
+        });
+        let restore = latest
+            .as_ref()
+            .filter(|_| new_session)
+            .map(|cp| restore::render(cp, Occasion::NewSession));
+        let compaction_count = match &latest {
+            Some(cp) if !new_session => cp.meta.compaction_count,
+            _ => 0,
+        };
+        SessionState {
+            key: start.key.to_string(),
+            session_file: start.session_file.to_string(),
+            store,
+            config: start.config,
+            capture,
+            latest,
+            compaction_count,
+            context_window: 0,
+            context_tokens: 0,
+            last_auto_tokens: None,
+            unsaved: false,
+            seen_summary: start.leading_summary,
+            restore,
+            warnings,
+        }
+    }
+
+    /// Warnings since the last call, for the host's log.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// The newest checkpoint written or found.
+    pub fn latest(&self) -> Option<&Checkpoint> {
+        self.latest.as_ref()
+    }
+
+    /// The restore message currently inserted, if any.
+    pub fn restore(&self) -> Option<&str> {
+        self.restore.as_deref()
+    }
+
+    /// Captures one message and saves the state files it changed.
+    pub fn ingest(&mut self, message: &Message, now_ms: u64) {
+        self.capture.ingest(message);
+        self.unsaved = true;
+        let dirty = self.capture.take_dirty();
+        let saved = [
+            (dirty.decisions, store::DECISIONS),
+            (dirty.thread, store::THREAD),
+            (dirty.resources, store::RESOURCES),
+            (dirty.open_items, store::OPEN_ITEMS),
+        ]
+        .into_iter()
+        .filter(|(changed, _)| *changed)
+        .map(|(_, name)| (name, self.save_part(name, now_ms)));
+        let failures: Vec<String> = saved
+            .filter_map(|(name, result)| result.err().map(|e| format!("saving {name}: {e}")))
+            .collect();
+        self.warnings.extend(failures);
+    }
+
+    fn save_part(&self, name: &str, now_ms: u64) -> std::io::Result<()> {
+        let capture = &self.capture;
+        match name {
+            store::DECISIONS => self.store.save_state(name, &capture.decisions, now_ms),
+            store::THREAD => self.store.save_state(name, &capture.thread, now_ms),
+            store::RESOURCES => self.store.save_state(name, &capture.resources, now_ms),
+            _ => self.store.save_state(name, &capture.open_items, now_ms),
+        }
+    }
+
+    /// The gauge, the checkpoint at the threshold, and the restore after a compaction.
+    pub fn assemble(&mut self, request: &AssembleRequest, now_ms: u64) -> AssembleResult {
+        self.context_window = request.context_window;
+        self.context_tokens = request.context_tokens;
+
+        let summary = request
+            .entries
+            .first()
+            .filter(|entry| entry.role == Role::CompactionSummary);
+        if let Some(summary) = summary.filter(|s| Some(s.entry) != self.seen_summary) {
+            self.seen_summary = Some(summary.entry);
+            self.restore = self
+                .latest
+                .as_ref()
+                .map(|cp| restore::render(cp, Occasion::Compaction));
+        }
+
+        let tokens = request.context_tokens;
+        let window = request.context_window;
+        let line = match gauge::read(tokens, window, &self.config, self.last_auto_tokens) {
+            Level::Quiet => None,
+            Level::Show => Some(gauge::line(tokens, window, false)),
+            Level::Checkpoint { write: false } => Some(gauge::line(tokens, window, true)),
+            Level::Checkpoint { write: true } => {
+                let saved = self.write_checkpoint(Trigger::Auto80Pct, tokens, false, now_ms);
+                if saved {
+                    self.last_auto_tokens = Some(tokens);
+                }
+                Some(gauge::line(tokens, window, saved))
+            }
+        };
+
+        let mut plan = Plan::with_capacity(request.entries.len() + 1);
+        let rest = match summary {
+            Some(summary) => {
+                plan = plan.keep(summary);
+                &request.entries[1..]
+            }
+            None => &request.entries[..],
+        };
+        if let Some(restore) = &self.restore {
+            plan = plan.insert_custom(restore::CUSTOM_TYPE, restore);
+        }
+        plan = plan.keep_all(rest);
+        if let Some(line) = line {
+            plan = plan.system_prompt_addition(line);
+        }
+        plan.build()
+    }
+
+    /// Before the runtime compacts: write the `compaction` checkpoint (so it is on disk even if
+    /// summarizing fails). Call [`after_compaction`](Self::after_compaction) with the outcome.
+    pub fn before_compaction(&mut self, current_tokens: Option<u32>, now_ms: u64) {
+        self.compaction_count += 1;
+        let tokens = current_tokens.unwrap_or(self.context_tokens);
+        let interrupted = self.capture.mid_turn();
+        self.write_checkpoint(Trigger::Compaction, tokens, interrupted, now_ms);
+        self.last_auto_tokens = None;
+    }
+
+    /// The runtime's compaction is done; `compacted` says whether it compacted anything.
+    pub fn after_compaction(&mut self, compacted: bool) {
+        if !compacted {
+            self.compaction_count = self.compaction_count.saturating_sub(1);
+        }
+    }
+
+    /// The session closes: a `session-end` checkpoint, when something was captured since the
+    /// last one.
+    pub fn end(&mut self, now_ms: u64) {
+        if self.unsaved {
+            self.write_checkpoint(Trigger::SessionEnd, self.context_tokens, false, now_ms);
+        }
+    }
+
+    /// Writes a checkpoint of the current capture; returns whether it is on disk. A failure is
+    /// a warning: the runtime's compaction still runs, and the next checkpoint may succeed.
+    pub fn write_checkpoint(
+        &mut self,
+        trigger: Trigger,
+        input_tokens: u32,
+        interrupted: bool,
+        now_ms: u64,
+    ) -> bool {
+        let checkpoint = self.build_checkpoint(trigger, input_tokens, interrupted, now_ms);
+        match self
+            .store
+            .write_checkpoint(&checkpoint, self.config.retention)
+        {
+            Ok(_) => {
+                self.latest = Some(checkpoint);
+                self.unsaved = false;
+                true
+            }
+            Err(e) => {
+                self.warnings.push(format!("checkpoint not written: {e}"));
+                false
+            }
+        }
+    }
+
+    /// The checkpoint the capture amounts to now.
+    pub fn build_checkpoint(
+        &self,
+        trigger: Trigger,
+        input_tokens: u32,
+        interrupted: bool,
+        now_ms: u64,
+    ) -> Checkpoint {
+        let (agent_id, channel) = agent_and_channel(&self.key);
+        let utilization = if self.context_window == 0 {
+            0.0
+        } else {
+            (f64::from(input_tokens) / f64::from(self.context_window) * 100.0).round() / 100.0
+        };
+        let capture = &self.capture;
+        Checkpoint {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            meta: Meta {
+                checkpoint_id: self.store.next_checkpoint_id(),
+                session_key: self.key.clone(),
+                session_file: self.session_file.clone(),
+                created_at: iso_utc(now_ms),
+                trigger,
+                compaction_count: self.compaction_count,
+                token_usage: TokenUsage {
+                    input_tokens,
+                    context_window: self.context_window,
+                    utilization,
+                },
+                previous_checkpoint: self.latest.as_ref().map(|cp| cp.meta.checkpoint_id.clone()),
+                channel,
+                agent_id,
+            },
+            working: capture.working(interrupted),
+            decisions: capture.decisions.items.clone(),
+            resources: capture.resources(),
+            thread: capture.thread.thread.to_thread(),
+            open_items: capture.open_items(),
+            learnings: capture.learnings(),
+        }
+    }
+}
+
+/// Loads one state file as JSON; `None` when absent, unreadable (a warning) or stale (older
+/// than the newest checkpoint: `stale` is set).
+fn load_part(
+    store: &Store,
+    name: &str,
+    checkpoint_ms: Option<u64>,
+    stale: &mut bool,
+    warnings: &mut Vec<String>,
+) -> Option<Value> {
+    match store.load_state::<Value>(name) {
+        Ok(Some(Stamped { updated_ms, data })) => {
+            if checkpoint_ms.is_some_and(|cp| updated_ms < cp) {
+                *stale = true;
+                None
+            } else {
+                Some(data)
+            }
+        }
+        Ok(None) => None,
+        Err(e) => {
+            warnings.push(format!("state file ignored: {e}"));
+            None
+        }
+    }
+}
+
+/// A loaded state file as its part of the capture; a warning when its shape is wrong.
+fn decode<T: serde::de::DeserializeOwned>(
+    value: Option<Value>,
+    name: &str,
+    warnings: &mut Vec<String>,
+) -> Option<T> {
+    serde_json::from_value(value?)
+        .map_err(|e| warnings.push(format!("state file {name} ignored: {e}")))
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::tests::{call, message, result};
+    use crate::checkpoint::Status;
+    use ctxhost_sdk::{ContextEntry, ContextItem, Session};
+
+    const NOW: u64 = 1_700_000_000_000;
+
+    fn start<'a>(key: &'a str, file: &'a str, entry_count: u32) -> Start<'a> {
+        Start {
+            key,
+            session_file: file,
+            entry_count: Some(entry_count),
+            leading_summary: None,
+            config: Config::default(),
+        }
+    }
+
+    fn request(tokens: u32, entries: Vec<ContextEntry>) -> AssembleRequest {
+        AssembleRequest {
+            session: Session {
+                id: "s".into(),
+                key: "agent:main:main".into(),
+            },
+            token_budget: None,
+            context_window: 32_000,
+            context_tokens: tokens,
+            available_tools: vec![],
+            entries,
+        }
+    }
+
+    fn entry(entry: u32, role: Role) -> ContextEntry {
+        ContextEntry {
+            entry,
+            role,
+            tokens: 10,
+        }
+    }
+
+    /// A short coding exchange: a task, a read, a failed and a successful edit, a reply.
+    fn work(state: &mut SessionState) {
+        state.ingest(&message(Role::User, "Rename the parser module"), NOW);
+        state.ingest(&call("c1", "read", r#"{"path":"src/parser.rs"}"#), NOW);
+        state.ingest(&result("c1", "read", "fn parse() {}", false), NOW);
+        state.ingest(&call("c2", "edit", r#"{"path":"src/parser.rs"}"#), NOW);
+        state.ingest(&result("c2", "edit", "Could not find the text", true), NOW);
+        state.ingest(&call("c3", "edit", r#"{"path":"src/parser.rs"}"#), NOW);
+    }
+
+    #[test]
+    fn gauge_lines_and_the_checkpoint_at_eighty_percent() {
+        let root = tempfile::tempdir().unwrap();
+        let mut state = SessionState::open(root.path(), start("agent:main:main", "a.jsonl", 0));
+        work(&mut state);
+        let entries = vec![entry(0, Role::User), entry(1, Role::Assistant)];
+
+        let quiet = state.assemble(&request(10_000, entries.clone()), NOW);
+        assert_eq!(quiet.system_prompt_addition, None);
+        assert_eq!(quiet.items, [ContextItem::Keep(0), ContextItem::Keep(1)]);
+
+        let shown = state.assemble(&request(23_000, entries.clone()), NOW);
+        assert_eq!(
+            shown.system_prompt_addition.as_deref(),
+            Some("[Context: 71% | 23k/32k tokens]")
+        );
+        assert!(state.latest().is_none());
+
+        let saved = state.assemble(&request(26_000, entries.clone()), NOW);
+        assert_eq!(
+            saved.system_prompt_addition.as_deref(),
+            Some("[Context: 81% | 26k/32k tokens | Checkpoint saved]")
+        );
+        let checkpoint = state.latest().unwrap().clone();
+        assert_eq!(checkpoint.meta.checkpoint_id, "cp_001");
+        assert_eq!(checkpoint.meta.trigger, Trigger::Auto80Pct);
+        assert_eq!(checkpoint.meta.token_usage.utilization, 0.81);
+        assert_eq!(
+            (
+                checkpoint.meta.agent_id.as_deref(),
+                checkpoint.meta.channel.as_deref()
+            ),
+            (Some("main"), Some("main"))
+        );
+        assert_eq!(checkpoint.resources.files_modified, ["src/parser.rs"]);
+        assert_eq!(checkpoint.working.status, Status::InProgress);
+        assert_eq!(
+            checkpoint.open_items,
+            ["\"edit\" on src/parser.rs: Could not find the text"]
+        );
+
+        // Within 5% of the last one: no rewrite, the line still says saved.
+        state.assemble(&request(27_000, entries.clone()), NOW);
+        assert_eq!(
+            Store::new(root.path(), "agent:main:main").checkpoint_numbers(),
+            [1]
+        );
+        state.assemble(&request(27_400, entries), NOW);
+        assert_eq!(
+            Store::new(root.path(), "agent:main:main").checkpoint_numbers(),
+            [1, 2]
+        );
+    }
+
+    #[test]
+    fn compaction_writes_first_then_the_next_assemble_restores() {
+        let root = tempfile::tempdir().unwrap();
+        let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+        work(&mut state);
+        state.assemble(&request(20_000, vec![entry(0, Role::User)]), NOW);
+        state.before_compaction(Some(25_000), NOW);
+        let written = state.latest().unwrap().clone();
+        assert_eq!(written.meta.trigger, Trigger::Compaction);
+        assert_eq!(written.meta.compaction_count, 1);
+        assert!(
+            written.working.interrupted,
+            "compacted between a tool call and its result"
+        );
+        assert_eq!(written.working.last_tool_call.as_deref(), Some("edit"));
+        state.after_compaction(true);
+
+        let after = vec![
+            entry(9, Role::CompactionSummary),
+            entry(5, Role::ToolResult),
+        ];
+        let assembled = state.assemble(&request(8_000, after.clone()), NOW);
+        assert_eq!(assembled.items[0], ContextItem::Keep(9));
+        assert_eq!(assembled.items[2], ContextItem::Keep(5));
+        let ContextItem::Insert(json) = &assembled.items[1] else {
+            panic!("the restore follows the summary: {:?}", assembled.items)
+        };
+        let inserted: Value = serde_json::from_str(json).unwrap();
+        assert_eq!(inserted["customType"], restore::CUSTOM_TYPE);
+        let text = inserted["content"].as_str().unwrap();
+        assert!(text.starts_with("[Checkpoint cp_001 of k,"), "{text}");
+        assert!(text.contains("the context was compacted"));
+        assert!(text.contains("Modified: src/parser.rs"));
+
+        // It stays until the next compaction replaces it.
+        let again = state.assemble(&request(8_500, after), NOW);
+        assert_eq!(again.items.len(), 3);
+        state.before_compaction(Some(25_000), NOW);
+        state.after_compaction(true);
+        let next = state.assemble(
+            &request(8_000, vec![entry(20, Role::CompactionSummary)]),
+            NOW,
+        );
+        let ContextItem::Insert(json) = &next.items[1] else {
+            panic!()
+        };
+        assert!(json.contains("cp_002"), "{json}");
+
+        // A compaction that compacted nothing does not count.
+        state.before_compaction(Some(25_000), NOW);
+        state.after_compaction(false);
+        state.before_compaction(Some(25_000), NOW);
+        assert_eq!(state.latest().unwrap().meta.compaction_count, 3);
+    }
+
+    #[test]
+    fn a_new_session_with_the_same_key_is_restored_and_a_reopened_one_is_not() {
+        let root = tempfile::tempdir().unwrap();
+        let mut first = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+        work(&mut first);
+        first.end(NOW);
+        assert_eq!(first.latest().unwrap().meta.trigger, Trigger::SessionEnd);
+        first.end(NOW + 1);
+        assert_eq!(
+            Store::new(root.path(), "k").checkpoint_numbers(),
+            [1],
+            "nothing new to save"
+        );
+
+        // The same transcript reopened: no restore, the capture carries on.
+        let reopened = SessionState::open(root.path(), start("k", "a.jsonl", 7));
+        assert_eq!(reopened.restore(), None);
+        assert_eq!(reopened.capture.resources.files_read.0, ["src/parser.rs"]);
+
+        // Another transcript under the same key: restored on the first assemble.
+        let mut second = SessionState::open(root.path(), start("k", "b.jsonl", 0));
+        let assembled = second.assemble(&request(100, vec![]), NOW);
+        let ContextItem::Insert(json) = &assembled.items[0] else {
+            panic!("expected the restore: {:?}", assembled.items)
+        };
+        assert!(json.contains("a new session started"), "{json}");
+        assert!(json.contains("Rename the parser module"), "{json}");
+        assert_eq!(second.compaction_count, 0);
+    }
+
+    #[test]
+    fn state_files_survive_a_crash_and_stale_ones_give_way_to_the_checkpoint() {
+        let root = tempfile::tempdir().unwrap();
+        let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+        work(&mut state);
+        drop(state); // a crash: no checkpoint was written
+        let resumed = SessionState::open(root.path(), start("k", "a.jsonl", 6));
+        assert_eq!(
+            resumed.capture.resources.files_modified.0,
+            ["src/parser.rs"]
+        );
+        assert_eq!(resumed.capture.open_items.open.len(), 1);
+
+        // State files older than the newest checkpoint are discarded; the checkpoint seeds the
+        // capture instead.
+        let mut state = resumed;
+        state.write_checkpoint(Trigger::SessionEnd, 0, false, NOW + 60_000);
+        let store = Store::new(root.path(), "k");
+        assert!(
+            store
+                .load_state::<Value>(store::RESOURCES)
+                .unwrap()
+                .is_some()
+        );
+        let reopened = SessionState::open(root.path(), start("k", "a.jsonl", 6));
+        assert!(
+            store
+                .load_state::<Value>(store::RESOURCES)
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(
+            reopened.capture.resources.files_modified.0,
+            ["src/parser.rs"]
+        );
+        assert_eq!(
+            reopened.capture.open_items(),
+            ["\"edit\" on src/parser.rs: Could not find the text"]
+        );
+    }
+}

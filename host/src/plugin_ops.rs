@@ -1,0 +1,163 @@
+//! What `ctxhost plugins …` does, as library calls: validate a package completely before
+//! touching anything, then install / link / uninstall it and edit the config atomically.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::config::ConfigSource;
+use crate::config_edit::ConfigEditor;
+use crate::error::{Error, Result};
+use crate::host::Host;
+use crate::plugins::{self, Manifest, PluginError};
+use crate::runtime::{EngineSpec, Grants, Limits};
+
+/// A package that passed every check.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidatedPackage {
+    #[serde(skip)]
+    pub dir: PathBuf,
+    #[serde(skip)]
+    pub manifest: Manifest,
+    pub id: String,
+    pub contract_version: String,
+    pub engine_version: String,
+}
+
+/// Checks a package folder: manifest, a component of a supported contract that instantiates
+/// within the default limits and answers `info` with the manifest's id.
+pub async fn validate(host: &Host, dir: &Path) -> Result<ValidatedPackage> {
+    let manifest = Manifest::read(dir)?;
+    let component = manifest.component_path(dir);
+    let bytes = std::fs::read(&component).map_err(|source| PluginError::Component {
+        id: manifest.id.clone(),
+        path: component.clone(),
+        source,
+    })?;
+    // A scratch state dir: validation must not leave anything behind.
+    let scratch = tempfile::tempdir().map_err(|source| Error::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let spec = EngineSpec {
+        id: manifest.id.clone(),
+        origin: component.display().to_string(),
+        state_dir: scratch.path().to_path_buf(),
+        config_json: "{}".into(),
+        limits: Limits::default(),
+        grants: Grants::default(),
+    };
+    let engine = host.runtime().prepare(spec, &bytes).await?;
+    if engine.info().id != manifest.id {
+        return Err(PluginError::IdMismatch {
+            id: manifest.id.clone(),
+            actual: engine.info().id.clone(),
+        }
+        .into());
+    }
+    Ok(ValidatedPackage {
+        dir: dir.to_path_buf(),
+        id: manifest.id.clone(),
+        contract_version: engine.contract_version().to_string(),
+        engine_version: engine.info().version.clone(),
+        manifest,
+    })
+}
+
+/// Validates, then installs (copies, or links with `link`). `force` replaces an installed
+/// package of the same id; a bundled id can never be taken.
+pub async fn install(host: &Host, dir: &Path, link: bool, force: bool) -> Result<ValidatedPackage> {
+    let package = validate(host, dir).await?;
+    if let Some(existing) = host.registry().get(&package.id)
+        && existing.is_bundled()
+    {
+        return Err(PluginError::Taken {
+            id: package.id.clone(),
+            what: "bundled with ctxhost".into(),
+            fix: "choose another id in ctxhost.plugin.json".into(),
+        }
+        .into());
+    }
+    plugins::install(
+        &host.home().plugins_dir(),
+        dir,
+        &package.manifest,
+        link,
+        force,
+    )?;
+    Ok(package)
+}
+
+/// What `uninstall` did, for the operator.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Uninstalled {
+    pub id: String,
+    /// True when it was the active engine and the slot went back to `legacy`.
+    pub slot_reset: bool,
+    /// The state dir, when kept.
+    pub kept_state: Option<PathBuf>,
+}
+
+pub fn uninstall(host: &Host, id: &str, purge: bool) -> Result<Uninstalled> {
+    if host.registry().get(id).is_some_and(|e| e.is_bundled()) {
+        return Err(PluginError::Bundled { id: id.to_string() }.into());
+    }
+    let plugins_dir = host.home().plugins_dir();
+    if !plugins_dir.join(id).is_dir() {
+        host.registry().find(id)?;
+        return Err(PluginError::NotFound {
+            id: id.to_string(),
+            available: host.registry().ids().collect::<Vec<_>>().join(", "),
+        }
+        .into());
+    }
+    let state_dir = host.home().state_dir(id);
+    let slot_reset = host.config().active_engine() == id;
+    if slot_reset {
+        edit(&host.config().source, |e| {
+            e.set(
+                &["plugins", "slots", "contextEngine"],
+                crate::config::DEFAULT_ENGINE.into(),
+            )
+        })?;
+    }
+    plugins::uninstall(&plugins_dir, &state_dir, id, purge)?;
+    Ok(Uninstalled {
+        id: id.to_string(),
+        slot_reset,
+        kept_state: (!purge && state_dir.exists()).then_some(state_dir),
+    })
+}
+
+/// Sets `plugins.entries.<id>.enabled`.
+pub fn set_enabled(host: &Host, id: &str, enabled: bool) -> Result<()> {
+    host.registry().find(id)?;
+    if !enabled && host.config().active_engine() == id {
+        tracing::warn!(
+            "`{id}` is the active engine; sessions will fail until another is selected with `ctxhost plugins use`"
+        );
+    }
+    edit(&host.config().source, |e| {
+        e.set(&["plugins", "entries", id, "enabled"], enabled.into())
+    })
+}
+
+/// Selects the engine for the slot; refuses an unknown or disabled one.
+pub fn use_engine(host: &Host, id: &str) -> Result<()> {
+    host.registry().find(id)?;
+    if host.config().plugin_entry(id).and_then(|e| e.enabled) == Some(false) {
+        return Err(PluginError::Disabled { id: id.to_string() }.into());
+    }
+    edit(&host.config().source, |e| {
+        e.set(&["plugins", "slots", "contextEngine"], id.into())
+    })
+}
+
+fn edit(source: &ConfigSource, change: impl FnOnce(&mut ConfigEditor)) -> Result<()> {
+    let mut editor = ConfigEditor::open(source)?;
+    change(&mut editor);
+    editor.save()?;
+    Ok(())
+}

@@ -1,0 +1,347 @@
+//! The engines an operator can select: the bundled ones (embedded in this binary) and plugin
+//! packages under `$CTXHOST_HOME/plugins/<id>/`, copied there or linked to a folder elsewhere.
+
+mod manifest;
+mod package;
+mod scaffold;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+pub use manifest::{Capability, MANIFEST, Manifest, check_schema, valid_id, validate_config};
+pub use package::{LINK, install, uninstall};
+pub use scaffold::scaffold;
+
+/// The legacy engine, built from `engines/legacy` by the build script.
+pub const LEGACY_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ctxhost_legacy.wasm"));
+
+/// The checkpoint-manager engine, built from `engines/checkpoint-manager` by the build script.
+pub const CHECKPOINT_MANAGER_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/ctxhost_checkpoint_manager.wasm"));
+
+/// Engines embedded in this binary, by id.
+pub const BUNDLED: &[(&str, &[u8])] = &[
+    ("legacy", LEGACY_WASM),
+    ("checkpoint-manager", CHECKPOINT_MANAGER_WASM),
+];
+
+/// The config schema of a bundled engine.
+fn bundled_schema(id: &str) -> Value {
+    match id {
+        "checkpoint-manager" => json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "gaugePercent": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+                "checkpointPercent": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+                "retention": {"type": "integer", "minimum": 1, "maximum": 100},
+                "dedupePercent": {"type": "number", "minimum": 0, "maximum": 100}
+            }
+        }),
+        _ => json!({"type": "object"}),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    #[error(
+        "context engine `{id}` (selected by plugins.slots.contextEngine in {config}) does not exist; available: {available}"
+    )]
+    Unknown {
+        id: String,
+        config: String,
+        available: String,
+    },
+    #[error("no engine `{id}`; available: {available}")]
+    NotFound { id: String, available: String },
+    #[error("plugin manifest {path}: {problem}")]
+    Manifest { path: PathBuf, problem: String },
+    #[error("plugin `{id}`: cannot read its component {path}: {source}")]
+    Component {
+        id: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "plugin `{id}` is linked to {path}, which no longer exists; relink it (ctxhost plugins install -l PATH --force) or uninstall it"
+    )]
+    LinkGone { id: String, path: PathBuf },
+    #[error(
+        "engine `{id}` is disabled (plugins.entries.{id}.enabled = false); enable it with: ctxhost plugins enable {id}"
+    )]
+    Disabled { id: String },
+    #[error("plugin `{id}`: config plugins.entries.{id}.config{pointer} is invalid: {rule}")]
+    Config {
+        id: String,
+        pointer: String,
+        rule: String,
+    },
+    #[error(
+        "plugin `{id}`: the component says its id is `{actual}`; the manifest and the engine's info() must agree"
+    )]
+    IdMismatch { id: String, actual: String },
+    #[error("an engine with id `{id}` is already {what}; {fix}")]
+    Taken {
+        id: String,
+        what: String,
+        fix: String,
+    },
+    #[error("`{id}` is bundled with ctxhost and cannot be uninstalled")]
+    Bundled { id: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Scaffold(String),
+}
+
+/// Where an engine's component comes from.
+#[derive(Debug, Clone)]
+pub enum EngineSource {
+    Bundled(&'static [u8]),
+    /// A package copied under the plugins directory.
+    Installed {
+        dir: PathBuf,
+    },
+    /// A package folder elsewhere, recorded by `install --link` (the development loop).
+    Linked {
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct AvailableEngine {
+    pub id: String,
+    pub source: EngineSource,
+    /// `None` for bundled engines.
+    pub manifest: Option<Manifest>,
+}
+
+impl AvailableEngine {
+    /// Where it came from, for messages.
+    pub fn origin(&self) -> String {
+        match (&self.source, &self.manifest) {
+            (EngineSource::Bundled(_), _) => format!("bundled:{}", self.id),
+            (EngineSource::Installed { dir } | EngineSource::Linked { dir }, Some(m)) => {
+                m.component_path(dir).display().to_string()
+            }
+            (EngineSource::Installed { dir } | EngineSource::Linked { dir }, None) => {
+                dir.display().to_string()
+            }
+        }
+    }
+
+    /// `bundled`, `installed` or `linked`.
+    pub fn kind(&self) -> &'static str {
+        match self.source {
+            EngineSource::Bundled(_) => "bundled",
+            EngineSource::Installed { .. } => "installed",
+            EngineSource::Linked { .. } => "linked",
+        }
+    }
+
+    pub fn is_bundled(&self) -> bool {
+        matches!(self.source, EngineSource::Bundled(_))
+    }
+
+    /// The JSON Schema its config must satisfy.
+    pub fn config_schema(&self) -> Value {
+        match &self.manifest {
+            Some(manifest) => manifest.config_schema.clone(),
+            None => bundled_schema(&self.id),
+        }
+    }
+
+    pub fn capabilities(&self) -> &[Capability] {
+        self.manifest
+            .as_ref()
+            .map_or(&[], |m| m.capabilities.as_slice())
+    }
+
+    pub fn component_bytes(&self) -> Result<std::borrow::Cow<'static, [u8]>, PluginError> {
+        match (&self.source, &self.manifest) {
+            (EngineSource::Bundled(bytes), _) => Ok(std::borrow::Cow::Borrowed(bytes)),
+            (EngineSource::Installed { dir } | EngineSource::Linked { dir }, Some(manifest)) => {
+                let path = manifest.component_path(dir);
+                std::fs::read(&path)
+                    .map(std::borrow::Cow::Owned)
+                    .map_err(|source| PluginError::Component {
+                        id: self.id.clone(),
+                        path,
+                        source,
+                    })
+            }
+            (_, None) => Err(PluginError::Manifest {
+                path: PathBuf::from(&self.id),
+                problem: "no manifest".into(),
+            }),
+        }
+    }
+}
+
+/// Every engine that can be selected, by id.
+#[derive(Debug)]
+pub struct Registry {
+    engines: BTreeMap<String, AvailableEngine>,
+    /// Packages that could not be read, kept for `doctor` and `plugins list`.
+    pub broken: Vec<(String, PluginError)>,
+}
+
+impl Registry {
+    pub fn discover(plugins_dir: &Path) -> Self {
+        let mut engines: BTreeMap<String, AvailableEngine> = BUNDLED
+            .iter()
+            .map(|(id, bytes)| {
+                let engine = AvailableEngine {
+                    id: id.to_string(),
+                    source: EngineSource::Bundled(bytes),
+                    manifest: None,
+                };
+                (id.to_string(), engine)
+            })
+            .collect();
+        let mut broken = Vec::new();
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(plugins_dir)
+            .map(|dirs| dirs.flatten().map(|d| d.path()).collect())
+            .unwrap_or_default();
+        dirs.sort();
+        for dir in dirs.into_iter().filter(|d| d.is_dir()) {
+            let folder = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match package::read(&folder, &dir) {
+                Ok(engine) if engine.id != folder => broken.push((
+                    folder.clone(),
+                    PluginError::Manifest {
+                        path: dir.join(MANIFEST),
+                        problem: format!(
+                            "id `{}` does not match its folder plugins/{folder}",
+                            engine.id
+                        ),
+                    },
+                )),
+                Ok(engine) if engines.contains_key(&engine.id) => broken.push((
+                    folder,
+                    PluginError::Taken {
+                        id: engine.id.clone(),
+                        what: "bundled".into(),
+                        fix: "a plugin cannot replace a bundled engine".into(),
+                    },
+                )),
+                Ok(engine) => {
+                    engines.insert(engine.id.clone(), engine);
+                }
+                Err(e) => broken.push((folder, e)),
+            }
+        }
+        Self { engines, broken }
+    }
+
+    pub fn get(&self, id: &str) -> Option<&AvailableEngine> {
+        self.engines.get(id)
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &AvailableEngine> {
+        self.engines.values()
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.engines.keys().map(String::as_str)
+    }
+
+    fn available(&self) -> String {
+        self.ids().collect::<Vec<_>>().join(", ")
+    }
+
+    /// The engine the slot names, or an error naming it and listing the available ones.
+    pub fn resolve(&self, id: &str, config: &Path) -> Result<&AvailableEngine, PluginError> {
+        if let Some(engine) = self.get(id) {
+            return Ok(engine);
+        }
+        if let Some((_, broken)) = self.broken.iter().find(|(folder, _)| folder == id) {
+            return Err(PluginError::Manifest {
+                path: config.to_path_buf(),
+                problem: format!("the selected engine `{id}` is installed but broken: {broken}"),
+            });
+        }
+        Err(PluginError::Unknown {
+            id: id.to_string(),
+            config: config.display().to_string(),
+            available: self.available(),
+        })
+    }
+
+    /// An engine by id for an operator command.
+    pub fn find(&self, id: &str) -> Result<&AvailableEngine, PluginError> {
+        self.get(id).ok_or_else(|| PluginError::NotFound {
+            id: id.to_string(),
+            available: self.available(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_engines_are_always_available_and_unknown_ids_list_the_choices() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = Registry::discover(&dir.path().join("plugins"));
+        assert!(
+            registry
+                .get("legacy")
+                .is_some_and(AvailableEngine::is_bundled)
+        );
+        let err = registry
+            .resolve("nope", Path::new("/x/ctxhost.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`nope`"), "{err}");
+        assert!(
+            err.contains("available: checkpoint-manager, legacy"),
+            "{err}"
+        );
+        assert!(LEGACY_WASM.starts_with(b"\0asm"));
+        for (id, _) in BUNDLED {
+            assert!(check_schema(&bundled_schema(id)).is_ok(), "{id}");
+        }
+    }
+
+    #[test]
+    fn installed_packages_are_found_and_bad_ones_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = dir.path().join("plugins");
+        let write = |folder: &str, text: &str| {
+            std::fs::create_dir_all(plugins.join(folder)).unwrap();
+            std::fs::write(plugins.join(folder).join(MANIFEST), text).unwrap();
+        };
+        write(
+            "good",
+            r#"{"id":"good","kind":"context-engine","component":"good.wasm","configSchema":{}}"#,
+        );
+        write("bad", "{not json");
+        write(
+            "elsewhere",
+            r#"{"id":"other","kind":"context-engine","component":"o.wasm","configSchema":{}}"#,
+        );
+        let registry = Registry::discover(&plugins);
+        assert_eq!(
+            registry.ids().collect::<Vec<_>>(),
+            ["checkpoint-manager", "good", "legacy"]
+        );
+        let broken: Vec<String> = registry.broken.iter().map(|(f, _)| f.clone()).collect();
+        assert_eq!(broken, ["bad", "elsewhere"]);
+        assert!(
+            registry.broken[1]
+                .1
+                .to_string()
+                .contains("does not match its folder")
+        );
+    }
+}

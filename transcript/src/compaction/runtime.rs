@@ -1,0 +1,901 @@
+//! The runtime compaction `delegate-compaction` runs: a layered policy picks what to do from
+//! how full the window is, Phase 1 prunes old tool outputs (no model call), Phase 2 summarizes
+//! the older part in stages with a three-tier fallback, and the result is one `compaction`
+//! entry.
+//!
+//! [`prepare`] reads the transcript and returns an owned [`Job`] (so a host can release its
+//! lock and run the summarizer on a blocking thread); [`Job::run`] calls the summarizer and
+//! returns the [`Plan`] to append.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value, json};
+
+use super::summarizer::{SummarizeError, Summarizer, SummaryRequest};
+use super::{Plan, Settings, extractive};
+use crate::entry::PRUNED_TEXT;
+use crate::message::MessageView;
+use crate::role::Role;
+use crate::tokens::estimate_text;
+use crate::transcript::Transcript;
+
+/// Tools whose outputs are never pruned, besides `pruneProtectedTools`.
+pub const BUILTIN_PROTECTED_TOOLS: &[&str] = &["skill", "memory_search"];
+
+/// The layered policy (`agents.defaults.compaction`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Prune when the context reaches this share of the window...
+    pub prune_at: f64,
+    /// ...and tool outputs in it exceed this many tokens.
+    pub prune_tool_output_tokens: u64,
+    /// The most recent tool output tokens are never pruned.
+    pub prune_protect_tokens: u64,
+    /// Prune only when at least this much would be saved.
+    pub prune_minimum_tokens: u64,
+    /// Tools whose outputs are never pruned (added to [`BUILTIN_PROTECTED_TOOLS`]).
+    pub prune_protected_tools: Vec<String>,
+    pub summarize_at: f64,
+    pub summarize_keep_recent_tokens: u64,
+    pub full_at: f64,
+    pub full_keep_recent_tokens: u64,
+    /// Automatic summarizing compactions allowed in one run (between two user messages);
+    /// 0 = no cap.
+    pub max_auto_compactions: u32,
+    /// Summarizing compactions from which a degradation warning is added; 0 = never.
+    pub warn_at_compaction: u32,
+    /// `summarizeInStages`: parts, base / minimum chunk ratio, safety margin.
+    pub parts: usize,
+    pub chunk_ratio: f64,
+    pub min_chunk_ratio: f64,
+    pub safety_margin: f64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            prune_at: 0.80,
+            prune_tool_output_tokens: 50_000,
+            prune_protect_tokens: 40_000,
+            prune_minimum_tokens: 20_000,
+            prune_protected_tools: Vec::new(),
+            summarize_at: 0.88,
+            summarize_keep_recent_tokens: 25_000,
+            full_at: 0.95,
+            full_keep_recent_tokens: 15_000,
+            max_auto_compactions: 5,
+            warn_at_compaction: 3,
+            parts: 2,
+            chunk_ratio: 0.4,
+            min_chunk_ratio: 0.15,
+            safety_margin: 1.2,
+        }
+    }
+}
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Manual,
+    Auto,
+    Overflow,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Manual => "manual",
+            Trigger::Auto => "auto",
+            Trigger::Overflow => "overflow",
+        }
+    }
+}
+
+/// Which layer of the policy runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    /// Phase 1 only.
+    Prune,
+    /// Phase 1 then Phase 2, keeping `summarizeKeepRecentTokens`.
+    Summarize,
+    /// Phase 1 then Phase 2, keeping `fullKeepRecentTokens`, pinned messages carried over.
+    Full,
+}
+
+impl Layer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Prune => "prune",
+            Layer::Summarize => "summarize",
+            Layer::Full => "full",
+        }
+    }
+}
+
+/// How much a summary could be trusted: the fallback tier that produced it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    Full,
+    /// Oversized messages were left out (noted in the summary).
+    Partial,
+    /// The summarizer failed: a plain note plus the extractive summary.
+    Note,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Full => "full",
+            Tier::Partial => "partial",
+            Tier::Note => "note",
+        }
+    }
+}
+
+/// Degradation risk from repeated summarizing compactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Risk {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Risk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+            Risk::Critical => "critical",
+        }
+    }
+}
+
+/// The degradation report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Degradation {
+    /// Summarizing compactions so far.
+    pub count: u64,
+    pub risk: Risk,
+    pub recommendation: String,
+}
+
+/// Risk: low, medium from 2, high from 3, critical from 5 summarizing compactions.
+pub fn degradation(count: u64) -> Degradation {
+    let (risk, recommendation) = match count {
+        0 | 1 => (
+            Risk::Low,
+            "no action needed: at most one summary stands in for older context",
+        ),
+        2 => (
+            Risk::Medium,
+            "summaries now summarize summaries; pin what must survive, or compact with --focus",
+        ),
+        3 | 4 => (
+            Risk::High,
+            "detail from early in the session is fading; consider `ctxhost context export` and continuing in a fresh session",
+        ),
+        _ => (
+            Risk::Critical,
+            "start a fresh session: `ctxhost context export --session S FILE` then `ctxhost context import FILE`",
+        ),
+    };
+    Degradation {
+        count,
+        risk,
+        recommendation: recommendation.into(),
+    }
+}
+
+/// What a compaction was asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub trigger: Trigger,
+    /// Custom instruction (`--focus`): recorded and handed to the summarizer.
+    pub focus: Option<&'a str>,
+    /// The engine that asked (recorded in the details).
+    pub engine: Option<&'a str>,
+}
+
+impl Default for Request<'_> {
+    fn default() -> Self {
+        Request {
+            trigger: Trigger::Manual,
+            focus: None,
+            engine: None,
+        }
+    }
+}
+
+/// Nothing to do, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    pub reason: String,
+    /// True when `maxAutoCompactions` stopped it (the operator must act).
+    pub capped: bool,
+}
+
+/// Phase 2 work, owned.
+#[derive(Debug, Clone)]
+struct Summarize {
+    messages: Vec<MessageView>,
+    previous_summary: Option<String>,
+    pinned: Vec<String>,
+    first_kept_index: usize,
+    first_kept_entry_id: String,
+    kept_tokens: u64,
+    kept_pruned: Vec<String>,
+    prev_details: Option<Value>,
+}
+
+/// A prepared compaction: everything read from the transcript, nothing written.
+#[derive(Debug, Clone)]
+pub struct Job {
+    layer: Layer,
+    trigger: Trigger,
+    focus: Option<String>,
+    engine: Option<String>,
+    context_window: u64,
+    tokens_before: u64,
+    policy: Policy,
+    /// Tool results Phase 1 prunes (ids), and the tokens that saves.
+    pruned: Vec<String>,
+    pruned_saved: u64,
+    /// Phase 1 only: the boundary stays, the previous summary is carried.
+    prune_only: Option<(usize, String, String)>,
+    summarize: Option<Summarize>,
+    counts_before: (u64, u64),
+    warnings: Vec<String>,
+}
+
+/// What a dry run shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Estimate {
+    pub layer: Layer,
+    pub tokens_before: u64,
+    /// Estimated context after (the summary counted at its bound for Phase 2).
+    pub tokens_after: u64,
+    pub tool_outputs_pruned: usize,
+    pub messages_to_summarize: usize,
+}
+
+fn ratio(tokens: u64, window: u64) -> f64 {
+    tokens as f64 / window.max(1) as f64
+}
+
+/// Decide and gather a compaction of the active branch.
+pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Result<Job, Skip> {
+    let policy = &settings.policy;
+    let window = settings.context_window.max(1);
+    let tokens_before = t.context_tokens();
+    let r = ratio(tokens_before, window);
+    let stats = t.compaction_stats();
+    let skip = |reason: String| Skip {
+        reason,
+        capped: false,
+    };
+    if request.trigger != Trigger::Manual
+        && policy.max_auto_compactions > 0
+        && stats.auto_in_run >= policy.max_auto_compactions as usize
+    {
+        return Err(Skip {
+            reason: format!(
+                "maxAutoCompactions ({}) reached in this run: automatic compaction stopped; compact manually (`ctxhost compact`) or start a fresh session",
+                policy.max_auto_compactions
+            ),
+            capped: true,
+        });
+    }
+
+    let entries = t.entries();
+    let ctx = t.context();
+    let boundary = ctx
+        .first()
+        .copied()
+        .filter(|&i| entries[i].entry_type() == "compaction");
+    let messages: Vec<usize> = ctx
+        .iter()
+        .copied()
+        .filter(|&i| Some(i) != boundary)
+        .collect();
+    let tool_tokens: u64 = messages
+        .iter()
+        .filter(|&&i| entries[i].context_role() == Some(Role::ToolResult))
+        .map(|&i| u64::from(entries[i].tokens()))
+        .sum();
+    let fired = settings.should_compact(tokens_before) || request.trigger == Trigger::Overflow;
+    let layer = if r >= policy.full_at {
+        Layer::Full
+    } else if r >= policy.summarize_at {
+        Layer::Summarize
+    } else if r >= policy.prune_at && tool_tokens > policy.prune_tool_output_tokens {
+        Layer::Prune
+    } else if fired || request.trigger == Trigger::Manual {
+        Layer::Summarize
+    } else {
+        return Err(skip(format!(
+            "the context is at {:.0}% of the window: below every layer",
+            r * 100.0
+        )));
+    };
+
+    // Phase 1: prune old tool outputs.
+    let (pruned_idx, saved) = prune_candidates(t, &messages, policy);
+    let prune_applies = !pruned_idx.is_empty() && saved >= policy.prune_minimum_tokens;
+    let (pruned_idx, saved) = if prune_applies {
+        (pruned_idx, saved)
+    } else {
+        (Vec::new(), 0)
+    };
+    let pruned_set: HashSet<usize> = pruned_idx.iter().copied().collect();
+    let after_prune = tokens_before.saturating_sub(saved);
+    let stop_at = ((policy.prune_at * window as f64) as u64).min(settings.threshold().max(1));
+    let base = Job {
+        layer,
+        trigger: request.trigger,
+        focus: request.focus.map(str::to_string),
+        engine: request.engine.map(str::to_string),
+        context_window: window,
+        tokens_before,
+        policy: policy.clone(),
+        pruned: pruned_idx
+            .iter()
+            .map(|&i| entries[i].id().to_string())
+            .collect(),
+        pruned_saved: saved,
+        prune_only: None,
+        summarize: None,
+        counts_before: (stats.total as u64, stats.summarizing as u64),
+        warnings: Vec::new(),
+    };
+    let prune_is_enough = prune_applies
+        && (layer == Layer::Prune || (request.trigger != Trigger::Manual && after_prune < stop_at));
+    if prune_is_enough {
+        let first = messages
+            .first()
+            .copied()
+            .ok_or_else(|| skip("no messages".into()))?;
+        let previous = boundary
+            .filter(|&b| carries_summary(&entries[b]))
+            .and_then(|b| entries[b].view())
+            .map(|v| v.text)
+            .unwrap_or_else(|| {
+                format!(
+                    "[{} older tool output(s) pruned for context]",
+                    base.pruned.len()
+                )
+            });
+        return Ok(Job {
+            layer: Layer::Prune,
+            prune_only: Some((first, entries[first].id().to_string(), previous)),
+            ..base
+        });
+    }
+    if layer == Layer::Prune && !fired {
+        return Err(skip(format!(
+            "pruning would save {saved} tokens, less than pruneMinimumTokens ({})",
+            policy.prune_minimum_tokens
+        )));
+    }
+    let layer = if layer == Layer::Prune {
+        Layer::Summarize
+    } else {
+        layer
+    };
+
+    // Phase 2: the cut.
+    let cap = (settings.threshold() / 2).max(1);
+    let keep = match layer {
+        Layer::Full => policy.full_keep_recent_tokens,
+        _ if r >= policy.summarize_at => policy.summarize_keep_recent_tokens,
+        _ => settings.keep_recent_tokens,
+    }
+    .min(cap);
+    let tokens_of = |i: usize| {
+        if pruned_set.contains(&i) {
+            u64::from(estimate_text(PRUNED_TEXT))
+        } else {
+            u64::from(entries[i].tokens())
+        }
+    };
+    let mut kept = 0u64;
+    let mut reached = None;
+    for (j, &i) in messages.iter().enumerate().rev() {
+        kept += tokens_of(i);
+        if kept >= keep {
+            reached = Some(j);
+            break;
+        }
+    }
+    let Some(reached) = reached else {
+        return Err(skip(format!(
+            "everything fits in the {keep} recent tokens kept: nothing to summarize"
+        )));
+    };
+    let cut = (0..=reached)
+        .rev()
+        .find(|&j| entries[messages[j]].context_role() != Some(Role::ToolResult))
+        .filter(|&c| c > 0)
+        .ok_or_else(|| {
+            skip("no cut point before the kept messages: nothing to summarize".into())
+        })?;
+
+    let views: Vec<MessageView> = messages[..cut]
+        .iter()
+        .filter_map(|&i| entries[i].view())
+        .collect();
+    let previous_summary = boundary
+        .filter(|&b| carries_summary(&entries[b]))
+        .and_then(|b| entries[b].view())
+        .map(|v| v.text);
+    let prev_details = t
+        .active_branch()
+        .into_iter()
+        .rev()
+        .find(|&i| {
+            entries[i].entry_type() == "compaction"
+                && entries[i]
+                    .compaction_meta()
+                    .and_then(|m| m.layer.as_deref())
+                    != Some("prune")
+        })
+        .and_then(|i| serde_json::from_str::<Value>(entries[i].line()).ok())
+        .and_then(|v| v.get("details").cloned());
+    let pinned = if layer == Layer::Full {
+        pinned_before(t, &messages[..cut])
+    } else {
+        Vec::new()
+    };
+    let kept_tokens: u64 = messages[cut..].iter().map(|&i| tokens_of(i)).sum();
+    let kept_pruned = messages[cut..]
+        .iter()
+        .filter(|i| pruned_set.contains(i))
+        .map(|&i| entries[i].id().to_string())
+        .collect();
+    let first = messages[cut];
+    let mut warnings = Vec::new();
+    if layer == Layer::Full {
+        warnings.push(format!(
+            "the context reached {:.0}% of the window: full compaction kept only the last {keep} tokens (and pinned messages) verbatim",
+            r * 100.0
+        ));
+    }
+    Ok(Job {
+        layer,
+        summarize: Some(Summarize {
+            messages: views,
+            previous_summary,
+            pinned,
+            first_kept_index: first,
+            first_kept_entry_id: entries[first].id().to_string(),
+            kept_tokens,
+            kept_pruned,
+            prev_details,
+        }),
+        warnings,
+        ..base
+    })
+}
+
+/// Whether a compaction entry's summary is a real one (prune-only entries without an earlier
+/// summary carry just a note).
+fn carries_summary(e: &crate::entry::Entry) -> bool {
+    let meta = e.compaction_meta();
+    !(meta.and_then(|m| m.layer.as_deref()) == Some("prune")
+        && serde_json::from_str::<Value>(e.line()).ok().and_then(|v| {
+            v.pointer("/details/carriesSummary")
+                .and_then(Value::as_bool)
+        }) == Some(false))
+}
+
+/// Phase 1 walk: from the newest message back, protect the last 2 user turns and the most
+/// recent `pruneProtectTokens` of tool output, never touch protected tools, stop at a summary;
+/// the older tool results are candidates. Returns them and the tokens pruning them saves.
+fn prune_candidates(t: &Transcript, messages: &[usize], policy: &Policy) -> (Vec<usize>, u64) {
+    let entries = t.entries();
+    let placeholder = u64::from(estimate_text(PRUNED_TEXT));
+    let mut users = 0;
+    let mut tool_tokens = 0u64;
+    let mut out = Vec::new();
+    let mut saved = 0u64;
+    for &i in messages.iter().rev() {
+        let e = &entries[i];
+        match e.context_role() {
+            Some(Role::User) => users += 1,
+            Some(Role::CompactionSummary | Role::BranchSummary) => break,
+            Some(Role::ToolResult) => {
+                let tokens = u64::from(e.tokens());
+                if users < 2 || e.is_pruned() {
+                    tool_tokens += tokens;
+                    continue;
+                }
+                if tool_tokens < policy.prune_protect_tokens {
+                    tool_tokens += tokens;
+                    continue;
+                }
+                let tool = e.view().and_then(|v| v.tool_name).unwrap_or_default();
+                let protected = BUILTIN_PROTECTED_TOOLS.contains(&tool.as_str())
+                    || policy.prune_protected_tools.iter().any(|p| *p == tool);
+                if protected || tokens <= placeholder {
+                    continue;
+                }
+                out.push(i);
+                saved += tokens - placeholder;
+            }
+            _ => {}
+        }
+    }
+    out.reverse();
+    (out, saved)
+}
+
+/// Messages before the cut that a `label` entry pinned (`pin` / `pinned`), as text.
+fn pinned_before(t: &Transcript, before_cut: &[usize]) -> Vec<String> {
+    let entries = t.entries();
+    let mut pinned_ids = HashSet::new();
+    for i in t.active_branch() {
+        let e = &entries[i];
+        if e.entry_type() != "label" {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(e.line()) {
+            let label = v.get("label").and_then(Value::as_str).unwrap_or("");
+            if matches!(label.to_ascii_lowercase().as_str(), "pin" | "pinned")
+                && let Some(target) = v.get("targetId").and_then(Value::as_str)
+            {
+                pinned_ids.insert(target.to_string());
+            }
+        }
+    }
+    before_cut
+        .iter()
+        .filter(|&&i| pinned_ids.contains(entries[i].id()))
+        .filter_map(|&i| entries[i].view())
+        .map(|v| {
+            let text: String = v.text.chars().take(2000).collect();
+            format!("**{}**: {}", v.role.as_str(), text.replace('\n', " "))
+        })
+        .collect()
+}
+
+impl Job {
+    pub fn layer(&self) -> Layer {
+        self.layer
+    }
+
+    /// Summarizer calls [`Job::run`] will make at most (for a progress bar): 0 for prune.
+    pub fn summarizer_calls(&self) -> usize {
+        match &self.summarize {
+            None => 0,
+            Some(_) => self.policy.parts.max(1) + 1,
+        }
+    }
+
+    pub fn estimate(&self) -> Estimate {
+        let tokens_after = match (&self.summarize, &self.prune_only) {
+            (Some(s), _) => {
+                s.kept_tokens
+                    + (extractive::MAX_CHARS as u64)
+                        .div_ceil(4)
+                        .min(self.tokens_before)
+            }
+            _ => self.tokens_before.saturating_sub(self.pruned_saved),
+        };
+        Estimate {
+            layer: self.layer,
+            tokens_before: self.tokens_before,
+            tokens_after: tokens_after.min(self.tokens_before),
+            tool_outputs_pruned: match &self.summarize {
+                Some(s) => s.kept_pruned.len(),
+                None => self.pruned.len(),
+            },
+            messages_to_summarize: self.summarize.as_ref().map_or(0, |s| s.messages.len()),
+        }
+    }
+
+    /// Call the summarizer (Phase 2) and build the entry. `progress(done, total)` is told
+    /// after each summarizer call.
+    pub fn run(self, summarizer: &dyn Summarizer, progress: &mut dyn FnMut(usize, usize)) -> Plan {
+        let mut details = Map::new();
+        let (total_before, summaries_before) = self.counts_before;
+        let (summary, first_kept_index, first_kept_entry_id, tokens_after, compacted, pruned) =
+            match (self.summarize, self.prune_only) {
+                (None, Some((first, first_id, summary))) => {
+                    details.insert(
+                        "carriesSummary".into(),
+                        Value::Bool(!summary.ends_with("pruned for context]")),
+                    );
+                    let after = self.tokens_before.saturating_sub(self.pruned_saved);
+                    (summary, first, first_id, after, 0, self.pruned)
+                }
+                (Some(s), _) => {
+                    let total_calls = self.policy.parts.max(1) + 1;
+                    let mut done = 0;
+                    let mut tick = |n: usize| {
+                        done += n;
+                        progress(done.min(total_calls), total_calls);
+                    };
+                    let (mut text, tier, errors) = summarize_in_stages(
+                        summarizer,
+                        &s.messages,
+                        s.previous_summary.as_deref(),
+                        self.focus.as_deref(),
+                        self.context_window,
+                        &self.policy,
+                        &mut tick,
+                    );
+                    progress(total_calls, total_calls);
+                    if !s.pinned.is_empty() {
+                        text.push_str("\n\n## Pinned messages\n");
+                        for p in &s.pinned {
+                            text.push_str(&format!("- {p}\n"));
+                        }
+                        text = text.trim_end().to_string();
+                    }
+                    details.insert("summaryTier".into(), tier.as_str().into());
+                    if !errors.is_empty() {
+                        details.insert("summarizerErrors".into(), json!(errors));
+                    }
+                    let (read, modified) = extractive::file_operations(&s.messages);
+                    let (read, modified) = merged_files(s.prev_details.as_ref(), read, modified);
+                    details.insert("readFiles".into(), json!(read));
+                    details.insert("modifiedFiles".into(), json!(modified));
+                    let after = u64::from(estimate_text(&text)) + s.kept_tokens;
+                    let n = s.messages.len();
+                    (
+                        text,
+                        s.first_kept_index,
+                        s.first_kept_entry_id,
+                        after,
+                        n,
+                        s.kept_pruned,
+                    )
+                }
+                (None, None) => unreachable!("a job either prunes or summarizes"),
+            };
+        let summarizing = self.layer != Layer::Prune;
+        let summary_count = summaries_before + u64::from(summarizing);
+        let report = degradation(summary_count);
+        let mut warnings = self.warnings;
+        if self.policy.warn_at_compaction > 0
+            && summarizing
+            && summary_count >= u64::from(self.policy.warn_at_compaction)
+        {
+            warnings.push(format!(
+                "this is summarizing compaction #{summary_count}: {} risk of degraded context; {}",
+                report.risk.as_str(),
+                report.recommendation
+            ));
+        }
+        details.insert("tokensAfter".into(), tokens_after.into());
+        details.insert("layer".into(), self.layer.as_str().into());
+        details.insert("trigger".into(), self.trigger.as_str().into());
+        details.insert("messagesCompacted".into(), compacted.into());
+        if let Some(e) = &self.engine {
+            details.insert("engine".into(), e.clone().into());
+        }
+        details.insert(
+            "summarizer".into(),
+            if summarizing {
+                summarizer.name().into()
+            } else {
+                Value::Null
+            },
+        );
+        if let Some(f) = &self.focus {
+            details.insert("focus".into(), f.clone().into());
+        }
+        if !pruned.is_empty() {
+            details.insert("prunedEntryIds".into(), json!(pruned));
+            details.insert("prunedTokens".into(), self.pruned_saved.into());
+        }
+        details.insert("compactionCount".into(), (total_before + 1).into());
+        details.insert("summaryCount".into(), summary_count.into());
+        details.insert(
+            "degradation".into(),
+            json!({"count": report.count, "risk": report.risk.as_str(), "recommendation": report.recommendation}),
+        );
+        if !warnings.is_empty() {
+            details.insert("warnings".into(), json!(warnings));
+        }
+        Plan {
+            summary,
+            first_kept_entry_id,
+            first_kept_index,
+            tokens_before: self.tokens_before,
+            tokens_after,
+            messages_compacted: compacted,
+            details: Value::Object(details),
+            layer: self.layer,
+            warnings,
+            degradation: report,
+        }
+    }
+}
+
+fn merged_files(
+    prev: Option<&Value>,
+    read: Vec<String>,
+    modified: Vec<String>,
+) -> (Vec<String>, Vec<String>) {
+    let list = |key: &str| -> Vec<String> {
+        prev.and_then(|d| d.get(key))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut modified_all = list("modifiedFiles");
+    for p in modified {
+        if !modified_all.contains(&p) {
+            modified_all.push(p);
+        }
+    }
+    let mut read_all = list("readFiles");
+    for p in read {
+        if !read_all.contains(&p) {
+            read_all.push(p);
+        }
+    }
+    read_all.retain(|p| !modified_all.contains(p));
+    (read_all, modified_all)
+}
+
+/// OpenClaw's adaptive chunk ratio: large messages shrink the chunk budget (down to
+/// `min_chunk_ratio`) so a chunk plus its prompt fits the summarizer's window.
+pub fn adaptive_chunk_ratio(messages: &[MessageView], window: u64, policy: &Policy) -> f64 {
+    if messages.is_empty() {
+        return policy.chunk_ratio;
+    }
+    let total: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
+    let avg = total as f64 / messages.len() as f64 * policy.safety_margin;
+    let avg_ratio = avg / window.max(1) as f64;
+    if avg_ratio > 0.1 {
+        let reduction = (avg_ratio * 2.0).min(policy.chunk_ratio - policy.min_chunk_ratio);
+        (policy.chunk_ratio - reduction).max(policy.min_chunk_ratio)
+    } else {
+        policy.chunk_ratio
+    }
+}
+
+/// Split into `parts` consecutive groups of about equal token share, never splitting a tool
+/// result from the call before it.
+pub fn split_by_token_share(messages: &[MessageView], parts: usize) -> Vec<&[MessageView]> {
+    let parts = parts.max(1);
+    let total: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
+    let target = total.div_ceil(parts as u64).max(1);
+    let mut out = Vec::new();
+    let (mut start, mut acc) = (0, 0u64);
+    for (i, m) in messages.iter().enumerate() {
+        if out.len() + 1 < parts && acc >= target && i > start && m.role != Role::ToolResult {
+            out.push(&messages[start..i]);
+            start = i;
+            acc = 0;
+        }
+        acc += u64::from(m.tokens);
+    }
+    if start < messages.len() {
+        out.push(&messages[start..]);
+    }
+    out
+}
+
+/// `summarizeInStages`: one call when the messages are few or fit the chunk budget; else
+/// `parts` partial summaries (each with fallback) merged into one. Returns the summary, the
+/// worst tier used and the summarizer errors met (texts carry no credentials).
+pub fn summarize_in_stages(
+    summarizer: &dyn Summarizer,
+    messages: &[MessageView],
+    previous_summary: Option<&str>,
+    focus: Option<&str>,
+    window: u64,
+    policy: &Policy,
+    tick: &mut dyn FnMut(usize),
+) -> (String, Tier, Vec<String>) {
+    let total: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
+    let ratio = adaptive_chunk_ratio(messages, window, policy);
+    let budget = (window as f64 * ratio) as u64;
+    let mut errors = Vec::new();
+    let whole = policy.parts <= 1
+        || messages.len() < 4
+        || (total as f64 * policy.safety_margin) as u64 <= budget;
+    if whole {
+        let (s, tier) = summarize_with_fallback(
+            summarizer,
+            messages,
+            previous_summary,
+            focus,
+            window,
+            &mut errors,
+        );
+        tick(policy.parts.max(1) + 1);
+        return (s, tier, errors);
+    }
+    let chunks = split_by_token_share(messages, policy.parts);
+    let mut partials = Vec::with_capacity(chunks.len());
+    let mut worst = Tier::Full;
+    for (n, chunk) in chunks.iter().enumerate() {
+        let prev = if n == 0 { previous_summary } else { None };
+        let (s, tier) =
+            summarize_with_fallback(summarizer, chunk, prev, focus, window, &mut errors);
+        worst = worst.max(tier);
+        partials.push(s);
+        tick(1);
+    }
+    let merged = if partials.len() == 1 {
+        partials.pop().unwrap_or_default()
+    } else {
+        match summarizer.merge(&partials, focus) {
+            Ok(s) => s,
+            Err(e) => {
+                errors.push(format!("merge: {e}"));
+                // Concatenated partials lose nothing; the extractive merge bounds them.
+                extractive::merge(&partials)
+            }
+        }
+    };
+    tick(1);
+    (merged, worst, errors)
+}
+
+/// `summarizeWithFallback`: the full summary; else one without the oversized messages
+/// (> 50% of the window), noting each; else a plain note (followed by the extractive summary,
+/// which needs no model, so the context keeps the facts).
+pub fn summarize_with_fallback(
+    summarizer: &dyn Summarizer,
+    messages: &[MessageView],
+    previous_summary: Option<&str>,
+    focus: Option<&str>,
+    window: u64,
+    errors: &mut Vec<String>,
+) -> (String, Tier) {
+    let request = SummaryRequest {
+        messages,
+        previous_summary,
+        focus,
+    };
+    let first_error: SummarizeError = match summarizer.summarize(&request) {
+        Ok(s) => return (s, Tier::Full),
+        Err(e) => e,
+    };
+    errors.push(first_error.to_string());
+    let limit = window / 2;
+    let (large, small): (Vec<&MessageView>, Vec<&MessageView>) =
+        messages.iter().partition(|m| u64::from(m.tokens) > limit);
+    if !large.is_empty() && !small.is_empty() {
+        let rest: Vec<MessageView> = small.into_iter().cloned().collect();
+        let request = SummaryRequest {
+            messages: &rest,
+            previous_summary,
+            focus,
+        };
+        match summarizer.summarize(&request) {
+            Ok(mut s) => {
+                for m in &large {
+                    s.push_str(&format!(
+                        "\n[Large {} (~{}K tokens) omitted from summary]",
+                        m.role.as_str(),
+                        u64::from(m.tokens).div_ceil(1000)
+                    ));
+                }
+                return (s, Tier::Partial);
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    let note = format!(
+        "[Summary unavailable: the summarizer failed ({first_error}). Context contained {} messages ({} oversized); facts extracted mechanically follow.]",
+        messages.len(),
+        large.len()
+    );
+    let facts = extractive::summarize(messages, previous_summary, focus);
+    (format!("{note}\n\n{facts}"), Tier::Note)
+}
+
+#[cfg(test)]
+mod tests;

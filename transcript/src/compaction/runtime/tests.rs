@@ -1,0 +1,366 @@
+use super::*;
+use crate::compaction::Extractive;
+use crate::generate::coding_session;
+
+fn settings(window: u64) -> Settings {
+    Settings {
+        context_window: window,
+        ..Settings::default()
+    }
+}
+
+fn big() -> Transcript {
+    Transcript::parse(&coding_session(5, 900), "g").unwrap()
+}
+
+fn apply(t: &mut Transcript, plan: &Plan) -> usize {
+    t.append_compaction(&plan.to_new_compaction(), "2026-01-01T00:00:00.000Z")
+        .unwrap()
+}
+
+/// A window where the session sits at `pct`% (context tokens are usage-based).
+fn window_at(t: &Transcript, pct: f64) -> u64 {
+    (t.context_tokens() as f64 / pct) as u64
+}
+
+#[test]
+fn layers_follow_the_window_share() {
+    let t = big();
+    let tokens = t.context_tokens();
+    assert!(tokens > 100_000, "{tokens}");
+    let auto = Request {
+        trigger: Trigger::Auto,
+        ..Request::default()
+    };
+    let layer = |pct: f64| {
+        let mut s = settings(window_at(&t, pct));
+        s.reserve_tokens_floor = 0;
+        s.reserve_tokens = 1;
+        s.policy.prune_minimum_tokens = u64::MAX;
+        prepare(&t, &s, &auto).map(|j| j.layer())
+    };
+    assert_eq!(layer(0.96).unwrap(), Layer::Full);
+    // Phase 1 comes first at every layer: when pruning alone gets under 80%, it stops there.
+    let mut s = settings(window_at(&t, 0.96));
+    s.policy.prune_minimum_tokens = 1000;
+    assert_eq!(prepare(&t, &s, &auto).unwrap().layer(), Layer::Prune);
+    assert_eq!(layer(0.90).unwrap(), Layer::Summarize);
+    let low = layer(0.50).unwrap_err();
+    assert!(low.reason.contains("below every layer"), "{}", low.reason);
+    assert!(!low.capped);
+    // manual always does something
+    let s = settings(window_at(&t, 0.5));
+    assert_eq!(
+        prepare(&t, &s, &Request::default()).unwrap().layer(),
+        Layer::Summarize
+    );
+}
+
+#[test]
+fn prune_only_records_ids_and_context_shows_placeholders() {
+    let mut t = big();
+    let mut s = settings(window_at(&t, 0.83));
+    s.reserve_tokens_floor = 0;
+    s.reserve_tokens = 1;
+    s.policy.prune_minimum_tokens = 1000;
+    s.policy.prune_tool_output_tokens = 1000;
+    let before_bytes = t.to_v3_string();
+    let job = prepare(
+        &t,
+        &s,
+        &Request {
+            trigger: Trigger::Auto,
+            ..Request::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(job.layer(), Layer::Prune);
+    let est = job.estimate();
+    assert!(est.tool_outputs_pruned > 0);
+    let plan = job.run(&Extractive, &mut |_, _| {});
+    assert_eq!(plan.details["layer"], "prune");
+    assert_eq!(plan.messages_compacted, 0);
+    let ids: Vec<String> = plan.details["prunedEntryIds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert!(!ids.is_empty());
+    let c = apply(&mut t, &plan);
+    // the file's old bytes are untouched: only a line was added
+    assert!(t.to_v3_string().starts_with(&before_bytes));
+    let i = t.index_of(&ids[0]).unwrap();
+    assert!(t.entries()[i].is_pruned());
+    assert!(t.context_message_json(i).contains(PRUNED_TEXT));
+    assert!(!t.entries()[i].message_json().contains(PRUNED_TEXT));
+    assert!(t.context().contains(&i));
+    assert_eq!(t.context()[0], c);
+    assert!(t.context_tokens() < plan.tokens_before);
+    // protected: the newest tool results are never pruned
+    let last_tool = t
+        .context()
+        .into_iter()
+        .rev()
+        .find(|&j| t.entries()[j].context_role() == Some(Role::ToolResult))
+        .unwrap();
+    assert!(!t.entries()[last_tool].is_pruned());
+    // reloading gives the same pruned view
+    let again = Transcript::parse(&t.to_v3_string(), "again").unwrap();
+    assert!(again.entries()[i].is_pruned());
+    assert_eq!(again.context_tokens(), t.context_tokens());
+    assert_eq!(again.compaction_stats().total, 1);
+    assert_eq!(again.compaction_stats().summarizing, 0);
+}
+
+#[test]
+fn summarize_keeps_recent_and_records_details() {
+    let mut t = big();
+    let mut s = settings(window_at(&t, 0.90));
+    s.policy.prune_minimum_tokens = u64::MAX;
+    let job = prepare(
+        &t,
+        &s,
+        &Request {
+            trigger: Trigger::Auto,
+            focus: Some("the parser"),
+            engine: Some("legacy"),
+        },
+    )
+    .unwrap();
+    assert_eq!(job.layer(), Layer::Summarize);
+    let mut calls = Vec::new();
+    let plan = job.run(&Extractive, &mut |d, n| calls.push((d, n)));
+    assert!(!calls.is_empty());
+    let d = &plan.details;
+    for key in [
+        "tokensAfter",
+        "layer",
+        "trigger",
+        "messagesCompacted",
+        "engine",
+        "summarizer",
+        "focus",
+        "compactionCount",
+        "summaryCount",
+        "degradation",
+    ] {
+        assert!(d.get(key).is_some(), "{key} missing: {d}");
+    }
+    assert_eq!(d["trigger"], "auto");
+    assert_eq!(d["summarizer"], "extractive");
+    assert!(plan.summary.contains("## Focus\n- the parser"));
+    let first = plan.first_kept_index;
+    assert_ne!(t.entries()[first].context_role(), Some(Role::ToolResult));
+    let kept: u64 = t
+        .context()
+        .into_iter()
+        .filter(|&i| i >= first)
+        .map(|i| u64::from(t.entries()[i].tokens()))
+        .sum();
+    assert!(kept >= 25_000 || kept >= s.threshold() / 2, "{kept}");
+    apply(&mut t, &plan);
+    assert!(t.context_tokens() < plan.tokens_before / 2);
+    assert_eq!(t.compaction_stats().summarizing, 1);
+}
+
+#[test]
+fn max_auto_compactions_caps_a_run_and_warnings_come_at_three() {
+    let mut t = Transcript::parse(&coding_session(9, 2000), "g").unwrap();
+    let mut s = settings(window_at(&t, 0.9));
+    s.policy.summarize_keep_recent_tokens = 2000;
+    s.keep_recent_tokens = 2000;
+    s.policy.max_auto_compactions = 2;
+    s.policy.prune_minimum_tokens = u64::MAX;
+    let auto = Request {
+        trigger: Trigger::Auto,
+        ..Request::default()
+    };
+    // Strip user turns from consideration: compactions back to back count in one run.
+    let mut warned = false;
+    for n in 1..=2 {
+        let mut s2 = s.clone();
+        s2.context_window = window_at(&t, 0.9);
+        let plan = prepare(&t, &s2, &auto)
+            .unwrap()
+            .run(&Extractive, &mut |_, _| {});
+        warned |= !plan.warnings.is_empty();
+        assert_eq!(plan.details["summaryCount"], n);
+        apply(&mut t, &plan);
+    }
+    assert!(!warned, "no warning before the third");
+    let mut s3 = s.clone();
+    s3.context_window = window_at(&t, 0.9);
+    let skip = prepare(&t, &s3, &auto).unwrap_err();
+    assert!(skip.capped, "{}", skip.reason);
+    assert!(skip.reason.contains("maxAutoCompactions (2)"));
+    // a manual compaction is not capped, and the third summary warns
+    for n in 0..6 {
+        let text = format!("message {n} {}", "word ".repeat(800));
+        let m = if n % 2 == 0 {
+            serde_json::json!({"role":"user","content":text})
+        } else {
+            serde_json::json!({"role":"assistant","content":[{"type":"text","text":text}],"stopReason":"stop"})
+        };
+        t.append_message(&m, "2026-01-02T00:00:00.000Z").unwrap();
+    }
+    assert_eq!(
+        t.compaction_stats().auto_in_run,
+        0,
+        "a user message starts a new run"
+    );
+    s3.policy.summarize_keep_recent_tokens = 500;
+    s3.keep_recent_tokens = 500;
+    let plan = prepare(&t, &s3, &Request::default())
+        .unwrap()
+        .run(&Extractive, &mut |_, _| {});
+    assert_eq!(plan.degradation.risk, Risk::High);
+    assert!(
+        plan.warnings.iter().any(|w| w.contains("#3")),
+        "{:?}",
+        plan.warnings
+    );
+}
+
+#[test]
+fn degradation_levels() {
+    let r = |n| degradation(n).risk;
+    assert_eq!(r(0), Risk::Low);
+    assert_eq!(r(1), Risk::Low);
+    assert_eq!(r(2), Risk::Medium);
+    assert_eq!(r(3), Risk::High);
+    assert_eq!(r(5), Risk::Critical);
+    assert!(degradation(5).recommendation.contains("export"));
+}
+
+/// A summarizer that fails in scripted ways.
+struct Flaky {
+    fail_full_over: Option<u32>,
+    always: bool,
+}
+
+impl Summarizer for Flaky {
+    fn name(&self) -> String {
+        "flaky".into()
+    }
+    fn summarize(&self, r: &SummaryRequest<'_>) -> Result<String, SummarizeError> {
+        let big = r
+            .messages
+            .iter()
+            .any(|m| Some(m.tokens) > self.fail_full_over);
+        if self.always || (self.fail_full_over.is_some() && big) {
+            return Err(SummarizeError::Status {
+                status: 500,
+                url: "http://x".into(),
+                excerpt: "boom".into(),
+            });
+        }
+        Ok(format!("summary of {} messages", r.messages.len()))
+    }
+    fn merge(&self, parts: &[String], _: Option<&str>) -> Result<String, SummarizeError> {
+        Ok(parts.join(" + "))
+    }
+}
+
+fn view(role: Role, tokens: u32) -> MessageView {
+    MessageView {
+        role,
+        timestamp: 0,
+        text: "x".repeat(tokens as usize * 4),
+        tool_calls: vec![],
+        tool_name: None,
+        is_error: false,
+        stop_reason: None,
+        usage: None,
+        tokens,
+    }
+}
+
+#[test]
+fn fallback_tiers() {
+    let msgs = vec![
+        view(Role::User, 10),
+        view(Role::ToolResult, 6000),
+        view(Role::Assistant, 10),
+    ];
+    let mut errors = Vec::new();
+    let ok = Flaky {
+        fail_full_over: None,
+        always: false,
+    };
+    assert_eq!(
+        summarize_with_fallback(&ok, &msgs, None, None, 10_000, &mut errors),
+        ("summary of 3 messages".into(), Tier::Full)
+    );
+    let partial = Flaky {
+        fail_full_over: Some(5000),
+        always: false,
+    };
+    let (s, tier) = summarize_with_fallback(&partial, &msgs, None, None, 10_000, &mut errors);
+    assert_eq!(tier, Tier::Partial);
+    assert!(
+        s.contains("[Large toolResult (~6K tokens) omitted from summary]"),
+        "{s}"
+    );
+    let dead = Flaky {
+        fail_full_over: None,
+        always: true,
+    };
+    let (s, tier) = summarize_with_fallback(&dead, &msgs, None, None, 10_000, &mut errors);
+    assert_eq!(tier, Tier::Note);
+    assert!(s.starts_with("[Summary unavailable"), "{s}");
+    assert!(s.contains("## "), "extractive facts follow: {s}");
+}
+
+#[test]
+fn stages_split_by_token_share_and_merge() {
+    let msgs: Vec<MessageView> = (0..40)
+        .map(|i| {
+            view(
+                if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                1000,
+            )
+        })
+        .collect();
+    let parts = split_by_token_share(&msgs, 2);
+    assert_eq!(parts.len(), 2);
+    assert_eq!(parts[0].len() + parts[1].len(), 40);
+    let ok = Flaky {
+        fail_full_over: None,
+        always: false,
+    };
+    let policy = Policy::default();
+    let mut ticks = 0;
+    // 40k tokens * 1.2 > 0.4 * 50k: staged
+    let (s, tier, errors) =
+        summarize_in_stages(&ok, &msgs, None, None, 50_000, &policy, &mut |n| ticks += n);
+    assert_eq!(s, "summary of 20 messages + summary of 20 messages");
+    assert_eq!(tier, Tier::Full);
+    assert!(errors.is_empty());
+    assert_eq!(ticks, 3);
+    // fits the budget: one call
+    let (s, _, _) = summarize_in_stages(&ok, &msgs, None, None, 1_000_000, &policy, &mut |_| {});
+    assert_eq!(s, "summary of 40 messages");
+    // large messages shrink the chunk ratio
+    let huge = vec![view(Role::ToolResult, 30_000); 4];
+    let r = adaptive_chunk_ratio(&huge, 100_000, &policy);
+    assert!(r < 0.4 && r >= 0.15, "{r}");
+}
+
+#[test]
+fn tool_results_stay_with_their_call_when_split() {
+    let msgs = vec![
+        view(Role::User, 100),
+        view(Role::Assistant, 100),
+        view(Role::ToolResult, 100),
+        view(Role::ToolResult, 100),
+        view(Role::Assistant, 100),
+    ];
+    for p in split_by_token_share(&msgs, 3) {
+        assert_ne!(p[0].role, Role::ToolResult);
+    }
+}
