@@ -11,6 +11,10 @@ const GUESTS: &[Guest] = &[
         package: "hostile-engine",
         dir: "tests/guests/hostile",
     },
+    Guest {
+        package: "future-contract-engine",
+        dir: "tests/guests/future-contract",
+    },
 ];
 
 fn main() {

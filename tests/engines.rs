@@ -229,3 +229,45 @@ fn second_start_loads_the_precompiled_component_and_a_corrupt_cache_is_recompile
     assert_eq!(load(), LoadSource::Recompiled);
     assert_eq!(load(), LoadSource::Cache);
 }
+
+#[test]
+fn a_component_of_another_contract_version_is_refused_by_name() {
+    let scratch = Scratch::new();
+    scratch.install("future", Path::new(ctxhost_tests::FUTURE_CONTRACT_WASM));
+    let host = scratch.host("{ plugins: { slots: { contextEngine: 'future' } } }");
+    let err = block_on(host.active_engine()).err().unwrap().to_string();
+    assert!(err.contains("ctxhost:engine@0.2.0"), "{err}");
+    assert!(err.contains("supported: 0.1.0"), "{err}");
+    assert!(
+        err.contains("future_contract_engine") || err.contains("future.wasm"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_broken_selected_engine_is_an_error_unless_fallback_opts_into_legacy() {
+    let scratch = Scratch::new();
+    scratch.install("sliding-window", Path::new(SLIDING_WINDOW_WASM));
+    // The selected engine cannot serve: it is disabled.
+    let strict = "{ plugins: { slots: { contextEngine: 'sliding-window' }, entries: { 'sliding-window': { enabled: false } } } }";
+    let host = scratch.host(strict);
+    let err = block_on(host.active_engine()).err().unwrap().to_string();
+    assert!(err.contains("`sliding-window` is disabled"), "{err}");
+
+    let lenient = "{ plugins: { slots: { contextEngine: 'sliding-window' }, contextEngineFallback: 'legacy', entries: { 'sliding-window': { enabled: false } } } }";
+    let host = scratch.host(lenient);
+    block_on(async {
+        let engine = host.active_engine().await.unwrap();
+        assert_eq!(engine.id(), "legacy");
+        let quarantined = host.quarantined().await;
+        assert_eq!(quarantined.len(), 1);
+        assert_eq!(quarantined[0].0, "sliding-window");
+        assert!(
+            quarantined[0].1.contains("disabled"),
+            "{}",
+            quarantined[0].1
+        );
+        // Quarantined for the life of the process: asked again, legacy answers at once.
+        assert_eq!(host.active_engine().await.unwrap().id(), "legacy");
+    });
+}

@@ -998,7 +998,8 @@ fn a_hundred_concurrent_sessions_see_only_their_own_messages() {
         assert!(texts.iter().all(|t| file.contains(t.as_str())));
     }
     eprintln!(
-        "{SESSIONS} concurrent sessions x {MESSAGES} messages: {:.0} ms",
-        started.elapsed().as_secs_f64() * 1000.0
+        "{SESSIONS} concurrent sessions x {MESSAGES} messages: {:.0} ms (pooling allocator: {})",
+        started.elapsed().as_secs_f64() * 1000.0,
+        rig.host.runtime().uses_pooling()
     );
 }

@@ -9,6 +9,9 @@ use ctxhost::config::{Config, Home};
 /// The example sliding-window engine, built for wasm32-wasip2.
 pub const SLIDING_WINDOW_WASM: &str = concat!(env!("OUT_DIR"), "/sliding_window.wasm");
 
+/// A component of contract `ctxhost:engine@0.2.0`, which this host must refuse.
+pub const FUTURE_CONTRACT_WASM: &str = concat!(env!("OUT_DIR"), "/future_contract_engine.wasm");
+
 /// The hostile test engine (`tests/guests/hostile`): the session key picks its attack.
 pub const HOSTILE_WASM: &str = concat!(env!("OUT_DIR"), "/hostile_engine.wasm");
 

@@ -1,6 +1,7 @@
 //! `ctxhost context {status,history,inspect,export,import}`: what a session's context holds,
 //! how it got there, and a portable bundle to start a fresh session from it.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -300,9 +301,12 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     clip(a, 100)
                 );
             }
+            // Piped into `head`, stop quietly.
+            let mut out = std::io::stdout().lock();
             for b in &blocks {
                 let text = b["message"].to_string();
-                println!(
+                let written = writeln!(
+                    out,
                     "[{} {}{}] {} tokens: {}",
                     b["kind"].as_str().unwrap_or(""),
                     b["role"].as_str().unwrap_or(""),
@@ -310,6 +314,9 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     b["tokens"],
                     clip(&text, 100)
                 );
+                if written.is_err() {
+                    break;
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
