@@ -55,8 +55,14 @@ impl Health {
         }
     }
 
-    /// Counts a call's outcome: faults in a row open the circuit, anything else closes the run.
-    pub fn record<T>(&self, result: &Result<T, EngineError>) {
+    /// Counts a call's outcome: faults in a row open the circuit; a successful call of the
+    /// engine's real work ends the run. Starting an instance (instantiate, info, bootstrap)
+    /// does not: an engine that boots fine and then faults on every assemble is still faulting.
+    pub fn record<T>(&self, function: Function, result: &Result<T, EngineError>) {
+        let lifecycle = matches!(
+            function,
+            Function::Instantiate | Function::Info | Function::Bootstrap
+        );
         match result {
             Err(e @ EngineError::Fault { .. }) => {
                 let faults = self.consecutive_faults.fetch_add(1, Ordering::Relaxed) + 1;
@@ -71,6 +77,7 @@ impl Health {
                 }
             }
             Err(EngineError::CircuitOpen { .. }) => {}
+            _ if lifecycle => {}
             _ => self.consecutive_faults.store(0, Ordering::Relaxed),
         }
     }
@@ -106,13 +113,15 @@ mod tests {
     #[test]
     fn opens_after_consecutive_faults_and_resets() {
         let health = Health::new(3);
-        health.record(&fault());
-        health.record(&fault());
-        health.record(&Ok(()));
-        health.record(&fault());
-        health.record(&fault());
+        let work = Function::Assemble;
+        health.record(work, &fault());
+        health.record(work, &fault());
+        health.record(work, &Ok(()));
+        health.record(work, &fault());
+        health.record(Function::Bootstrap, &Ok(()));
+        health.record(work, &fault());
         assert!(health.check("e", Function::Assemble, "s").is_ok());
-        health.record(&fault());
+        health.record(work, &fault());
         let err = health.check("e", Function::Assemble, "s").unwrap_err();
         assert!(
             matches!(err, EngineError::CircuitOpen { faults: 3, .. }),

@@ -44,7 +44,8 @@ impl EngineInstance {
         data.clock.start(deadline);
         data.limiter.memory_refused = false;
         data.log.reset();
-        self.store.set_epoch_deadline(super::ticks_for(deadline));
+        self.store
+            .set_epoch_deadline(super::ticks_for(deadline.min(super::CHECK_EVERY)));
         Ok(())
     }
 
@@ -64,7 +65,7 @@ impl EngineInstance {
             }),
             Err(trap) => Err(self.fault(function, trap)),
         };
-        self.health.record(&result);
+        self.health.record(function, &result);
         result
     }
 
@@ -79,8 +80,13 @@ impl EngineInstance {
                 "needed more than its {} MiB memory limit",
                 self.spec.limits.memory_bytes >> 20
             ),
-            _ => format!("{error:#}"),
+            // The trap's own words; its wasm backtrace belongs in debug logs, not the error.
+            _ => match error.downcast_ref::<wasmtime::Trap>() {
+                Some(trap) => trap.to_string(),
+                None => error.to_string(),
+            },
         };
+        tracing::debug!(engine = %self.spec.id, %function, "fault: {error:?}");
         EngineError::Fault {
             engine: self.spec.id.clone(),
             function,

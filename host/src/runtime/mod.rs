@@ -46,6 +46,9 @@ pub const SUPPORTED_CONTRACTS: &[&str] = &[v0_1::VERSION];
 /// How often the epoch advances; deadlines are checked at this granularity.
 const TICK: Duration = Duration::from_millis(10);
 
+/// How much guest time passes between deadline checks (and yields to the executor).
+const CHECK_EVERY: Duration = Duration::from_millis(50);
+
 fn ticks_for(deadline: Duration) -> u64 {
     (deadline.as_millis() / TICK.as_millis()).max(1) as u64
 }
@@ -251,7 +254,7 @@ impl PreparedEngine {
         let health = &self.linked.health;
         health.check(self.id(), Function::Instantiate, &session.key)?;
         let result = self.linked.instantiate(session, services).await;
-        health.record(&result);
+        health.record(Function::Instantiate, &result);
         result
     }
 
@@ -306,20 +309,23 @@ impl Linked {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
+        // Checked every few ticks: a long-running guest yields its tokio worker between checks
+        // (so spinning guests cannot starve other sessions) and traps once its time is up.
         store.epoch_deadline_callback(|ctx| {
-            let clock = &ctx.data().clock;
-            let remaining = clock.remaining();
+            let remaining = ctx.data().clock.remaining();
             if remaining.is_zero() {
                 Err(DeadlineExceeded.into())
             } else {
-                Ok(UpdateDeadline::Continue(ticks_for(remaining)))
+                Ok(UpdateDeadline::Yield(ticks_for(remaining.min(CHECK_EVERY))))
             }
         });
         store
             .data_mut()
             .clock
             .start(spec.limits.deadline(Function::Instantiate));
-        store.set_epoch_deadline(ticks_for(spec.limits.deadline(Function::Instantiate)));
+        store.set_epoch_deadline(ticks_for(
+            spec.limits.deadline(Function::Instantiate).min(CHECK_EVERY),
+        ));
         let bindings = match self.pre.instantiate_async(&mut store).await {
             Ok(bindings) => bindings,
             Err(e) => {

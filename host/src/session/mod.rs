@@ -215,23 +215,32 @@ impl Session {
     /// Appends an AgentMessage to the transcript (written and flushed first: the transcript is
     /// the record), then hands it to the engine. Returns the new entry's index.
     pub async fn append(&mut self, message: &Value) -> Result<usize> {
+        // Start (and bootstrap) an instance before writing: a fresh instance bootstraps from
+        // the transcript, and must not see this message there and again through ingest.
+        let ready = self.instance().await.map(|_| ());
         let (index, contract_message) = {
             let mut transcript = self.shared.write();
             let index = transcript.append_message(message, &now_iso())?;
             self.file.append(&transcript, index)?;
             (index, convert::message(index, &transcript.entries()[index]))
         };
+        ready.map_err(|e| self.saved_but(index, e))?;
         if let Some(message) = contract_message {
             let result = self.instance().await?.ingest(&message, false).await;
-            if let Err(e) = self.settle(result) {
-                let entry_id = self.shared.read().entries()[index].id().to_string();
-                return Err(match e {
-                    Error::Engine(source) => Error::Ingest { entry_id, source },
-                    other => other,
-                });
-            }
+            self.settle(result).map_err(|e| self.saved_but(index, e))?;
         }
         Ok(index)
+    }
+
+    /// An engine error after entry `index` was written: the message is safe, say so.
+    fn saved_but(&self, index: usize, error: Error) -> Error {
+        match error {
+            Error::Engine(source) => Error::Ingest {
+                entry_id: self.shared.read().entries()[index].id().to_string(),
+                source,
+            },
+            other => other,
+        }
     }
 
     /// Asks the engine for the context of the next model call.

@@ -1,0 +1,131 @@
+//! Bootstrap files: the workspace's standing instructions (`AGENTS.md`, identity files, extra
+//! files named in config), each capped so one huge file cannot crowd out the conversation.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// The marker between the kept head and tail of a truncated file.
+pub const TRUNCATION_MARKER: &str = "\n[... content truncated ...]\n";
+
+/// Files read in this order; `CLAUDE.md` stands in when there is no `AGENTS.md`.
+const PRIMARY: &str = "AGENTS.md";
+const ALTERNATIVE: &str = "CLAUDE.md";
+const IDENTITY: &[&str] = &["SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "MEMORY.md"];
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapFile {
+    /// The name relative to the workspace.
+    pub name: String,
+    pub content: String,
+    /// Characters before truncation.
+    pub original_chars: usize,
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BootstrapFiles {
+    pub files: Vec<BootstrapFile>,
+    /// Files that exist but could not be read, with why.
+    pub warnings: Vec<String>,
+}
+
+/// Reads the bootstrap files of `workspace`; missing files are skipped silently.
+pub fn load(workspace: &Path, extra: &[String], max_chars: usize) -> BootstrapFiles {
+    let mut names: Vec<String> = Vec::new();
+    if workspace.join(PRIMARY).is_file() {
+        names.push(PRIMARY.into());
+    } else {
+        names.push(ALTERNATIVE.into());
+    }
+    names.extend(IDENTITY.iter().map(|n| n.to_string()));
+    names.extend(extra.iter().filter(|n| !names.contains(n)).cloned().collect::<Vec<_>>());
+
+    let mut out = BootstrapFiles::default();
+    for name in names {
+        let path: PathBuf = workspace.join(&name);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                let original_chars = text.chars().count();
+                let (content, truncated) = truncate(&text, max_chars);
+                out.files.push(BootstrapFile {
+                    name,
+                    content,
+                    original_chars,
+                    truncated,
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => out
+                .warnings
+                .push(format!("bootstrap file {} unreadable: {e}", path.display())),
+        }
+    }
+    out
+}
+
+/// Keeps the first 70% and the last 20% of `max_chars` characters around a marker; text that
+/// fits is returned whole. Counts characters, so multi-byte text is never split inside one.
+pub fn truncate(text: &str, max_chars: usize) -> (String, bool) {
+    let chars = text.chars().count();
+    if chars <= max_chars {
+        return (text.to_string(), false);
+    }
+    let head = max_chars * 7 / 10;
+    let tail = max_chars * 2 / 10;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(chars - tail)
+        .map_or(text.len(), |(i, _)| i);
+    let mut out = String::with_capacity(head_end + TRUNCATION_MARKER.len() + text.len() - tail_start);
+    out.push_str(&text[..head_end]);
+    out.push_str(TRUNCATION_MARKER);
+    out.push_str(&text[tail_start..]);
+    (out, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_exactly_the_head_and_tail_shares() {
+        let text: String = (0..1000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let (out, truncated) = truncate(&text, 100);
+        assert!(truncated);
+        let (head, tail) = out.split_once(TRUNCATION_MARKER).unwrap();
+        assert_eq!(head, &text[..70]);
+        assert_eq!(tail, &text[980..]);
+        assert_eq!(truncate("short", 100), ("short".to_string(), false));
+    }
+
+    #[test]
+    fn truncation_never_splits_a_multibyte_character() {
+        let text = "日本語のテキスト🙂".repeat(100);
+        let (out, _) = truncate(&text, 50);
+        let (head, tail) = out.split_once(TRUNCATION_MARKER).unwrap();
+        assert_eq!(head.chars().count(), 35);
+        assert_eq!(tail.chars().count(), 10);
+        assert!(text.starts_with(head) && text.ends_with(tail));
+    }
+
+    #[test]
+    fn agents_md_wins_over_claude_md_missing_files_are_skipped_and_extras_follow() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("CLAUDE.md"), "claude rules").unwrap();
+        std::fs::write(dir.path().join("SOUL.md"), "be kind").unwrap();
+        std::fs::write(dir.path().join("NOTES.md"), "x".repeat(50)).unwrap();
+        let files = load(dir.path(), &["NOTES.md".into()], 20);
+        let names: Vec<&str> = files.files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["CLAUDE.md", "SOUL.md", "NOTES.md"]);
+        assert!(files.files[2].truncated);
+        assert_eq!(files.files[2].original_chars, 50);
+        std::fs::write(dir.path().join("AGENTS.md"), "agents rules").unwrap();
+        let files = load(dir.path(), &[], 20);
+        assert_eq!(files.files[0].name, "AGENTS.md");
+        assert!(files.files.iter().all(|f| f.name != "CLAUDE.md"));
+    }
+}
