@@ -379,6 +379,16 @@ pub struct AgentDefaults {
     /// The model's context window in tokens.
     pub context_window: u64,
     pub compaction: CompactionSettings,
+    /// The agent's workspace: bootstrap files, skills.
+    pub workspace: Option<PathBuf>,
+    /// Cap per bootstrap file, in characters.
+    pub bootstrap_max_chars: usize,
+    /// Extra bootstrap files (relative to the workspace), after the standard ones.
+    pub bootstrap_files: Vec<String>,
+    /// Appended to the system prompt.
+    pub extra_system_prompt: Option<String>,
+    /// `provider/model`, for the runtime section of the system prompt.
+    pub model: Option<String>,
 }
 
 impl Default for AgentDefaults {
@@ -386,6 +396,11 @@ impl Default for AgentDefaults {
         Self {
             context_window: 200_000,
             compaction: CompactionSettings::default(),
+            workspace: None,
+            bootstrap_max_chars: 20_000,
+            bootstrap_files: Vec::new(),
+            extra_system_prompt: None,
+            model: None,
         }
     }
 }
@@ -415,6 +430,35 @@ pub struct CompactionSettings {
     pub token_counter: String,
     /// The summarizer: `"extractive"` (default) or an `openai-compatible` object.
     pub model: SummarizerSetting,
+    /// The pre-compaction memory-flush signal.
+    pub memory_flush: MemoryFlushSettings,
+}
+
+/// `agents.defaults.compaction.memoryFlush`: before compaction forgets, the runtime may run a
+/// turn that writes durable notes; the session reports once per cycle that one is due.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct MemoryFlushSettings {
+    pub enabled: bool,
+    /// The signal fires this many tokens before the compaction threshold.
+    pub soft_threshold_tokens: u64,
+    pub prompt: String,
+    pub system_prompt: String,
+}
+
+impl Default for MemoryFlushSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            soft_threshold_tokens: 4_000,
+            prompt: "Pre-compaction memory flush: the conversation is about to be compacted. \
+                     Write anything worth keeping (decisions, open tasks, facts learned) to your \
+                     memory files now. Reply with NO_REPLY when nothing needs storing."
+                .into(),
+            system_prompt: "The session is near its context limit; store durable memories now."
+                .into(),
+        }
+    }
 }
 
 impl Default for CompactionSettings {
@@ -437,6 +481,7 @@ impl Default for CompactionSettings {
             warn_at_compaction: policy.warn_at_compaction,
             token_counter: "chars".into(),
             model: SummarizerSetting::default(),
+            memory_flush: MemoryFlushSettings::default(),
         }
     }
 }

@@ -37,6 +37,8 @@ pub enum Error {
         session: String,
         reason: String,
     },
+    #[error(transparent)]
+    Overflow(#[from] crate::session::ContextOverflow),
     #[error(
         "rollback handle {handle} was never issued by engine `{engine}` for session `{session}`"
     )]

@@ -14,6 +14,7 @@ pub mod error;
 mod host;
 pub mod plugin_ops;
 pub mod plugins;
+pub mod prompt;
 pub mod replay;
 pub mod runtime;
 pub mod session;

@@ -1,1 +1,622 @@
-fn main() {}
+//! Runs every benchmark of BENCHMARKS.md once and prints the table (markdown) on stdout; also
+//! writes it to `target/ctxhost-bench/table.md`.
+//!
+//! ```sh
+//! cargo run --release -p ctxhost-benches --bin bench-table            # the whole table
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --no-peer
+//! BENCH_QUICK=1 cargo run --release -p ctxhost-benches --bin bench-table   # smoke run
+//! ```
+//!
+//! Each row is its own timing loop; the figures are medians (and ratios of medians) of that
+//! loop. Progress goes to stderr. The pi rows need node and npm (the harness in
+//! `benches/peer` is installed with `npm ci` on first use); without them they are skipped
+//! with the reason.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use ctxhost_benches::{self as b, Budget, Fixture, Samples, fmt_duration};
+use serde_json::Value;
+
+const IDLE_SESSIONS: usize = 1000;
+const IDLE_ARG: &str = "--idle-sessions-child";
+
+struct Row {
+    metric: String,
+    goal: String,
+    measured: String,
+    met: Option<bool>,
+}
+
+fn row(metric: &str, goal: &str, measured: String, met: Option<bool>) -> Row {
+    Row {
+        metric: metric.to_string(),
+        goal: goal.to_string(),
+        measured,
+        met,
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(IDLE_ARG) {
+        return idle_child(
+            args.get(1)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(IDLE_SESSIONS),
+        );
+    }
+    let no_peer = args.iter().any(|a| a == "--no-peer");
+    let out_path = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| b::data_dir().join("table.md"));
+    if cfg!(debug_assertions) {
+        eprintln!("warning: a debug build; run with --release for meaningful figures");
+    }
+
+    let load_before = loadavg();
+    let rt = b::tokio_runtime();
+    let fx = Fixture::new()?;
+    let mut rows = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+
+    step("cold compile (legacy)");
+    let cold = b::compile_cold(Budget::SLOW.from_env())?;
+    rows.push(row(
+        "cold compile of the legacy component",
+        "report",
+        format!(
+            "{} ({} B component)",
+            fmt_duration(cold.median()),
+            ctxhost::plugins::LEGACY_WASM.len()
+        ),
+        None,
+    ));
+    step("cached load (legacy)");
+    let cached = b::load_cached(Budget::MEDIUM.from_env())?;
+    rows.push(goal_row(
+        "cached load (precompiled, verified)",
+        Duration::from_micros(200),
+        &cached,
+    ));
+
+    step("instantiate (legacy)");
+    let inst = rt.block_on(b::instantiate(&fx, Budget::FAST.from_env()))?;
+    rows.push(goal_row(
+        "new session instance (warm engine)",
+        Duration::from_micros(10),
+        &inst,
+    ));
+
+    step("ingest 2 KB (legacy)");
+    let ingest = rt.block_on(b::ingest(&fx, Budget::FAST.from_env()))?;
+    rows.push(goal_row(
+        "`ingest` of one 2 KB message (engine call)",
+        Duration::from_micros(5),
+        &ingest,
+    ));
+    step("Session::append 2 KB (legacy)");
+    let append = rt.block_on(b::session_append(&fx, Budget::MEDIUM.from_env()))?;
+    rows.push(row(
+        "↳ `Session::append` of it (transcript write + fsync + ingest)",
+        "report",
+        fmt_duration(append.median()),
+        None,
+    ));
+
+    step("assemble, wasm (legacy)");
+    let (assemble, entries) = rt.block_on(b::assemble_call(&fx, Budget::FAST.from_env()))?;
+    let tokens = ctxhost_transcript::Transcript::load(&fx.generated)?.context_tokens();
+    rows.push(goal_row(
+        &format!(
+            "`assemble`, legacy guest, {entries} entries / {}k tokens (engine call, p50)",
+            tokens / 1000
+        ),
+        Duration::from_micros(50),
+        &assemble,
+    ));
+    step("Session::assemble (legacy)");
+    let session_assemble = rt.block_on(b::session_assemble(&fx, Budget::FAST.from_env()))?;
+    rows.push(row(
+        "↳ `Session::assemble` (host side + engine call + validation)",
+        "report",
+        fmt_duration(session_assemble.median()),
+        None,
+    ));
+    step("assemble, native (legacy)");
+    let native = b::assemble_native(&fx, Budget::FAST.from_env())?;
+    let ratio = ratio_of(&assemble, &native);
+    rows.push(row(
+        "the same assemble compiled natively, in-process",
+        "wasm / native ≤ 3",
+        format!(
+            "{} native; ratio {ratio:.1}× (engine call) / {:.1}× (`Session::assemble`)",
+            fmt_duration(native.median()),
+            ratio_of(&session_assemble, &native)
+        ),
+        Some(ratio <= 3.0),
+    ));
+
+    step("runtime compaction");
+    let (compaction, info) = b::runtime_compaction(&fx, Budget::MEDIUM.from_env())?;
+    rows.push(goal_row_with(
+        "runtime compaction, extractive, 200k-token session",
+        Duration::from_millis(20),
+        &compaction,
+        &format!(
+            " ({} layer, {} messages summarized, {}k → {}k tokens)",
+            info.layer,
+            info.messages_compacted,
+            info.tokens_before / 1000,
+            info.tokens_after / 1000
+        ),
+    ));
+    step("compaction::plan");
+    let (plan, plan_info) = b::compaction_plan(&fx, Budget::MEDIUM.from_env())?;
+    rows.push(row(
+        "↳ `compaction::plan` (keep-recent cut + extractive summary)",
+        "report",
+        format!(
+            "{} ({} messages summarized)",
+            fmt_duration(plan.median()),
+            plan_info.messages_compacted
+        ),
+        None,
+    ));
+
+    step("checkpoint write (native)");
+    let (checkpoint, cp) = b::checkpoint_write(&fx, Budget::MEDIUM.from_env())?;
+    rows.push(goal_row_with(
+        "checkpoint-manager: checkpoint write (native)",
+        Duration::from_millis(1),
+        &checkpoint,
+        &format!(" ({} B YAML)", cp.yaml_bytes),
+    ));
+    let cp_build = b::checkpoint_build_yaml(&fx, Budget::MEDIUM.from_env())?;
+    rows.push(row(
+        "↳ of which building + YAML (no disk)",
+        "report",
+        fmt_duration(cp_build.median()),
+        None,
+    ));
+
+    step("1 GB status file");
+    let status_path = b::status_file()?;
+    step("context status (1 GB)");
+    let (status, st) = b::status_scan(&status_path, Budget::MEDIUM.from_env())?;
+    rows.push(goal_row_with(
+        "`context status` on a 1 GB transcript, last compaction in the final 10 MB",
+        Duration::from_millis(50),
+        &status,
+        &format!(
+            " ({:.1} MB read of {:.0} MB, count from {})",
+            st.bytes_scanned as f64 / 1e6,
+            st.file_bytes as f64 / 1e6,
+            st.count_source.as_str()
+        ),
+    ));
+
+    let shared = b::shared_transcript();
+    match &shared {
+        Some(path) => {
+            step("full load (shared transcript)");
+            let load = b::full_load(path, Budget::MEDIUM.from_env())?;
+            let bytes = std::fs::metadata(path)?.len();
+            rows.push(row(
+                "full load of `pi-large-session.jsonl` (parse + migrate + active branch)",
+                "report MB/s",
+                format!(
+                    "{:.0} MB/s ({} for {:.2} MB)",
+                    bytes as f64 / 1e6 / load.median().as_secs_f64(),
+                    fmt_duration(load.median()),
+                    bytes as f64 / 1e6
+                ),
+                None,
+            ));
+            for engine in ["legacy", "checkpoint-manager"] {
+                step(&format!("replay ({engine})"));
+                let run = rt.block_on(b::replay(
+                    &fx,
+                    path,
+                    engine,
+                    b::REPLAY_WINDOW,
+                    Budget::SLOW.from_env(),
+                ))?;
+                let secs = run.samples.median().as_secs_f64();
+                rows.push(row(
+                    &format!("replay of the shared transcript at 32k, {engine}"),
+                    "report s, messages/s",
+                    format!(
+                        "{secs:.2} s, {:.0} messages/s ({} messages, {} turns, {} compactions)",
+                        run.messages as f64 / secs,
+                        run.messages,
+                        run.turns,
+                        run.compactions
+                    ),
+                    None,
+                ));
+            }
+        }
+        None => {
+            let msg = "skipped: ../shared/data/pi-large-session.jsonl is absent in this checkout";
+            eprintln!("{msg}");
+            rows.push(row(
+                "full load of `pi-large-session.jsonl`",
+                "report MB/s",
+                msg.into(),
+                None,
+            ));
+            rows.push(row(
+                "replay of the shared transcript at 32k",
+                "report",
+                msg.into(),
+                None,
+            ));
+        }
+    }
+
+    step(&format!("{IDLE_SESSIONS} idle sessions (child process)"));
+    match idle_in_child(IDLE_SESSIONS) {
+        Ok(idle) => {
+            let after = idle["afterKiB"].as_u64().unwrap_or(0);
+            let before = idle["beforeKiB"].as_u64().unwrap_or(0);
+            let mib = after as f64 / 1024.0;
+            let delta = after.saturating_sub(before) as f64 / 1024.0;
+            rows.push(row(
+                &format!("{IDLE_SESSIONS} concurrent idle sessions on the legacy engine"),
+                "≤ 512 MiB RSS",
+                format!(
+                    "{mib:.0} MiB process RSS ({delta:.0} MiB for the sessions, {:.0} KiB each; opened in {:.2} s)",
+                    (after.saturating_sub(before)) as f64 / IDLE_SESSIONS as f64,
+                    idle["openSeconds"].as_f64().unwrap_or(0.0)
+                ),
+                Some(mib <= 512.0),
+            ));
+        }
+        Err(e) => {
+            eprintln!("idle sessions failed: {e:#}");
+            rows.push(row(
+                &format!("{IDLE_SESSIONS} concurrent idle sessions on the legacy engine"),
+                "≤ 512 MiB RSS",
+                format!("failed: {e:#}"),
+                Some(false),
+            ));
+        }
+    }
+
+    // The peer, side by side.
+    let generated_path = b::data_dir().join("generated-2000.jsonl");
+    std::fs::write(&generated_path, b::generated_session())?;
+    let mut files: Vec<(&str, PathBuf)> = Vec::new();
+    if let Some(path) = &shared {
+        files.push(("pi-large-session.jsonl", path.clone()));
+    }
+    files.push((
+        "generated 2,000 messages / 200k tokens",
+        generated_path.clone(),
+    ));
+    let peer = if no_peer {
+        Err("skipped: --no-peer".to_string())
+    } else {
+        step("pi (node harness)");
+        run_peer(&files).map_err(|e| format!("skipped: {e:#}"))
+    };
+    let mut peer_rows = Vec::new();
+    for (label, path) in &files {
+        step(&format!("ctxhost peer steps ({label})"));
+        let ours = b::peer_steps(path, Budget::MEDIUM.from_env())?;
+        peer_rows.push((label.to_string(), path.clone(), ours));
+    }
+    let load_after = loadavg();
+
+    let table = render(
+        &rows,
+        &peer_rows,
+        &peer,
+        &notes_for(&mut notes),
+        &load_before,
+        &load_after,
+    );
+    println!("{table}");
+    if let Some(dir) = out_path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&out_path, &table)?;
+    eprintln!("written to {}", out_path.display());
+    Ok(())
+}
+
+fn notes_for(notes: &mut Vec<String>) -> Vec<String> {
+    std::mem::take(notes)
+}
+
+fn step(name: &str) {
+    eprintln!("measuring: {name}");
+}
+
+fn ratio_of(a: &Samples, b: &Samples) -> f64 {
+    a.median().as_secs_f64() / b.median().as_secs_f64().max(1e-12)
+}
+
+fn goal_row(metric: &str, goal: Duration, samples: &Samples) -> Row {
+    goal_row_with(metric, goal, samples, "")
+}
+
+fn goal_row_with(metric: &str, goal: Duration, samples: &Samples, extra: &str) -> Row {
+    let median = samples.median();
+    row(
+        metric,
+        &format!("≤ {}", fmt_duration(goal)),
+        format!(
+            "{} (p90 {}, n={}){extra}",
+            fmt_duration(median),
+            fmt_duration(samples.percentile(90.0)),
+            samples.len()
+        ),
+        Some(median <= goal),
+    )
+}
+
+/// The idle-sessions measurement in a process of its own (RSS is per process).
+fn idle_in_child(n: usize) -> Result<Value> {
+    let exe = std::env::current_exe()?;
+    let output = Command::new(exe)
+        .args([IDLE_ARG, &n.to_string()])
+        .output()
+        .context("running the idle-sessions child")?;
+    if !output.status.success() {
+        bail!(
+            "child failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let stdout = String::from_utf8(output.stdout)?;
+    let line = stdout.lines().last().context("no output from the child")?;
+    Ok(serde_json::from_str(line)?)
+}
+
+fn idle_child(n: usize) -> Result<()> {
+    let rt = b::tokio_runtime();
+    let idle = rt.block_on(b::idle_sessions(n))?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "sessions": idle.sessions,
+            "beforeKiB": idle.before_kib,
+            "afterKiB": idle.after_kib,
+            "openSeconds": idle.open_time.as_secs_f64(),
+        })
+    );
+    Ok(())
+}
+
+/// Runs the pi harness (installing it with npm first when needed) and returns its JSON.
+fn run_peer(files: &[(&str, PathBuf)]) -> Result<Value> {
+    let dir = b::workspace().join("benches/peer");
+    let version = Command::new("node").arg("--version").output();
+    match version {
+        Ok(o) if o.status.success() => {}
+        _ => bail!("node is not available"),
+    }
+    let installed = dir.join("node_modules/@mariozechner/pi-coding-agent/package.json");
+    if !installed.is_file() {
+        let lock = dir.join("package-lock.json").is_file();
+        eprintln!(
+            "installing the pi harness: npm {} in {}",
+            if lock { "ci" } else { "install" },
+            dir.display()
+        );
+        let status = Command::new("npm")
+            .arg(if lock { "ci" } else { "install" })
+            .args(["--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .status()
+            .map_err(|e| anyhow::anyhow!("npm is not available: {e}"))?;
+        if !status.success() || !installed.is_file() {
+            bail!("npm could not install @mariozechner/pi-coding-agent ({status})");
+        }
+    }
+    let budget_ms = if std::env::var_os("BENCH_QUICK").is_some_and(|v| v != "0") {
+        "300"
+    } else {
+        "3000"
+    };
+    let mut cmd = Command::new("node");
+    cmd.arg("harness.mjs")
+        .args(["--budget-ms", budget_ms])
+        .current_dir(&dir);
+    for (i, (_, path)) in files.iter().enumerate() {
+        cmd.arg(format!("f{i}={}", path.display()));
+    }
+    let output = cmd.output().context("running node harness.mjs")?;
+    if !output.status.success() {
+        bail!(
+            "the harness failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let stdout = String::from_utf8(output.stdout)?;
+    Ok(serde_json::from_str(stdout.trim())?)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or_else(
+            || "unknown".into(),
+            |kib| format!("{:.1} GiB", kib as f64 / 1048576.0),
+        );
+    format!("{cpus} CPUs (nproc), {mem} memory, {cpu}")
+}
+
+fn now_utc() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown date".into())
+}
+
+fn ms(v: &Value) -> Option<f64> {
+    v["medianMs"].as_f64()
+}
+
+fn fmt_ms(ms: f64) -> String {
+    fmt_duration(Duration::from_secs_f64(ms / 1e3))
+}
+
+fn render(
+    rows: &[Row],
+    peer_rows: &[(String, PathBuf, b::PeerSteps)],
+    peer: &Result<Value, String>,
+    notes: &[String],
+    load_before: &str,
+    load_after: &str,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "Machine: {}", machine());
+    let _ = writeln!(s, "Date: {}", now_utc());
+    let _ = writeln!(
+        s,
+        "Load average (1/5/15 min): {load_before} before, {load_after} after"
+    );
+    let _ = writeln!(
+        s,
+        "Command: `cargo run --release -p ctxhost-benches --bin bench-table`\n"
+    );
+    let _ = writeln!(s, "| metric | goal | measured (median) | met? |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for r in rows {
+        let met = match r.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "—",
+        };
+        let _ = writeln!(s, "| {} | {} | {} | {met} |", r.metric, r.goal, r.measured);
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "### Side by side with pi (load + compaction preparation)\n"
+    );
+    match peer {
+        Err(reason) => {
+            let _ = writeln!(s, "pi: {reason}\n");
+            let _ = writeln!(s, "| file | step | ctxhost |");
+            let _ = writeln!(s, "|---|---|---|");
+            for (label, _, ours) in peer_rows {
+                for (step, samples) in [
+                    ("load", &ours.load),
+                    ("estimate", &ours.estimate),
+                    ("prepare", &ours.prepare),
+                    ("load + prepare", &ours.total),
+                ] {
+                    let _ = writeln!(
+                        s,
+                        "| {label} | {step} | {} |",
+                        fmt_duration(samples.median())
+                    );
+                }
+            }
+        }
+        Ok(json) => {
+            let _ = writeln!(
+                s,
+                "pi: `@mariozechner/pi-coding-agent` {} on node {}; ctxhost's prepare chose the layer noted per file.\n",
+                json["pi"].as_str().unwrap_or("?"),
+                json["node"].as_str().unwrap_or("?")
+            );
+            let _ = writeln!(s, "| file | step | pi | ctxhost | pi / ctxhost | goal |");
+            let _ = writeln!(s, "|---|---|---|---|---|---|");
+            for (i, (label, _, ours)) in peer_rows.iter().enumerate() {
+                let theirs = &json["files"][format!("f{i}")];
+                let steps: [(&str, &str, &Samples); 4] = [
+                    ("load (parse + migrate + branch)", "load", &ours.load),
+                    ("estimate context tokens", "estimate", &ours.estimate),
+                    (
+                        "prepare compaction (estimate + cut + gather)",
+                        "prepare",
+                        &ours.prepare,
+                    ),
+                    ("**load + prepare**", "total", &ours.total),
+                ];
+                for (step, key, samples) in steps {
+                    let ours_ms = samples.median().as_secs_f64() * 1e3;
+                    let (pi, ratio) = match ms(&theirs[key]) {
+                        Some(p) => (fmt_ms(p), format!("{:.1}×", p / ours_ms)),
+                        None => ("—".into(), "—".into()),
+                    };
+                    let goal = if key == "total" {
+                        match ms(&theirs[key]) {
+                            Some(p) if p / ours_ms >= 5.0 => "≥ 5×: yes",
+                            Some(_) => "≥ 5×: **no**",
+                            None => "≥ 5×",
+                        }
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(
+                        s,
+                        "| {label} | {step} | {pi} | {} | {ratio} | {goal} |",
+                        fmt_duration(samples.median())
+                    );
+                }
+                if let Some(p) = ms(&theirs["cut"]) {
+                    let _ = writeln!(
+                        s,
+                        "| {label} | pi's `findCutPoint` alone | {} | (in prepare) | | |",
+                        fmt_ms(p)
+                    );
+                }
+                if let Some(p) = ms(&theirs["sessionManagerOpen"]) {
+                    let ratio = p / (ours.load.median().as_secs_f64() * 1e3);
+                    let _ = writeln!(
+                        s,
+                        "| {label} | pi's `SessionManager.open` (reads the file twice) | {} | {} (load) | {ratio:.1}× | |",
+                        fmt_ms(p),
+                        fmt_duration(ours.load.median())
+                    );
+                }
+                let _ = writeln!(
+                    s,
+                    "| {label} | context tokens / prepare layer | {} | {} / {} | | |",
+                    theirs["contextTokens"], ours.context_tokens, ours.layer
+                );
+            }
+        }
+    }
+    for note in notes {
+        let _ = writeln!(s, "\n{note}");
+    }
+    let _ = Path::new("");
+    s
+}

@@ -40,7 +40,13 @@ pub fn load(workspace: &Path, extra: &[String], max_chars: usize) -> BootstrapFi
         names.push(ALTERNATIVE.into());
     }
     names.extend(IDENTITY.iter().map(|n| n.to_string()));
-    names.extend(extra.iter().filter(|n| !names.contains(n)).cloned().collect::<Vec<_>>());
+    names.extend(
+        extra
+            .iter()
+            .filter(|n| !names.contains(n))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
 
     let mut out = BootstrapFiles::default();
     for name in names {
@@ -80,7 +86,8 @@ pub fn truncate(text: &str, max_chars: usize) -> (String, bool) {
         .char_indices()
         .nth(chars - tail)
         .map_or(text.len(), |(i, _)| i);
-    let mut out = String::with_capacity(head_end + TRUNCATION_MARKER.len() + text.len() - tail_start);
+    let mut out =
+        String::with_capacity(head_end + TRUNCATION_MARKER.len() + text.len() - tail_start);
     out.push_str(&text[..head_end]);
     out.push_str(TRUNCATION_MARKER);
     out.push_str(&text[tail_start..]);
@@ -93,7 +100,9 @@ mod tests {
 
     #[test]
     fn truncation_keeps_exactly_the_head_and_tail_shares() {
-        let text: String = (0..1000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let text: String = (0..1000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
         let (out, truncated) = truncate(&text, 100);
         assert!(truncated);
         let (head, tail) = out.split_once(TRUNCATION_MARKER).unwrap();

@@ -76,7 +76,10 @@ mod tests {
             std::fs::create_dir_all(dir.path().join("skills").join(name)).unwrap();
             std::fs::write(dir.path().join("skills").join(name).join("SKILL.md"), text).unwrap();
         };
-        write("pdf", "---\nname: pdf\ndescription: \"Read PDFs: text, tables\"\n---\n# PDF\n");
+        write(
+            "pdf",
+            "---\nname: pdf\ndescription: \"Read PDFs: text, tables\"\n---\n# PDF\n",
+        );
         write("git", "---\ndescription: Commit with care\n---\nbody");
         write("broken", "---\ndescription: [unclosed\n---\n");
         write("plain", "# no front matter\n");
@@ -84,8 +87,14 @@ mod tests {
         assert_eq!(
             skills,
             [
-                Skill { name: "git".into(), description: "Commit with care".into() },
-                Skill { name: "pdf".into(), description: "Read PDFs: text, tables".into() },
+                Skill {
+                    name: "git".into(),
+                    description: "Commit with care".into()
+                },
+                Skill {
+                    name: "pdf".into(),
+                    description: "Read PDFs: text, tables".into()
+                },
             ]
         );
         assert_eq!(warnings.len(), 2, "{warnings:?}");

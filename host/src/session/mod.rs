@@ -2,6 +2,7 @@
 //! the API an agent runtime embeds: append, assemble, compact, after-turn, subagent hooks, close.
 
 mod convert;
+mod request;
 mod shared;
 mod validate;
 
@@ -13,6 +14,7 @@ use ctxhost_transcript::store::TranscriptFile;
 use ctxhost_transcript::{NewCompaction, Transcript};
 use serde_json::Value;
 
+pub use request::{Breakdown, ContextOverflow, FlushSignal, ModelRequest, TurnOptions};
 pub use validate::{AssembledItem, Assembly};
 
 use crate::error::{Error, Result};
@@ -52,7 +54,8 @@ impl Default for CompactOptions {
 }
 
 /// What a `compact` did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CompactOutcome {
     pub compacted: bool,
     pub reason: Option<String>,
@@ -70,6 +73,8 @@ pub struct Session {
     instance: Option<EngineInstance>,
     rollbacks: HashSet<u64>,
     estimates_only: bool,
+    /// The compaction count at which the memory-flush signal last fired.
+    flush_signalled_in: Option<usize>,
 }
 
 impl Session {
@@ -117,6 +122,7 @@ impl Session {
             instance: None,
             rollbacks: HashSet::new(),
             estimates_only: false,
+            flush_signalled_in: None,
         };
         session.instance().await?;
         Ok(session)

@@ -1,0 +1,77 @@
+//! What the host builds around the engine's messages for a model call: the system prompt
+//! (runtime facts, bootstrap files, skills, tools, hints, operator text, the engine's addition)
+//! and the token budget that remains for history. Pure functions of files and config; the
+//! session puts them together with the engine's assembly.
+
+pub mod bootstrap;
+pub mod skills;
+pub mod system;
+
+use std::path::PathBuf;
+
+pub use bootstrap::{BootstrapFile, BootstrapFiles};
+pub use skills::Skill;
+pub use system::{PromptMode, RuntimeFacts, Section, SectionKind, ToolSpec};
+
+use crate::config::{AgentDefaults, MemoryFlushSettings};
+
+/// The prompt-related settings of `agents.defaults`.
+#[derive(Debug, Clone)]
+pub struct PromptSettings {
+    pub workspace: Option<PathBuf>,
+    pub bootstrap_max_chars: usize,
+    pub bootstrap_files: Vec<String>,
+    pub extra_system_prompt: Option<String>,
+    pub model: Option<String>,
+    /// Tokens kept free for the model's response.
+    pub response_reserve: u64,
+    pub memory_flush: MemoryFlushSettings,
+}
+
+impl PromptSettings {
+    pub fn from_config(defaults: &AgentDefaults) -> Self {
+        Self {
+            workspace: defaults.workspace.clone(),
+            bootstrap_max_chars: defaults.bootstrap_max_chars,
+            bootstrap_files: defaults.bootstrap_files.clone(),
+            extra_system_prompt: defaults.extra_system_prompt.clone(),
+            model: defaults.model.clone(),
+            response_reserve: defaults.compaction.reserve_tokens,
+            memory_flush: defaults.compaction.memory_flush.clone(),
+        }
+    }
+}
+
+/// The workspace's prompt material, read once per request.
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceMaterial {
+    pub bootstrap: BootstrapFiles,
+    pub skills: Vec<Skill>,
+    pub warnings: Vec<String>,
+    /// False when the workspace cannot be written (no memory flush then).
+    pub writable: bool,
+}
+
+impl WorkspaceMaterial {
+    pub fn read(settings: &PromptSettings) -> Self {
+        let Some(dir) = &settings.workspace else {
+            return Self::default();
+        };
+        let bootstrap =
+            bootstrap::load(dir, &settings.bootstrap_files, settings.bootstrap_max_chars);
+        let (skills, mut warnings) = skills::load(dir);
+        warnings.extend(bootstrap.warnings.iter().cloned());
+        if !dir.is_dir() {
+            warnings.push(format!("workspace {} is not a directory", dir.display()));
+        }
+        // Permission bits first: as root a probe write succeeds even in a read-only tree.
+        let read_only = std::fs::metadata(dir).is_ok_and(|m| m.permissions().readonly());
+        let writable = !read_only && tempfile::NamedTempFile::new_in(dir).is_ok();
+        Self {
+            bootstrap,
+            skills,
+            warnings,
+            writable,
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The system prompt, assembled in sections in a fixed order, each with its token count so
+//! the budget and `inspect` can account for every part of a model request.
+
+use serde::Serialize;
+
+use super::bootstrap::BootstrapFiles;
+use super::skills::Skill;
+
+/// What a section holds; `inspect --json` breaks the total down by these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SectionKind {
+    /// The engine's `system-prompt-addition`, prepended as OpenClaw does.
+    EngineAddition,
+    Runtime,
+    Identity,
+    Skills,
+    Tools,
+    Hints,
+    Extra,
+    /// The subagent preamble of minimal mode.
+    Subagent,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Section {
+    pub kind: SectionKind,
+    pub title: String,
+    pub text: String,
+    pub tokens: u32,
+}
+
+/// A tool the embedding runtime offers the model.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+}
+
+/// Facts for the runtime section.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeFacts {
+    pub host: String,
+    pub os: String,
+    pub arch: String,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    /// ISO-8601 UTC.
+    pub now: String,
+    pub timezone: String,
+}
+
+impl RuntimeFacts {
+    /// This machine, now; the model as configured (`provider/model`).
+    pub fn current(model: Option<&str>) -> Self {
+        let (provider, model) = match model.and_then(|m| m.split_once('/')) {
+            Some((provider, model)) => (Some(provider.to_string()), Some(model.to_string())),
+            None => (None, model.map(str::to_string)),
+        };
+        Self {
+            host: std::fs::read_to_string("/etc/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into()),
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
+            model,
+            provider,
+            now: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            timezone: std::env::var("TZ").unwrap_or_else(|_| "UTC".into()),
+        }
+    }
+}
+
+/// Full for the main agent; minimal for subagents (no identity, no proactive hints, a short
+/// preamble carrying the task).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptMode {
+    Full,
+    Minimal { task: String },
+}
+
+/// Everything the system prompt is made of.
+pub struct PromptParts<'a> {
+    pub mode: &'a PromptMode,
+    pub runtime: &'a RuntimeFacts,
+    pub bootstrap: &'a BootstrapFiles,
+    pub skills: &'a [Skill],
+    pub tools: &'a [ToolSpec],
+    pub extra: Option<&'a str>,
+    pub engine_addition: Option<&'a str>,
+}
+
+const HINTS: &str = "Work step by step and verify what you change. Prefer reading a file before editing it. \
+Keep answers short; say what you did and what is left. When a tool fails, read its error before retrying.";
+
+const SUBAGENT_PREAMBLE: &str = "You are a subagent spawned for one task. Do only that task, report the result \
+concisely, and stop. You do not see the parent conversation.";
+
+fn section(kind: SectionKind, title: &str, text: String) -> Section {
+    Section {
+        kind,
+        title: title.to_string(),
+        tokens: ctxhost_transcript::tokens::estimate_text(&text),
+        text,
+    }
+}
+
+/// The sections in order: engine addition, runtime, identity, skills, tools, hints, extra
+/// (minimal mode: engine addition, subagent preamble, runtime, tools, extra).
+pub fn sections(parts: &PromptParts<'_>) -> Vec<Section> {
+    let mut out = Vec::new();
+    if let Some(addition) = parts.engine_addition.filter(|a| !a.trim().is_empty()) {
+        out.push(section(
+            SectionKind::EngineAddition,
+            "Context engine",
+            addition.to_string(),
+        ));
+    }
+    let minimal = matches!(parts.mode, PromptMode::Minimal { .. });
+    if let PromptMode::Minimal { task } = parts.mode {
+        out.push(section(
+            SectionKind::Subagent,
+            "Subagent",
+            format!("{SUBAGENT_PREAMBLE}\n\nTask: {task}"),
+        ));
+    }
+    let r = parts.runtime;
+    let mut runtime = format!(
+        "Host: {}\nOS: {} ({})\nTime: {} ({})",
+        r.host, r.os, r.arch, r.now, r.timezone
+    );
+    if let Some(model) = &r.model {
+        runtime.push_str(&format!("\nModel: {model}"));
+    }
+    if let Some(provider) = &r.provider {
+        runtime.push_str(&format!("\nProvider: {provider}"));
+    }
+    out.push(section(SectionKind::Runtime, "Runtime", runtime));
+    if !minimal && !parts.bootstrap.files.is_empty() {
+        let text = parts
+            .bootstrap
+            .files
+            .iter()
+            .map(|f| format!("## {}\n{}", f.name, f.content))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        out.push(section(SectionKind::Identity, "Agent identity", text));
+    }
+    if !minimal && !parts.skills.is_empty() {
+        let text = parts
+            .skills
+            .iter()
+            .map(|s| format!("- {}: {}", s.name, s.description))
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push(section(SectionKind::Skills, "Skills", text));
+    }
+    if !parts.tools.is_empty() {
+        let text = parts
+            .tools
+            .iter()
+            .map(|t| format!("- {}: {}", t.name, t.description))
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push(section(SectionKind::Tools, "Tools", text));
+    }
+    if !minimal {
+        out.push(section(
+            SectionKind::Hints,
+            "Working style",
+            HINTS.to_string(),
+        ));
+    }
+    if let Some(extra) = parts.extra.filter(|e| !e.trim().is_empty()) {
+        out.push(section(
+            SectionKind::Extra,
+            "Operator instructions",
+            extra.to_string(),
+        ));
+    }
+    out
+}
+
+/// The sections as one prompt.
+pub fn render(sections: &[Section]) -> String {
+    sections
+        .iter()
+        .map(|s| format!("# {}\n{}", s.title, s.text))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompt::bootstrap::BootstrapFile;
+
+    fn facts() -> RuntimeFacts {
+        RuntimeFacts {
+            host: "h".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            model: Some("m".into()),
+            provider: Some("p".into()),
+            now: "2026-01-01T00:00:00Z".into(),
+            timezone: "UTC".into(),
+        }
+    }
+
+    fn bootstrap() -> BootstrapFiles {
+        BootstrapFiles {
+            files: vec![BootstrapFile {
+                name: "AGENTS.md".into(),
+                content: "rules".into(),
+                original_chars: 5,
+                truncated: false,
+            }],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn sections_come_in_order_with_the_engine_addition_first() {
+        let skills = [Skill {
+            name: "pdf".into(),
+            description: "PDFs".into(),
+        }];
+        let tools = [ToolSpec {
+            name: "read".into(),
+            description: "Read a file".into(),
+        }];
+        let boot = bootstrap();
+        let runtime = facts();
+        let parts = PromptParts {
+            mode: &PromptMode::Full,
+            runtime: &runtime,
+            bootstrap: &boot,
+            skills: &skills,
+            tools: &tools,
+            extra: Some("Be terse."),
+            engine_addition: Some("[Context: 74%]"),
+        };
+        let kinds: Vec<SectionKind> = sections(&parts).iter().map(|s| s.kind).collect();
+        use SectionKind::*;
+        assert_eq!(
+            kinds,
+            [
+                EngineAddition,
+                Runtime,
+                Identity,
+                Skills,
+                Tools,
+                Hints,
+                Extra
+            ]
+        );
+        let text = render(&sections(&parts));
+        assert!(text.starts_with("# Context engine\n[Context: 74%]"));
+        assert!(text.contains("Model: m") && text.contains("Provider: p"));
+    }
+
+    #[test]
+    fn minimal_mode_omits_identity_skills_and_hints_and_carries_the_task() {
+        let boot = bootstrap();
+        let runtime = facts();
+        let skills = [Skill {
+            name: "pdf".into(),
+            description: "PDFs".into(),
+        }];
+        let mode = PromptMode::Minimal {
+            task: "Count the TODOs".into(),
+        };
+        let parts = PromptParts {
+            mode: &mode,
+            runtime: &runtime,
+            bootstrap: &boot,
+            skills: &skills,
+            tools: &[],
+            extra: None,
+            engine_addition: None,
+        };
+        let out = sections(&parts);
+        let kinds: Vec<SectionKind> = out.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, [SectionKind::Subagent, SectionKind::Runtime]);
+        assert!(out[0].text.contains("Task: Count the TODOs"));
+        assert!(
+            out.iter()
+                .all(|s| s.tokens == ctxhost_transcript::tokens::estimate_text(&s.text))
+        );
+    }
+}

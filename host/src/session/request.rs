@@ -1,0 +1,338 @@
+//! A whole model request around the engine's assembly: system prompt sections, the history
+//! budget that remains, overflow recovery (compact, then assemble again), and the
+//! pre-compaction memory-flush signal.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome, Session};
+use crate::error::{Error, Result};
+use crate::prompt::{
+    PromptMode, PromptSettings, RuntimeFacts, Section, SectionKind, ToolSpec, WorkspaceMaterial,
+    system,
+};
+use crate::runtime::contract::CompactionTrigger;
+
+/// What the embedding runtime asks for.
+#[derive(Debug, Clone)]
+pub struct TurnOptions {
+    pub mode: PromptMode,
+    pub tools: Vec<ToolSpec>,
+    /// The message about to be sent (counted, not yet in the transcript).
+    pub current_message: Option<Value>,
+}
+
+impl Default for TurnOptions {
+    fn default() -> Self {
+        Self {
+            mode: PromptMode::Full,
+            tools: Vec::new(),
+            current_message: None,
+        }
+    }
+}
+
+/// Tokens by part of the request; the parts add up to `total`.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Breakdown {
+    pub system: u64,
+    pub bootstrap: u64,
+    pub skills: u64,
+    pub tools: u64,
+    pub history: u64,
+    pub engine_additions: u64,
+    pub current_message: u64,
+    pub total: u64,
+    pub window: u64,
+    pub response_reserve: u64,
+    /// What `assemble` was given for history.
+    pub history_budget: u64,
+}
+
+/// The runtime should run a memory-flush turn before compaction.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FlushSignal {
+    pub prompt: String,
+    pub system_prompt: String,
+    pub context_tokens: u64,
+    pub threshold: u64,
+}
+
+/// A model request, ready to send.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelRequest {
+    pub system_prompt: String,
+    pub sections: Vec<Section>,
+    /// AgentMessage JSON, kept entries byte-identical to the transcript.
+    pub messages: Vec<String>,
+    /// Token count of each message, in order.
+    pub message_tokens: Vec<u32>,
+    pub breakdown: Breakdown,
+    /// Bootstrap files cut to `bootstrapMaxChars`: (file, original characters).
+    pub truncated: Vec<(String, usize)>,
+    pub warnings: Vec<String>,
+    /// Set when the request did not fit and a compaction ran first.
+    pub overflow_compaction: Option<CompactOutcome>,
+    pub flush: Option<FlushSignal>,
+}
+
+/// The request does not fit the window even after compacting.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "context overflow: the request needs {total} tokens but the window of {window} leaves {available} after the {reserve}-token response reserve, even after compaction (system {system}, bootstrap {bootstrap}, skills {skills}, tools {tools}, history {history}, engine {engine}, current message {current})"
+)]
+pub struct ContextOverflow {
+    pub total: u64,
+    pub window: u64,
+    pub reserve: u64,
+    pub available: u64,
+    pub system: u64,
+    pub bootstrap: u64,
+    pub skills: u64,
+    pub tools: u64,
+    pub history: u64,
+    pub engine: u64,
+    pub current: u64,
+}
+
+impl ContextOverflow {
+    fn new(b: &Breakdown) -> Self {
+        Self {
+            total: b.total,
+            window: b.window,
+            reserve: b.response_reserve,
+            available: b.window.saturating_sub(b.response_reserve),
+            system: b.system,
+            bootstrap: b.bootstrap,
+            skills: b.skills,
+            tools: b.tools,
+            history: b.history,
+            engine: b.engine_additions,
+            current: b.current_message,
+        }
+    }
+}
+
+impl Session {
+    /// Builds the next model request: system prompt, history from the engine within what the
+    /// window leaves, and — when it does not fit — one compaction and a second assembly, else
+    /// a `ContextOverflow` with the numbers.
+    pub async fn prepare_request(
+        &mut self,
+        settings: &PromptSettings,
+        options: &TurnOptions,
+    ) -> Result<ModelRequest> {
+        let material = WorkspaceMaterial::read(settings);
+        let runtime = RuntimeFacts::current(settings.model.as_deref());
+        let base_parts = system::PromptParts {
+            mode: &options.mode,
+            runtime: &runtime,
+            bootstrap: &material.bootstrap,
+            skills: &material.skills,
+            tools: &options.tools,
+            extra: settings.extra_system_prompt.as_deref(),
+            engine_addition: None,
+        };
+        let base = system::sections(&base_parts);
+        let fixed: u64 = base.iter().map(|s| u64::from(s.tokens)).sum();
+        let current = options.current_message.as_ref().map_or(0, |m| {
+            u64::from(ctxhost_transcript::tokens::estimate_message(m))
+        });
+        let window = self.context_window();
+        let available = window.saturating_sub(settings.response_reserve);
+        let history_budget = available.saturating_sub(fixed + current);
+        let assemble = AssembleOptions {
+            token_budget: Some(super::tokens_u32(history_budget)),
+            available_tools: options.tools.iter().map(|t| t.name.clone()).collect(),
+        };
+
+        let flush = self.flush_signal(settings, &material);
+        let mut assembly = self.assemble(&assemble).await?;
+        let mut sections = self.sections_with_addition(&base_parts, &assembly);
+        let mut breakdown = self.breakdown(
+            &sections,
+            &assembly,
+            current,
+            window,
+            settings,
+            history_budget,
+        );
+        let mut overflow_compaction = None;
+        if breakdown.total > available {
+            let outcome = self
+                .compact(&CompactOptions {
+                    force: true,
+                    trigger: CompactionTrigger::Overflow,
+                    token_budget: Some(super::tokens_u32(history_budget)),
+                    custom_instructions: None,
+                })
+                .await?;
+            assembly = self.assemble(&assemble).await?;
+            sections = self.sections_with_addition(&base_parts, &assembly);
+            breakdown = self.breakdown(
+                &sections,
+                &assembly,
+                current,
+                window,
+                settings,
+                history_budget,
+            );
+            overflow_compaction = Some(outcome);
+            if breakdown.total > available {
+                return Err(Error::Overflow(ContextOverflow::new(&breakdown)));
+            }
+        }
+        let messages = self.render(&assembly);
+        let message_tokens = self.item_tokens(&assembly);
+        Ok(ModelRequest {
+            system_prompt: system::render(&sections),
+            sections,
+            messages,
+            message_tokens,
+            breakdown,
+            truncated: material
+                .bootstrap
+                .files
+                .iter()
+                .filter(|f| f.truncated)
+                .map(|f| (f.name.clone(), f.original_chars))
+                .collect(),
+            warnings: material.warnings,
+            overflow_compaction,
+            flush,
+        })
+    }
+
+    fn sections_with_addition(
+        &self,
+        base: &system::PromptParts<'_>,
+        assembly: &Assembly,
+    ) -> Vec<Section> {
+        let parts = system::PromptParts {
+            engine_addition: assembly.system_prompt_addition.as_deref(),
+            ..*base
+        };
+        system::sections(&parts)
+    }
+
+    /// The host's own count of each assembled item (kept entries as the transcript has them,
+    /// inserted messages estimated), so the engine's arithmetic is never trusted for budgets.
+    fn item_tokens(&self, assembly: &Assembly) -> Vec<u32> {
+        let transcript = self.shared.read();
+        assembly
+            .items
+            .iter()
+            .map(|item| match item {
+                AssembledItem::Entry(index) => transcript.entries()[*index].tokens(),
+                AssembledItem::Inserted(json) => serde_json::from_str::<Value>(json)
+                    .map_or(0, |m| ctxhost_transcript::tokens::estimate_message(&m)),
+            })
+            .collect()
+    }
+
+    fn breakdown(
+        &self,
+        sections: &[Section],
+        assembly: &Assembly,
+        current: u64,
+        window: u64,
+        settings: &PromptSettings,
+        history_budget: u64,
+    ) -> Breakdown {
+        let mut b = Breakdown {
+            current_message: current,
+            window,
+            response_reserve: settings.response_reserve,
+            history_budget,
+            history: self
+                .item_tokens(assembly)
+                .iter()
+                .map(|&t| u64::from(t))
+                .sum(),
+            ..Breakdown::default()
+        };
+        for section in sections {
+            let tokens = u64::from(section.tokens);
+            match section.kind {
+                SectionKind::EngineAddition => b.engine_additions += tokens,
+                SectionKind::Identity => b.bootstrap += tokens,
+                SectionKind::Skills => b.skills += tokens,
+                SectionKind::Tools => b.tools += tokens,
+                SectionKind::Runtime
+                | SectionKind::Hints
+                | SectionKind::Extra
+                | SectionKind::Subagent => b.system += tokens,
+            }
+        }
+        b.total = b.system
+            + b.bootstrap
+            + b.skills
+            + b.tools
+            + b.history
+            + b.engine_additions
+            + b.current_message;
+        b
+    }
+
+    /// Once per compaction cycle, when the context nears the threshold: the runtime should let
+    /// the agent write durable notes first. Never for a read-only (or no) workspace.
+    fn flush_signal(
+        &mut self,
+        settings: &PromptSettings,
+        material: &WorkspaceMaterial,
+    ) -> Option<FlushSignal> {
+        let flush = &settings.memory_flush;
+        if !flush.enabled || !material.writable {
+            return None;
+        }
+        let threshold = self
+            .shared
+            .settings
+            .threshold()
+            .saturating_sub(flush.soft_threshold_tokens);
+        let context_tokens = self.context_tokens();
+        let cycle = self.shared.read().compaction_count();
+        if context_tokens <= threshold || self.flush_signalled_in == Some(cycle) {
+            return None;
+        }
+        self.flush_signalled_in = Some(cycle);
+        Some(FlushSignal {
+            prompt: flush.prompt.clone(),
+            system_prompt: flush.system_prompt.clone(),
+            context_tokens,
+            threshold,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_names_every_part() {
+        let b = Breakdown {
+            system: 1,
+            bootstrap: 2,
+            skills: 3,
+            tools: 4,
+            history: 5,
+            engine_additions: 6,
+            current_message: 7,
+            total: 28,
+            window: 20,
+            response_reserve: 4,
+            history_budget: 0,
+        };
+        let text = ContextOverflow::new(&b).to_string();
+        assert!(text.contains("needs 28 tokens"), "{text}");
+        assert!(text.contains("leaves 16"), "{text}");
+        assert!(
+            text.contains("history 5") && text.contains("current message 7"),
+            "{text}"
+        );
+    }
+}
