@@ -86,9 +86,11 @@ fn the_parts_add_up_and_history_gets_what_the_window_leaves() {
             "{b:?}"
         );
         let fixed = b.system + b.bootstrap + b.skills + b.tools;
+        // The response reserve is the compaction reserve: max(reserveTokens 16,384, floor 20,000).
+        assert_eq!(b.response_reserve, 20_000);
         assert_eq!(
             b.history_budget,
-            200_000 - 16_384 - fixed - b.current_message
+            200_000 - 20_000 - fixed - b.current_message
         );
         assert_eq!(
             b.history,

@@ -12,9 +12,10 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::host::{Host, SessionTarget};
+use crate::prompt::PromptSettings;
 use crate::runtime::PreparedEngine;
 use crate::runtime::contract::CompactionTrigger;
-use crate::session::{AssembleOptions, CompactOptions};
+use crate::session::{AssembleOptions, CompactOptions, TurnOptions};
 
 /// The settings a replay at `window` uses: the configured ones, scaled down when the window is
 /// too small for them (a 20,000-token reserve floor leaves nothing of a 32k window).
@@ -70,13 +71,70 @@ impl Progress for () {
     fn advance(&mut self, _done: usize, _total: usize) {}
 }
 
-/// Replays `source` into a new transcript at `output`.
+/// Replays `source` into a new transcript at `output`, measuring the engine's assembly alone.
 pub async fn replay(
     host: &Host,
     source: &Path,
     engine: Arc<PreparedEngine>,
     window: u64,
     output: &Path,
+    progress: &mut dyn Progress,
+) -> Result<ReplayReport> {
+    replay_with(host, source, engine, window, output, None, progress).await
+}
+
+/// What one turn's context measured.
+struct Measured {
+    tokens: u32,
+    inserted: usize,
+    addition: Option<String>,
+    /// A compaction the request path ran because the request overflowed: (before, after).
+    overflow_compaction: Option<(u64, u64)>,
+}
+
+/// The engine's assembly alone, or — with prompt settings — the whole model request around it
+/// (system prompt, bootstrap files, skills), through the same path as `context inspect`.
+async fn measure(
+    session: &mut crate::Session,
+    options: &AssembleOptions,
+    prompt: Option<&PromptSettings>,
+) -> Result<Measured> {
+    Ok(match prompt {
+        None => {
+            let assembly = session.assemble(options).await?;
+            Measured {
+                tokens: assembly.estimated_tokens,
+                inserted: assembly.inserted(),
+                addition: assembly.system_prompt_addition,
+                overflow_compaction: None,
+            }
+        }
+        Some(settings) => {
+            let request = session
+                .prepare_request(settings, &TurnOptions::default())
+                .await?;
+            Measured {
+                tokens: u32::try_from(request.breakdown.total).unwrap_or(u32::MAX),
+                inserted: request.inserted_messages,
+                addition: request.engine_addition,
+                overflow_compaction: request
+                    .overflow_compaction
+                    .filter(|c| c.compacted)
+                    .and(request.total_before_compaction)
+                    .map(|before| (before, request.breakdown.total)),
+            }
+        }
+    })
+}
+
+/// `replay`, optionally counting the whole request built around the engine (`prompt`).
+pub async fn replay_with(
+    host: &Host,
+    source: &Path,
+    engine: Arc<PreparedEngine>,
+    window: u64,
+    output: &Path,
+    prompt: Option<&PromptSettings>,
     progress: &mut dyn Progress,
 ) -> Result<ReplayReport> {
     let recorded = Transcript::load(source)?;
@@ -116,8 +174,15 @@ pub async fn replay(
     let mut inserted = 0;
     for (n, message) in messages.iter().enumerate() {
         if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
-            let mut assembly = session.assemble(&options).await?;
-            if settings.should_compact(u64::from(assembly.estimated_tokens)) {
+            let mut turn = measure(&mut session, &options, prompt).await?;
+            if let Some((before, after)) = turn.overflow_compaction {
+                compactions.push(CompactionEvent {
+                    at_message: n + 1,
+                    tokens_before: before,
+                    tokens_after: after,
+                });
+            }
+            if settings.should_compact(u64::from(turn.tokens)) {
                 let outcome = session
                     .compact(&CompactOptions {
                         trigger: CompactionTrigger::Auto,
@@ -126,18 +191,18 @@ pub async fn replay(
                     })
                     .await?;
                 if outcome.compacted {
-                    let before = u64::from(assembly.estimated_tokens);
-                    assembly = session.assemble(&options).await?;
+                    let before = u64::from(turn.tokens);
+                    turn = measure(&mut session, &options, prompt).await?;
                     compactions.push(CompactionEvent {
                         at_message: n + 1,
                         tokens_before: before,
-                        tokens_after: u64::from(assembly.estimated_tokens),
+                        tokens_after: u64::from(turn.tokens),
                     });
                 }
             }
-            assembled.push(assembly.estimated_tokens);
-            inserted += assembly.inserted();
-            if let Some(addition) = assembly.system_prompt_addition {
+            assembled.push(turn.tokens);
+            inserted += turn.inserted;
+            if let Some(addition) = turn.addition {
                 match additions.last_mut() {
                     Some((last, count)) if *last == addition => *count += 1,
                     _ => additions.push((addition, 1)),

@@ -320,17 +320,21 @@ pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
         TranscriptError::invalid(&source, line, "not UTF-8")
     })?;
     text.push_str(&tail);
-    let first_line = if start <= header_end as u64 + 1 {
-        2
-    } else {
-        line_number_at(path, start)?
+    // Line numbers of the tail are only needed for errors and warnings: counting the newlines
+    // before it reads the whole file, so it is done only then.
+    let first_line = || -> Result<usize, TranscriptError> {
+        if start <= header_end as u64 + 1 {
+            Ok(2)
+        } else {
+            line_number_at(path, start)
+        }
     };
     let t = match Transcript::parse_tail(&text, &source) {
         Ok(t) => t,
         Err(TranscriptError::Invalid { line, problem, .. }) => {
             return Err(TranscriptError::invalid(
                 &source,
-                first_line + line.saturating_sub(2),
+                first_line()? + line.saturating_sub(2),
                 problem,
             ));
         }
@@ -338,8 +342,11 @@ pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
     };
     let mut status = from_transcript(&t, file_bytes, CountSource::Details);
     status.bytes_scanned = bytes_scanned;
-    for w in &mut status.warnings {
-        w.line = first_line + w.line.saturating_sub(2);
+    if !status.warnings.is_empty() {
+        let first = first_line()?;
+        for w in &mut status.warnings {
+            w.line = first + w.line.saturating_sub(2);
+        }
     }
     let recorded = status
         .last_compaction

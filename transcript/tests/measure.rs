@@ -28,6 +28,16 @@ fn status_on_a_1gb_transcript() {
         .run(&Extractive, &mut |_, _| {});
     tail.append_compaction(&plan.to_new_compaction(), "2026-01-01T00:00:00.000Z")
         .unwrap();
+    // ~10 MB of session after the compaction: the scan reads and parses all of it.
+    let more = Transcript::parse(&coding_session(78, 4000), "more").unwrap();
+    for e in more
+        .entries()
+        .iter()
+        .filter(|e| e.entry_type() == "message")
+    {
+        let m: serde_json::Value = serde_json::from_str(&e.message_json()).unwrap();
+        tail.append_message(&m, "2026-01-01T00:00:01.000Z").unwrap();
+    }
     let tail_text = tail.to_v3_string();
     let (header, tail_body) = tail_text.split_once('\n').unwrap();
     // The filler: another session's lines repeated with distinct ids, up to 1 GB in total.
@@ -66,9 +76,9 @@ fn status_on_a_1gb_transcript() {
     times.sort();
     let st = last.unwrap();
     println!(
-        "status on {:.2} GB ({} MB tail read): median {:?}, min {:?}, max {:?}; {} context tokens, {} compaction(s) ({})",
+        "status on {:.2} GB ({:.1} MB tail read): median {:?}, min {:?}, max {:?}; {} context tokens, {} compaction(s) ({})",
         size as f64 / 1e9,
-        st.bytes_scanned >> 20,
+        st.bytes_scanned as f64 / 1048576.0,
         times[2],
         times[0],
         times[4],

@@ -19,6 +19,10 @@ pub struct ReplayArgs {
     /// Engine to replay through (default: the one the config's slot selects).
     #[arg(long)]
     engine: Option<String>,
+    /// Count the whole request built around the engine: system prompt, this workspace's
+    /// bootstrap files and skills (default: the engine's assembly alone).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
     /// Keep the replayed transcript here (default: a scratch file, removed afterwards).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -46,8 +50,22 @@ pub async fn run(home: Home, config: Config, args: ReplayArgs) -> anyhow::Result
         None => scratch.path().join("replay.jsonl"),
     };
     let mut bar = Bar::new("replaying");
-    let report =
-        ctxhost::replay::replay(&host, &args.file, engine, args.window, &output, &mut bar).await;
+    let prompt = args.workspace.as_ref().map(|dir| {
+        let mut settings =
+            ctxhost::prompt::PromptSettings::from_config(&host.config().settings.agents.defaults);
+        settings.workspace = Some(dir.clone());
+        settings
+    });
+    let report = ctxhost::replay::replay_with(
+        &host,
+        &args.file,
+        engine,
+        args.window,
+        &output,
+        prompt.as_ref(),
+        &mut bar,
+    )
+    .await;
     bar.finish();
     let report = report?;
     if args.json {

@@ -23,8 +23,6 @@ pub struct PromptSettings {
     pub bootstrap_files: Vec<String>,
     pub extra_system_prompt: Option<String>,
     pub model: Option<String>,
-    /// Tokens kept free for the model's response.
-    pub response_reserve: u64,
     pub memory_flush: MemoryFlushSettings,
 }
 
@@ -36,7 +34,6 @@ impl PromptSettings {
             bootstrap_files: defaults.bootstrap_files.clone(),
             extra_system_prompt: defaults.extra_system_prompt.clone(),
             model: defaults.model.clone(),
-            response_reserve: defaults.compaction.reserve_tokens,
             memory_flush: defaults.compaction.memory_flush.clone(),
         }
     }

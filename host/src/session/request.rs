@@ -70,12 +70,18 @@ pub struct ModelRequest {
     pub messages: Vec<String>,
     /// Token count of each message, in order.
     pub message_tokens: Vec<u32>,
+    /// How many of the messages the engine inserted (the rest are transcript entries).
+    pub inserted_messages: usize,
+    /// The engine's system-prompt addition, also the first section when present.
+    pub engine_addition: Option<String>,
     pub breakdown: Breakdown,
     /// Bootstrap files cut to `bootstrapMaxChars`: (file, original characters).
     pub truncated: Vec<(String, usize)>,
     pub warnings: Vec<String>,
     /// Set when the request did not fit and a compaction ran first.
     pub overflow_compaction: Option<CompactOutcome>,
+    /// The request's total before that compaction.
+    pub total_before_compaction: Option<u64>,
     pub flush: Option<FlushSignal>,
 }
 
@@ -142,7 +148,10 @@ impl Session {
             u64::from(ctxhost_transcript::tokens::estimate_message(m))
         });
         let window = self.context_window();
-        let available = window.saturating_sub(settings.response_reserve);
+        // The response reserve is the session's compaction reserve (reserveTokens, never below
+        // its floor): what compaction keeps free is what the model's answer may use.
+        let reserve = window.saturating_sub(self.shared.settings.threshold());
+        let available = window - reserve;
         let history_budget = available.saturating_sub(fixed + current);
         let assemble = AssembleOptions {
             token_budget: Some(super::tokens_u32(history_budget)),
@@ -157,11 +166,13 @@ impl Session {
             &assembly,
             current,
             window,
-            settings,
+            reserve,
             history_budget,
         );
         let mut overflow_compaction = None;
+        let mut total_before_compaction = None;
         if breakdown.total > available {
+            total_before_compaction = Some(breakdown.total);
             let outcome = self
                 .compact(&CompactOptions {
                     force: true,
@@ -177,7 +188,7 @@ impl Session {
                 &assembly,
                 current,
                 window,
-                settings,
+                reserve,
                 history_budget,
             );
             overflow_compaction = Some(outcome);
@@ -192,6 +203,8 @@ impl Session {
             sections,
             messages,
             message_tokens,
+            inserted_messages: assembly.inserted(),
+            engine_addition: assembly.system_prompt_addition,
             breakdown,
             truncated: material
                 .bootstrap
@@ -202,6 +215,7 @@ impl Session {
                 .collect(),
             warnings: material.warnings,
             overflow_compaction,
+            total_before_compaction,
             flush,
         })
     }
@@ -239,13 +253,13 @@ impl Session {
         assembly: &Assembly,
         current: u64,
         window: u64,
-        settings: &PromptSettings,
+        reserve: u64,
         history_budget: u64,
     ) -> Breakdown {
         let mut b = Breakdown {
             current_message: current,
             window,
-            response_reserve: settings.response_reserve,
+            response_reserve: reserve,
             history_budget,
             history: self
                 .item_tokens(assembly)

@@ -242,6 +242,8 @@ pub struct Job {
     /// Tool results Phase 1 prunes (ids), and the tokens that saves.
     pruned: Vec<String>,
     pruned_saved: u64,
+    /// Estimated context after Phase 1 alone (summary + messages, pruned ones as placeholders).
+    prune_tokens_after: u64,
     /// Phase 1 only: the boundary stays, the previous summary is carried.
     prune_only: Option<(usize, String, String)>,
     summarize: Option<Summarize>,
@@ -344,6 +346,7 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
             .map(|&i| entries[i].id().to_string())
             .collect(),
         pruned_saved: saved,
+        prune_tokens_after: 0,
         prune_only: None,
         summarize: None,
         counts_before: (stats.total as u64, stats.summarizing as u64),
@@ -366,9 +369,22 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
                     base.pruned.len()
                 )
             });
+        let placeholder = u64::from(estimate_text(PRUNED_TEXT));
+        let prune_tokens_after = u64::from(estimate_text(&previous))
+            + messages
+                .iter()
+                .map(|&i| {
+                    if pruned_set.contains(&i) {
+                        placeholder
+                    } else {
+                        u64::from(entries[i].tokens())
+                    }
+                })
+                .sum::<u64>();
         return Ok(Job {
             layer: Layer::Prune,
             prune_only: Some((first, entries[first].id().to_string(), previous)),
+            prune_tokens_after,
             ..base
         });
     }
@@ -580,7 +596,7 @@ impl Job {
                         .div_ceil(4)
                         .min(self.tokens_before)
             }
-            _ => self.tokens_before.saturating_sub(self.pruned_saved),
+            _ => self.prune_tokens_after,
         };
         Estimate {
             layer: self.layer,
@@ -606,8 +622,14 @@ impl Job {
                         "carriesSummary".into(),
                         Value::Bool(!summary.ends_with("pruned for context]")),
                     );
-                    let after = self.tokens_before.saturating_sub(self.pruned_saved);
-                    (summary, first, first_id, after, 0, self.pruned)
+                    (
+                        summary,
+                        first,
+                        first_id,
+                        self.prune_tokens_after,
+                        0,
+                        self.pruned,
+                    )
                 }
                 (Some(s), _) => {
                     let total_calls = self.policy.parts.max(1) + 1;
