@@ -271,3 +271,42 @@ fn a_broken_selected_engine_is_an_error_unless_fallback_opts_into_legacy() {
         assert_eq!(host.active_engine().await.unwrap().id(), "legacy");
     });
 }
+
+#[test]
+fn batches_turn_hooks_and_subagent_hooks_reach_the_engine() {
+    use ctxhost::runtime::contract::{ContextMode, SubagentEndReason};
+    let scratch = Scratch::new();
+    let host = scratch.host("{}");
+    let source = scratch.generated_transcript(8, 40);
+    block_on(async {
+        let mut session = host
+            .open_session(&SessionTarget::Key("hooks".into()))
+            .await
+            .unwrap();
+        let messages = messages_of(&source);
+        let indices = session.append_batch(&messages).await.unwrap();
+        assert_eq!(indices.len(), 40);
+        assert_eq!(session.transcript().entries().len(), 40);
+        session.after_turn(0, None, false, None).await.unwrap();
+
+        // Legacy issues no rollback handle, so none can be rolled back.
+        let handle = session
+            .prepare_subagent_spawn("child", ContextMode::Isolated, Some(60_000))
+            .await
+            .unwrap();
+        assert_eq!(handle, None);
+        let err = session
+            .rollback_subagent_spawn(7)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rollback handle 7 was never issued"), "{err}");
+        session
+            .on_subagent_ended("child", SubagentEndReason::Completed)
+            .await
+            .unwrap();
+        let path = session.path().to_path_buf();
+        session.close().await.unwrap();
+        assert_eq!(raw_messages(&path).len(), 40);
+    });
+}
