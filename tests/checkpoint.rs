@@ -9,7 +9,7 @@ use ctxhost::replay::{replay, settings_for_window};
 use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::transcript::Transcript;
 use ctxhost::{AssembleOptions, AssembledItem, Assembly, CompactOptions, SessionTarget};
-use ctxhost_tests::{Scratch, block_on, shared_transcript};
+use ctxhost_tests::{Scratch, block_on, recorded_messages, shared_transcript};
 use serde_json::Value;
 
 const WINDOW: u64 = 32_000;
@@ -20,16 +20,6 @@ fn config(extra_engine_config: &str) -> String {
          entries: {{ 'checkpoint-manager': {{ config: {{ {extra_engine_config} }} }} }} }}, \
          agents: {{ defaults: {{ contextWindow: {WINDOW} }} }} }}"
     )
-}
-
-fn messages_of(path: &Path) -> Vec<Value> {
-    let transcript = Transcript::load(path).unwrap();
-    transcript
-        .active_branch()
-        .into_iter()
-        .filter(|&i| transcript.entries()[i].entry_type() == "message")
-        .map(|i| serde_json::from_str(&transcript.entries()[i].message_json()).unwrap())
-        .collect()
 }
 
 /// The checkpoint files of a session key, oldest first.
@@ -120,7 +110,7 @@ fn gauge_checkpoints_and_restores_in_the_host() {
             .await
             .unwrap();
         let mut lines = Vec::new();
-        for message in messages_of(&source) {
+        for message in recorded_messages(&source) {
             if message["role"] == "assistant" {
                 let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
                 assert_eq!(assembly.inserted(), 0, "no restore before any compaction");
@@ -350,7 +340,7 @@ fn restore_messages_on_the_shared_transcript_stay_lean() {
             .unwrap();
         // As `replay` does: the recorded usage is the original session's, not this one's.
         session.set_estimates_only(true);
-        for message in messages_of(&source) {
+        for message in recorded_messages(&source) {
             if message["role"] == "assistant" {
                 let mut assembly = session.assemble(&options).await.unwrap();
                 if settings.should_compact(u64::from(assembly.estimated_tokens)) {

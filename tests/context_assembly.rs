@@ -7,17 +7,7 @@ use ctxhost::prompt::{PromptMode, PromptSettings, ToolSpec};
 use ctxhost::session::TurnOptions;
 use ctxhost::transcript::Transcript;
 use ctxhost::{Error, SessionTarget};
-use ctxhost_tests::{Scratch, block_on};
-
-fn messages(path: &Path) -> Vec<serde_json::Value> {
-    let transcript = Transcript::load(path).unwrap();
-    transcript
-        .active_branch()
-        .into_iter()
-        .filter(|&i| transcript.entries()[i].entry_type() == "message")
-        .map(|i| serde_json::from_str(&transcript.entries()[i].message_json()).unwrap())
-        .collect()
-}
+use ctxhost_tests::{Scratch, block_on, recorded_messages};
 
 fn workspace(dir: &Path, agents_md: &str) {
     std::fs::create_dir_all(dir.join("skills/pdf")).unwrap();
@@ -63,7 +53,7 @@ fn the_parts_add_up_and_history_gets_what_the_window_leaves() {
             .await
             .unwrap();
         session.set_estimates_only(true);
-        for m in messages(&source) {
+        for m in recorded_messages(&source) {
             session.append(&m).await.unwrap();
         }
         let request = session
@@ -120,7 +110,7 @@ fn overflow_compacts_then_fits_or_fails_with_the_numbers() {
             .await
             .unwrap();
         session.set_estimates_only(true);
-        for m in messages(&source) {
+        for m in recorded_messages(&source) {
             session.append(&m).await.unwrap();
         }
         assert!(
@@ -162,7 +152,7 @@ fn the_flush_signal_fires_once_per_cycle_and_never_for_a_read_only_workspace() {
     let ws = scratch.path("ws");
     workspace(&ws, "Notes go in MEMORY.md.");
     let source = scratch.generated_transcript(23, 200);
-    let all = messages(&source);
+    let all = recorded_messages(&source);
     block_on(async {
         let mut session = host
             .open_session(&SessionTarget::Key("flush".into()))

@@ -8,7 +8,7 @@ use ctxhost::runtime::LoadSource;
 use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::transcript::Transcript;
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
-use ctxhost_tests::{SLIDING_WINDOW_WASM, Scratch, block_on, shared_transcript};
+use ctxhost_tests::{SLIDING_WINDOW_WASM, Scratch, block_on, recorded_messages, shared_transcript};
 use serde_json::value::RawValue;
 
 /// The `message` field of every message line, as the bytes in the file (extracted here
@@ -23,16 +23,6 @@ fn raw_messages(path: &Path) -> Vec<String> {
             let is_message = fields.get("type").map(|t| t.get()) == Some("\"message\"");
             is_message.then(|| fields["message"].get().to_string())
         })
-        .collect()
-}
-
-fn messages_of(path: &Path) -> Vec<serde_json::Value> {
-    let transcript = Transcript::load(path).unwrap();
-    transcript
-        .active_branch()
-        .into_iter()
-        .filter(|&i| transcript.entries()[i].entry_type() == "message")
-        .map(|i| serde_json::from_str(&transcript.entries()[i].message_json()).unwrap())
         .collect()
 }
 
@@ -51,7 +41,7 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
             .open_session(&SessionTarget::Key("agent:main:test".into()))
             .await
             .unwrap();
-        let messages = messages_of(&source);
+        let messages = recorded_messages(&source);
         for message in &messages {
             session.append(message).await.unwrap();
         }
@@ -166,7 +156,7 @@ fn a_configured_example_engine_serves_the_session() {
             .open_session(&SessionTarget::Key("window".into()))
             .await
             .unwrap();
-        for message in messages_of(&source) {
+        for message in recorded_messages(&source) {
             session.append(&message).await.unwrap();
         }
         let total: u32 = session
@@ -283,7 +273,7 @@ fn batches_turn_hooks_and_subagent_hooks_reach_the_engine() {
             .open_session(&SessionTarget::Key("hooks".into()))
             .await
             .unwrap();
-        let messages = messages_of(&source);
+        let messages = recorded_messages(&source);
         let indices = session.append_batch(&messages).await.unwrap();
         assert_eq!(indices.len(), 40);
         assert_eq!(session.transcript().entries().len(), 40);

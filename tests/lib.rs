@@ -88,6 +88,19 @@ impl Default for Scratch {
     }
 }
 
+/// The messages of a transcript's active branch, as AgentMessage values, in order: what a
+/// runtime would append to replay it.
+pub fn recorded_messages(path: &Path) -> Vec<serde_json::Value> {
+    let transcript = ctxhost::transcript::Transcript::load(path).expect("a valid transcript");
+    let entries = transcript.entries();
+    transcript
+        .active_branch()
+        .into_iter()
+        .filter(|&i| entries[i].entry_type() == "message")
+        .map(|i| serde_json::from_str(&entries[i].message_json()).expect("message JSON"))
+        .collect()
+}
+
 /// `../shared/data/pi-large-session.jsonl` when this checkout sits beside `shared/`; a user's
 /// clone has no `shared/`, so tests that need it print why they skip and return.
 pub fn shared_transcript(test: &str) -> Option<PathBuf> {

@@ -148,21 +148,11 @@ pub fn sections(parts: &PromptParts<'_>) -> Vec<Section> {
         out.push(section(SectionKind::Identity, "Agent identity", text));
     }
     if !minimal && !parts.skills.is_empty() {
-        let text = parts
-            .skills
-            .iter()
-            .map(|s| format!("- {}: {}", s.name, s.description))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = bullets(parts.skills.iter().map(|s| (&s.name, &s.description)));
         out.push(section(SectionKind::Skills, "Skills", text));
     }
     if !parts.tools.is_empty() {
-        let text = parts
-            .tools
-            .iter()
-            .map(|t| format!("- {}: {}", t.name, t.description))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = bullets(parts.tools.iter().map(|t| (&t.name, &t.description)));
         out.push(section(SectionKind::Tools, "Tools", text));
     }
     if !minimal {
@@ -180,6 +170,14 @@ pub fn sections(parts: &PromptParts<'_>) -> Vec<Section> {
         ));
     }
     out
+}
+
+/// `- name: description` lines.
+fn bullets<'a>(items: impl Iterator<Item = (&'a String, &'a String)>) -> String {
+    items
+        .map(|(name, description)| format!("- {name}: {description}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The sections as one prompt.
