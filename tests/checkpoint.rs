@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use ctxhost::replay::{replay, settings_for_window};
 use ctxhost::runtime::contract::CompactionTrigger;
-use ctxhost::transcript::Transcript;
 use ctxhost::{AssembleOptions, AssembledItem, Assembly, CompactOptions, SessionTarget};
 use ctxhost_tests::{Scratch, block_on, recorded_messages, shared_transcript};
 use serde_json::Value;

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use ctxhost::prompt::{PromptMode, PromptSettings, ToolSpec};
 use ctxhost::session::TurnOptions;
-use ctxhost::transcript::Transcript;
 use ctxhost::{Error, SessionTarget};
 use ctxhost_tests::{Scratch, block_on, recorded_messages};
 

@@ -101,7 +101,7 @@ fn engine_calls(c: &mut Criterion) {
 
 fn compaction_and_checkpoints(c: &mut Criterion) {
     let fx = Fixture::new().unwrap();
-    let t = Transcript::load(&fx.generated).unwrap();
+    let t = Transcript::load(&fx.generated_200k).unwrap();
     let settings = Settings::default();
     c.bench_function("compaction/runtime_extractive_200k", |b| {
         b.iter(|| {

@@ -20,9 +20,12 @@ use ctxhost::{AssembleOptions, Host, Session, SessionTarget};
 use ctxhost_transcript::compaction::{self, Extractive, Settings};
 use ctxhost_transcript::{Entry, Role, Transcript};
 
-/// The generated session the assemble / compaction / peer rows use: 2,000 messages, ~200k
-/// tokens (`generate::coding_session`).
+/// The generated session of the assemble rows: 2,000 messages (`generate::coding_session`; it
+/// carries ~488k tokens: `assemble` sees only entry triples, so its cost follows the entries).
 pub const SESSION_MESSAGES: usize = 2000;
+/// The generated ~200k-token session of the compaction, checkpoint and peer rows: 850
+/// messages, 200,381 tokens by the transcript's rule, 1.13 MB.
+pub const SESSION_200K_MESSAGES: usize = 850;
 pub const SESSION_SEED: u64 = 7;
 /// The context window of the replay rows.
 pub const REPLAY_WINDOW: u64 = 32_000;
@@ -30,6 +33,11 @@ pub const REPLAY_WINDOW: u64 = 32_000;
 /// The generated 2,000-message session as JSONL.
 pub fn generated_session() -> String {
     ctxhost_transcript::generate::coding_session(SESSION_SEED, SESSION_MESSAGES)
+}
+
+/// The generated ~200k-token session as JSONL.
+pub fn generated_200k() -> String {
+    ctxhost_transcript::generate::coding_session(SESSION_SEED, SESSION_200K_MESSAGES)
 }
 
 /// `../shared/data/pi-large-session.jsonl` beside the workspace, when present.
@@ -180,12 +188,14 @@ impl Sampler {
 // Fixture
 
 /// A scratch `CTXHOST_HOME` with default config, a host over it (pooling, component cache in
-/// the home), and the generated 2,000-message session written into it.
+/// the home), and the generated sessions written into it.
 pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub host: Host,
-    /// The generated session (a copy nobody appends to is made per use).
+    /// The generated 2,000-message session (sessions get a copy of it).
     pub generated: PathBuf,
+    /// The generated ~200k-token session.
+    pub generated_200k: PathBuf,
 }
 
 impl Fixture {
@@ -197,10 +207,13 @@ impl Fixture {
         let host = Host::new(home, config)?;
         let generated = dir.path().join("generated-2000.jsonl");
         std::fs::write(&generated, generated_session())?;
+        let generated_200k = dir.path().join("generated-200k.jsonl");
+        std::fs::write(&generated_200k, self::generated_200k())?;
         Ok(Self {
             dir,
             host,
             generated,
+            generated_200k,
         })
     }
 
@@ -443,6 +456,32 @@ pub fn load_cached(budget: Budget) -> Result<Samples> {
     Ok(s.done())
 }
 
+/// The part of a cached load that is the cache's own check: reading the cache file and
+/// hashing it (blake3), without `Component::deserialize`. Returns the file size too.
+pub fn cache_read_and_hash(budget: Budget) -> Result<(Samples, u64)> {
+    let dir = tempfile::tempdir()?;
+    let runtime = Runtime::new(&RuntimeOptions {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..RuntimeOptions::default()
+    })?;
+    runtime.compile("bundled:legacy", ctxhost::plugins::LEGACY_WASM)?;
+    let file = std::fs::read_dir(dir.path())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .context("no cache file written")?;
+    let size = std::fs::metadata(&file)?.len();
+    let mut s = Sampler::new(budget);
+    while s.more() {
+        let t = Instant::now();
+        let bytes = std::fs::read(&file)?;
+        let hash = blake3::hash(&bytes);
+        s.push(t.elapsed());
+        black_box(hash);
+    }
+    Ok((s.done(), size))
+}
+
 /// New instance on a warm engine: `PreparedEngine::instantiate` (health check, WASI context
 /// with the state dir preopened, `Store`, pooled instantiation). Dropping the instance (the
 /// slot goes back to the pool) happens after the clock.
@@ -457,6 +496,22 @@ pub async fn instantiate(fx: &Fixture, budget: Budget) -> Result<Samples> {
         let instance = engine.instantiate(session, services).await?;
         s.push(t.elapsed());
         drop(instance);
+    }
+    Ok(s.done())
+}
+
+/// The filesystem part of an instantiation, approximated: `create_dir_all` of the engine's
+/// state dir (it exists) and opening it (the WASI preopen), as `instantiate` does each time.
+pub fn state_dir_syscalls(fx: &Fixture, budget: Budget) -> Result<Samples> {
+    let dir = fx.dir.path().join("home/state/legacy");
+    std::fs::create_dir_all(&dir)?;
+    let mut s = Sampler::new(budget);
+    while s.more() {
+        let t = Instant::now();
+        std::fs::create_dir_all(&dir)?;
+        let handle = std::fs::File::open(&dir)?;
+        s.push(t.elapsed());
+        drop(handle);
     }
     Ok(s.done())
 }
@@ -561,9 +616,9 @@ pub struct CompactionInfo {
 
 /// Runtime compaction as `delegate-compaction` runs it: `compaction::prepare` (layer choice,
 /// prune candidates, the cut) + `Job::run` with the extractive summarizer, on the loaded
-/// generated session (loading is before the clock).
+/// generated ~200k-token session (loading is before the clock).
 pub fn runtime_compaction(fx: &Fixture, budget: Budget) -> Result<(Samples, CompactionInfo)> {
-    let t = Transcript::load(&fx.generated)?;
+    let t = Transcript::load(&fx.generated_200k)?;
     let settings = Settings::default();
     let request = compaction::Request::default();
     let mut info = None;
@@ -587,7 +642,7 @@ pub fn runtime_compaction(fx: &Fixture, budget: Budget) -> Result<(Samples, Comp
 
 /// `compaction::plan`: the plain keep-recent cut + extractive summary, on the same session.
 pub fn compaction_plan(fx: &Fixture, budget: Budget) -> Result<(Samples, CompactionInfo)> {
-    let t = Transcript::load(&fx.generated)?;
+    let t = Transcript::load(&fx.generated_200k)?;
     let settings = Settings::default();
     let mut info = None;
     let mut s = Sampler::new(budget);
@@ -613,19 +668,19 @@ pub struct CheckpointInfo {
     pub messages_ingested: usize,
 }
 
-/// The checkpoint-manager's state after ingesting the whole generated session natively.
+/// The checkpoint-manager's state after ingesting the whole ~200k-token session natively.
 fn checkpoint_state(
     fx: &Fixture,
     root: &Path,
 ) -> Result<(ctxhost_checkpoint_manager::session::SessionState, usize)> {
     use ctxhost_checkpoint_manager::config::Config as CmConfig;
     use ctxhost_checkpoint_manager::session::{SessionState, Start};
-    let t = Transcript::load(&fx.generated)?;
+    let t = Transcript::load(&fx.generated_200k)?;
     let mut state = SessionState::open(
         root,
         Start {
             key: "agent:main:bench",
-            session_file: &fx.generated.display().to_string(),
+            session_file: &fx.generated_200k.display().to_string(),
             entry_count: Some(t.entries().len() as u32),
             leading_summary: None,
             config: CmConfig::default(),
@@ -647,7 +702,7 @@ fn checkpoint_state(
 
 /// checkpoint-manager's checkpoint write, natively (`SessionState::write_checkpoint`, the
 /// function `compact` runs before delegating): build the checkpoint from what was captured of
-/// the 2,000-message session, serialize it as YAML, write it atomically (temp file, fsync,
+/// the ~200k-token session, serialize it as YAML, write it atomically (temp file, fsync,
 /// rename), write `_latest.json` the same way, apply retention (5).
 pub fn checkpoint_write(fx: &Fixture, budget: Budget) -> Result<(Samples, CheckpointInfo)> {
     use ctxhost_checkpoint_manager::checkpoint::Trigger;
@@ -904,6 +959,9 @@ pub struct PeerSteps {
     pub prepare: Samples,
     /// load + prepare in one clock.
     pub total: Samples,
+    /// `Entry::view` of every context entry: the message views prepare gathers for the
+    /// summarizer (it gathers those before the cut), alone.
+    pub views: Samples,
     pub context_tokens: u64,
     pub layer: String,
 }
@@ -937,6 +995,18 @@ pub fn peer_steps(path: &Path, budget: Budget) -> Result<PeerSteps> {
     let mut s = Sampler::new(budget);
     while s.more() {
         let start = Instant::now();
+        let views: Vec<_> = t
+            .context()
+            .into_iter()
+            .filter_map(|i| t.entries()[i].view())
+            .collect();
+        s.push(start.elapsed());
+        black_box(views);
+    }
+    let views = s.done();
+    let mut s = Sampler::new(budget);
+    while s.more() {
+        let start = Instant::now();
         let t = Transcript::load(path)?;
         let job = compaction::prepare(&t, &settings, &request);
         s.push(start.elapsed());
@@ -947,6 +1017,7 @@ pub fn peer_steps(path: &Path, budget: Budget) -> Result<PeerSteps> {
         estimate,
         prepare,
         total: s.done(),
+        views,
         context_tokens: t.context_tokens(),
         layer,
     })

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ctxhost_transcript::compaction::Settings;
 use serde_json::Value;
 
-use crate::config::{Config, Home};
+use crate::config::{Config, ConfigError, Home};
 use crate::error::{Error, Result};
 use crate::plugins::{Capability, PluginError, Registry, validate_config};
 use crate::runtime::{EngineSpec, Grants, Limits, PreparedEngine, Runtime, RuntimeOptions};
@@ -237,7 +237,19 @@ impl Host {
         settings: Settings,
     ) -> Result<Session> {
         let (key, path) = self.session_path(target)?;
-        Session::open(engine, &key, &path, settings.context_window, settings).await
+        let counter = self
+            .config
+            .settings
+            .agents
+            .defaults
+            .compaction
+            .token_counter()
+            .map_err(|message| ConfigError::Field {
+                path: self.config.source.path().to_path_buf(),
+                field: "agents.defaults.compaction.tokenCounter".into(),
+                message,
+            })?;
+        Session::open(engine, &key, &path, settings, counter).await
     }
 
     /// The compaction settings of the config (`agents.defaults`).

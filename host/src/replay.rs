@@ -18,12 +18,14 @@ use crate::runtime::contract::CompactionTrigger;
 use crate::session::{AssembleOptions, CompactOptions, TurnOptions};
 
 /// The settings a replay at `window` uses: the configured ones, scaled down when the window is
-/// too small for them (a 20,000-token reserve floor leaves nothing of a 32k window).
+/// too small for them (a 20,000-token reserve floor leaves nothing of a 32k window). Scaled,
+/// the threshold sits at 90% of the window, where the defaults put it for 200k and where the
+/// layered runtime compaction summarizes (it does nothing below 80%).
 pub fn settings_for_window(configured: &Settings, window: u64) -> Settings {
     let mut settings = configured.clone();
     settings.context_window = window;
     if settings.threshold() < window / 2 {
-        settings.reserve_tokens = window / 4;
+        settings.reserve_tokens = window / 10;
         settings.reserve_tokens_floor = 0;
     }
     settings.keep_recent_tokens = settings.keep_recent_tokens.min(settings.threshold() / 2);
@@ -162,6 +164,7 @@ pub async fn replay_with(
         )
         .await?;
     session.set_estimates_only(true);
+    session.set_sync(false);
     let started = Instant::now();
     let budget = u32::try_from(settings.threshold()).unwrap_or(u32::MAX);
     let options = AssembleOptions {
@@ -250,8 +253,8 @@ mod tests {
     #[test]
     fn small_windows_get_a_usable_threshold_and_keep_recent_below_it() {
         let settings = settings_for_window(&Settings::default(), 32_000);
-        assert_eq!(settings.threshold(), 24_000);
-        assert_eq!(settings.keep_recent_tokens, 12_000);
+        assert_eq!(settings.threshold(), 28_800);
+        assert_eq!(settings.keep_recent_tokens, 14_400);
         let settings = settings_for_window(&Settings::default(), 200_000);
         assert_eq!(settings.threshold(), 180_000);
         assert_eq!(settings.keep_recent_tokens, 20_000);

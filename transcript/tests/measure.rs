@@ -57,7 +57,7 @@ fn status_on_a_1gb_transcript() {
         if cut == 0 {
             break;
         }
-        f.write_all(body[..cut].as_bytes()).unwrap();
+        f.write_all(&body.as_bytes()[..cut]).unwrap();
         written += cut as u64;
         k += 1;
     }

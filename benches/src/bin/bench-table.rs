@@ -13,7 +13,7 @@
 //! with the reason.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -64,7 +64,6 @@ fn main() -> Result<()> {
     let rt = b::tokio_runtime();
     let fx = Fixture::new()?;
     let mut rows = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
 
     step("cold compile (legacy)");
     let cold = b::compile_cold(Budget::SLOW.from_env())?;
@@ -86,12 +85,32 @@ fn main() -> Result<()> {
         &cached,
     ));
 
+    let (read_hash, cache_bytes) = b::cache_read_and_hash(Budget::MEDIUM.from_env())?;
+    rows.push(row(
+        "↳ of which reading + hashing the cache file",
+        "report",
+        format!(
+            "{} ({} KB file; the rest is `Component::deserialize`)",
+            fmt_duration(read_hash.median()),
+            cache_bytes / 1000
+        ),
+        None,
+    ));
+
     step("instantiate (legacy)");
     let inst = rt.block_on(b::instantiate(&fx, Budget::FAST.from_env()))?;
     rows.push(goal_row(
         "new session instance (warm engine)",
         Duration::from_micros(10),
         &inst,
+    ));
+
+    let syscalls = b::state_dir_syscalls(&fx, Budget::FAST.from_env())?;
+    rows.push(row(
+        "↳ of which (approx.) `create_dir_all` + open of the state dir for the preopen",
+        "report",
+        fmt_duration(syscalls.median()),
+        None,
     ));
 
     step("ingest 2 KB (legacy)");
@@ -291,16 +310,14 @@ fn main() -> Result<()> {
     }
 
     // The peer, side by side.
-    let generated_path = b::data_dir().join("generated-2000.jsonl");
-    std::fs::write(&generated_path, b::generated_session())?;
+    let generated_path = b::data_dir().join("generated-200k.jsonl");
+    std::fs::create_dir_all(b::data_dir())?;
+    std::fs::write(&generated_path, b::generated_200k())?;
     let mut files: Vec<(&str, PathBuf)> = Vec::new();
     if let Some(path) = &shared {
         files.push(("pi-large-session.jsonl", path.clone()));
     }
-    files.push((
-        "generated 2,000 messages / 200k tokens",
-        generated_path.clone(),
-    ));
+    files.push(("generated 200k-token session", generated_path.clone()));
     let peer = if no_peer {
         Err("skipped: --no-peer".to_string())
     } else {
@@ -315,14 +332,7 @@ fn main() -> Result<()> {
     }
     let load_after = loadavg();
 
-    let table = render(
-        &rows,
-        &peer_rows,
-        &peer,
-        &notes_for(&mut notes),
-        &load_before,
-        &load_after,
-    );
+    let table = render(&rows, &peer_rows, &peer, &load_before, &load_after);
     println!("{table}");
     if let Some(dir) = out_path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -330,10 +340,6 @@ fn main() -> Result<()> {
     std::fs::write(&out_path, &table)?;
     eprintln!("written to {}", out_path.display());
     Ok(())
-}
-
-fn notes_for(notes: &mut Vec<String>) -> Vec<String> {
-    std::mem::take(notes)
 }
 
 fn step(name: &str) {
@@ -498,7 +504,6 @@ fn render(
     rows: &[Row],
     peer_rows: &[(String, PathBuf, b::PeerSteps)],
     peer: &Result<Value, String>,
-    notes: &[String],
     load_before: &str,
     load_after: &str,
 ) -> String {
@@ -590,6 +595,11 @@ fn render(
                         fmt_duration(samples.median())
                     );
                 }
+                let _ = writeln!(
+                    s,
+                    "| {label} | ctxhost: `MessageView`s of the whole context (what prepare gathers) | | {} | | |",
+                    fmt_duration(ours.views.median())
+                );
                 if let Some(p) = ms(&theirs["cut"]) {
                     let _ = writeln!(
                         s,
@@ -614,9 +624,5 @@ fn render(
             }
         }
     }
-    for note in notes {
-        let _ = writeln!(s, "\n{note}");
-    }
-    let _ = Path::new("");
     s
 }

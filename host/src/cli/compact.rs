@@ -86,6 +86,7 @@ pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Resul
         trigger: Trigger::Manual,
         focus: args.focus.as_deref(),
         engine: None,
+        context_tokens: None,
     };
     let prepared = compaction::prepare(&transcript, &settings, &request);
     let tokens_now = transcript.context_tokens();

@@ -83,9 +83,10 @@ impl Session {
         engine: Arc<PreparedEngine>,
         key: &str,
         path: &Path,
-        context_window: u64,
         settings: ctxhost_transcript::compaction::Settings,
+        token_counter: Option<ctxhost_transcript::TokenCounter>,
     ) -> Result<Self> {
+        let context_window = settings.context_window;
         let (file, transcript) = if path.exists() {
             TranscriptFile::open(path)?
         } else {
@@ -103,6 +104,10 @@ impl Session {
         };
         for warning in transcript.warnings() {
             tracing::warn!("{warning}");
+        }
+        let mut transcript = transcript;
+        if token_counter.is_some() {
+            transcript.set_token_counter(token_counter);
         }
         let session = SessionId {
             id: transcript.header().id().to_string(),
@@ -147,6 +152,12 @@ impl Session {
     /// Read access to the transcript.
     pub fn transcript(&self) -> impl std::ops::Deref<Target = Transcript> + '_ {
         self.shared.read()
+    }
+
+    /// Whether each append is fsynced (the default) or only flushed: a replay into a scratch
+    /// file needs no durability.
+    pub fn set_sync(&mut self, sync: bool) {
+        self.file.set_sync(sync);
     }
 
     /// Measure the context by estimates only, ignoring recorded `usage`: a replay's usage

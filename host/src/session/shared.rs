@@ -65,6 +65,7 @@ impl Shared {
                     trigger,
                     focus: request.custom_instructions.as_deref(),
                     engine: None,
+                    context_tokens: request.current_tokens.map(u64::from),
                 },
             );
             match prepared {
@@ -129,7 +130,16 @@ impl SessionServices for Shared {
         &'a self,
         request: &'a CompactRequest,
     ) -> BoxFuture<'a, Result<Option<Compaction>, HostError>> {
-        Box::pin(async move { Ok(self.plan_compaction(request)) })
+        // A remote summarizer blocks; keep the executor's other tasks running meanwhile.
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        Box::pin(async move {
+            Ok(if multi_thread {
+                tokio::task::block_in_place(|| self.plan_compaction(request))
+            } else {
+                self.plan_compaction(request)
+            })
+        })
     }
 
     fn complete<'a>(

@@ -196,6 +196,9 @@ pub struct Request<'a> {
     pub focus: Option<&'a str>,
     /// The engine that asked (recorded in the details).
     pub engine: Option<&'a str>,
+    /// The context size the caller measured (a replay measures by estimates, since recorded
+    /// usage belongs to another window); `None`: the transcript's usage-based figure.
+    pub context_tokens: Option<u64>,
 }
 
 impl Default for Request<'_> {
@@ -204,6 +207,7 @@ impl Default for Request<'_> {
             trigger: Trigger::Manual,
             focus: None,
             engine: None,
+            context_tokens: None,
         }
     }
 }
@@ -270,7 +274,7 @@ fn ratio(tokens: u64, window: u64) -> f64 {
 pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Result<Job, Skip> {
     let policy = &settings.policy;
     let window = settings.context_window.max(1);
-    let tokens_before = t.context_tokens();
+    let tokens_before = request.context_tokens.unwrap_or_else(|| t.context_tokens());
     let r = ratio(tokens_before, window);
     let stats = t.compaction_stats();
     let skip = |reason: String| Skip {
@@ -532,7 +536,7 @@ fn prune_candidates(t: &Transcript, messages: &[usize], policy: &Policy) -> (Vec
                 }
                 let tool = e.view().and_then(|v| v.tool_name).unwrap_or_default();
                 let protected = BUILTIN_PROTECTED_TOOLS.contains(&tool.as_str())
-                    || policy.prune_protected_tools.iter().any(|p| *p == tool);
+                    || policy.prune_protected_tools.contains(&tool);
                 if protected || tokens <= placeholder {
                     continue;
                 }
