@@ -160,6 +160,7 @@ fn transcripts(c: &mut Criterion) {
                         let run = rt
                             .block_on(b::replay(&fx, &path, engine, b::REPLAY_WINDOW, budget))
                             .unwrap();
+                        eprintln!("replay {engine}: {iters} runs, {} messages, {} turns, {} compactions, median {:?}", run.messages, run.turns, run.compactions, run.samples.median());
                         run.samples.0.iter().sum()
                     })
                 });

@@ -121,3 +121,81 @@ fn demo_runs_offline_and_reports_what_happened() {
     assert!(!demo["report"]["compactions"].as_array().unwrap().is_empty());
     assert!(demo["latestSummary"].as_str().unwrap().contains("## "));
 }
+
+#[test]
+fn inspect_with_a_workspace_shows_the_whole_request_and_the_parts_add_up() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(workspace.join("skills/review")).unwrap();
+    std::fs::write(
+        workspace.join("AGENTS.md"),
+        "Keep diffs small. ".repeat(3000),
+    )
+    .unwrap();
+    std::fs::write(
+        workspace.join("skills/review/SKILL.md"),
+        "---\nname: review\ndescription: Review a diff for bugs\n---\n",
+    )
+    .unwrap();
+    let transcript = home.path().join("session.jsonl");
+    std::fs::write(
+        &transcript,
+        ctxhost_transcript::generate::coding_session(13, 80),
+    )
+    .unwrap();
+    let before = std::fs::read(&transcript).unwrap();
+    let inspect = stdout_json(&ctxhost(
+        home.path(),
+        &[
+            "context",
+            "inspect",
+            "--session",
+            transcript.to_str().unwrap(),
+            "--workspace",
+            workspace.to_str().unwrap(),
+            "--json",
+        ],
+    ));
+    let b = &inspect["breakdown"];
+    let parts: u64 = [
+        "system",
+        "bootstrap",
+        "skills",
+        "tools",
+        "history",
+        "engineAdditions",
+        "currentMessage",
+    ]
+    .iter()
+    .map(|k| b[*k].as_u64().unwrap())
+    .sum();
+    assert_eq!(parts, b["total"].as_u64().unwrap());
+    let blocks: u64 = inspect["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|block| block["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(blocks, b["history"].as_u64().unwrap());
+    let sections: u64 = inspect["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sections, parts - blocks);
+    assert_eq!(inspect["truncated"][0]["file"], "AGENTS.md");
+    assert_eq!(inspect["truncated"][0]["originalChars"], 54_000);
+    let kinds: Vec<&str> = inspect["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["runtime", "identity", "skills", "hints"]);
+    assert_eq!(
+        std::fs::read(&transcript).unwrap(),
+        before,
+        "inspect must not write"
+    );
+}

@@ -9,10 +9,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, bail};
 use clap::Subcommand;
 use ctxhost::config::{Config, Home};
+use ctxhost::prompt::PromptSettings;
+use ctxhost::session::TurnOptions;
 use ctxhost::transcript::compaction::degradation;
 use ctxhost::transcript::store::{TranscriptFile, rewrite_atomically};
 use ctxhost::transcript::time::format_iso_ms;
-use ctxhost::transcript::{Transcript, status, tokens};
+use ctxhost::transcript::{Transcript, status};
 use ctxhost::{AssembledItem, SessionTarget};
 use serde_json::{Value, json};
 
@@ -29,6 +31,9 @@ pub enum ContextCommand {
     Status {
         #[arg(long)]
         session: String,
+        /// Count the system prompt this workspace adds (bootstrap files, skills) too.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -39,10 +44,14 @@ pub enum ContextCommand {
         #[arg(long)]
         json: bool,
     },
-    /// The context exactly as the next model call would get it, with tokens per block.
+    /// The request exactly as the next model call would get it: system prompt sections,
+    /// truncation notes, messages, with tokens per block and a breakdown that adds up.
     Inspect {
         #[arg(long)]
         session: String,
+        /// The agent's workspace (bootstrap files, skills); default agents.defaults.workspace.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -92,7 +101,14 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
     let host = host(home, config)?;
     let window = host.compaction_settings().context_window;
     match command {
-        ContextCommand::Status { session, json } => {
+        ContextCommand::Status {
+            session,
+            workspace,
+            json,
+        } => {
+            let system_tokens = workspace
+                .map(|dir| ctxhost::prompt::system_tokens(&prompt_settings(&host, Some(dir))))
+                .unwrap_or(0);
             let (_, path) = existing_path(&host, &session)?;
             let started = std::time::Instant::now();
             let s = status::scan(&path)?;
@@ -117,8 +133,9 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     "session": path.display().to_string(),
                     "sessionId": s.session_id,
                     "contextTokens": s.context_tokens,
+                    "systemTokens": system_tokens,
                     "contextWindow": window,
-                    "utilisation": s.context_tokens as f64 / window.max(1) as f64,
+                    "utilisation": (s.context_tokens + system_tokens) as f64 / window.max(1) as f64,
                     "contextMessages": s.context_messages,
                     "compactionCount": s.compaction_count,
                     "summaryCount": s.summary_count,
@@ -132,12 +149,18 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                 return Ok(ExitCode::SUCCESS);
             }
             println!("session       {} ({})", path.display(), s.session_id);
+            let used = s.context_tokens + system_tokens;
             println!(
-                "context       {} / {} tokens ({:.1}%), {} messages",
-                thousands(s.context_tokens),
+                "context       {} / {} tokens ({:.1}%), {} messages{}",
+                thousands(used),
                 thousands(window),
-                s.context_tokens as f64 * 100.0 / window.max(1) as f64,
-                s.context_messages
+                used as f64 * 100.0 / window.max(1) as f64,
+                s.context_messages,
+                if system_tokens > 0 {
+                    format!(" (+{} system prompt)", thousands(system_tokens))
+                } else {
+                    String::new()
+                }
             );
             println!(
                 "compactions   {}{}",
@@ -223,7 +246,11 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             }
             Ok(ExitCode::SUCCESS)
         }
-        ContextCommand::Inspect { session, json } => {
+        ContextCommand::Inspect {
+            session,
+            workspace,
+            json,
+        } => {
             let (_, path) = existing_path(&host, &session)?;
             load(&path)?; // validate (file:line errors) before the engine sees it
             // The engine runs on a scratch copy: inspecting never rewrites the session.
@@ -233,88 +260,112 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                 .join(path.file_name().unwrap_or("session.jsonl".as_ref()));
             std::fs::copy(&path, &copy)
                 .with_context(|| format!("cannot copy {}", path.display()))?;
+            let settings = prompt_settings(&host, workspace);
             let mut session = host.open_session(&SessionTarget::Path(copy)).await?;
-            let assembly = session.assemble(&Default::default()).await?;
-            let rendered = session.render(&assembly);
+            let request = session
+                .prepare_request(&settings, &TurnOptions::default())
+                .await?;
             let blocks: Vec<Value> = {
                 let t = session.transcript();
-                assembly
+                request
                     .items
                     .iter()
-                    .zip(&rendered)
-                    .map(|(item, json_text)| match item {
-                        AssembledItem::Entry(i) => {
-                            let e = &t.entries()[*i];
-                            let role = e.context_role().map_or("?", |r| r.as_str());
-                            json!({
-                                "kind": if e.entry_type() == "compaction" { "preamble" } else { "message" },
-                                "entryId": e.id(),
-                                "role": role,
-                                "tokens": e.tokens(),
-                                "pruned": e.is_pruned(),
-                                "message": serde_json::from_str::<Value>(json_text).unwrap_or(Value::Null),
-                            })
-                        }
-                        AssembledItem::Inserted(text) => {
-                            let value = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-                            json!({
+                    .zip(&request.messages)
+                    .zip(&request.message_tokens)
+                    .map(|((item, json_text), tokens)| {
+                        let message =
+                            serde_json::from_str::<Value>(json_text).unwrap_or(Value::Null);
+                        match item {
+                            AssembledItem::Entry(i) => {
+                                let e = &t.entries()[*i];
+                                json!({
+                                    "kind": if e.entry_type() == "compaction" { "preamble" } else { "message" },
+                                    "entryId": e.id(),
+                                    "role": e.context_role().map_or("?", |r| r.as_str()),
+                                    "tokens": tokens,
+                                    "pruned": e.is_pruned(),
+                                    "message": message,
+                                })
+                            }
+                            AssembledItem::Inserted(_) => json!({
                                 "kind": "inserted",
-                                "role": value.get("role"),
-                                "tokens": tokens::estimate_message(&value),
-                                "message": value,
-                            })
+                                "role": message.get("role"),
+                                "tokens": tokens,
+                                "message": message,
+                            }),
                         }
                     })
                     .collect()
             };
-            let addition = assembly.system_prompt_addition.clone();
             let engine = session.engine().id().to_string();
             session.close().await?;
-            let total: u64 = blocks
-                .iter()
-                .filter_map(|b| b["tokens"].as_u64())
-                .sum::<u64>()
-                + addition
-                    .as_deref()
-                    .map_or(0, |a| u64::from(tokens::estimate_text(a)));
+            let b = &request.breakdown;
             if json {
                 print_json(&json!({
                     "session": path.display().to_string(),
                     "engine": engine,
-                    "systemPromptAddition": addition,
+                    "workspace": settings.workspace,
+                    "sections": request.sections,
+                    "truncated": request.truncated.iter().map(|(file, chars)| json!({"file": file, "originalChars": chars})).collect::<Vec<_>>(),
+                    "warnings": request.warnings,
                     "blocks": blocks,
-                    "totalTokens": total,
-                    "estimatedTokens": assembly.estimated_tokens,
+                    "breakdown": b,
+                    "totalTokens": b.total,
+                    "overflowCompaction": request.overflow_compaction,
+                    "flush": request.flush,
                 }))?;
                 return Ok(ExitCode::SUCCESS);
             }
-            println!(
-                "{} through engine `{engine}`: {} blocks, ~{} tokens",
-                path.display(),
-                blocks.len(),
-                thousands(total)
-            );
-            if let Some(a) = &addition {
-                println!(
-                    "[system prompt addition] {} tokens: {}",
-                    tokens::estimate_text(a),
-                    clip(a, 100)
-                );
-            }
             // Piped into `head`, stop quietly.
             let mut out = std::io::stdout().lock();
+            let mut lines = vec![format!(
+                "{} through engine `{engine}`: {} tokens of a {}-token window ({} kept free for the response)",
+                path.display(),
+                thousands(b.total),
+                thousands(b.window),
+                thousands(b.response_reserve)
+            )];
+            lines.push(format!(
+                "  = system {} + bootstrap {} + skills {} + tools {} + history {} + engine {} + current message {}",
+                b.system, b.bootstrap, b.skills, b.tools, b.history, b.engine_additions, b.current_message
+            ));
+            for (file, chars) in &request.truncated {
+                lines.push(format!(
+                    "note: {file} truncated from {} characters (agents.defaults.bootstrapMaxChars {})",
+                    thousands(*chars as u64),
+                    thousands(settings.bootstrap_max_chars as u64)
+                ));
+            }
+            for warning in &request.warnings {
+                lines.push(format!("warning: {warning}"));
+            }
+            if let Some(outcome) = &request.overflow_compaction {
+                lines.push(format!(
+                    "note: the request overflowed; a compaction ran first ({} -> {} tokens)",
+                    thousands(outcome.tokens_before),
+                    thousands(outcome.tokens_after)
+                ));
+            }
+            for section in &request.sections {
+                lines.push(format!(
+                    "[system: {}] {} tokens: {}",
+                    section.title,
+                    section.tokens,
+                    clip(&section.text, 100)
+                ));
+            }
             for b in &blocks {
-                let text = b["message"].to_string();
-                let written = writeln!(
-                    out,
+                lines.push(format!(
                     "[{} {}{}] {} tokens: {}",
                     b["kind"].as_str().unwrap_or(""),
                     b["role"].as_str().unwrap_or(""),
                     if b["pruned"] == true { ", pruned" } else { "" },
                     b["tokens"],
-                    clip(&text, 100)
-                );
-                if written.is_err() {
+                    clip(&b["message"].to_string(), 100)
+                ));
+            }
+            for line in lines {
+                if writeln!(out, "{line}").is_err() {
                     break;
                 }
             }
@@ -377,6 +428,15 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The prompt settings of the config, with `--workspace` taking precedence.
+fn prompt_settings(host: &ctxhost::Host, workspace: Option<PathBuf>) -> PromptSettings {
+    let mut settings = PromptSettings::from_config(&host.config().settings.agents.defaults);
+    if workspace.is_some() {
+        settings.workspace = workspace;
+    }
+    settings
 }
 
 fn clip(text: &str, max: usize) -> String {

@@ -72,3 +72,23 @@ impl WorkspaceMaterial {
         }
     }
 }
+
+/// Tokens of the system prompt the host would build before any engine addition or tools:
+/// what a workspace adds to every request (`context status --workspace`).
+pub fn system_tokens(settings: &PromptSettings) -> u64 {
+    let material = WorkspaceMaterial::read(settings);
+    let runtime = RuntimeFacts::current(settings.model.as_deref());
+    let parts = system::PromptParts {
+        mode: &PromptMode::Full,
+        runtime: &runtime,
+        bootstrap: &material.bootstrap,
+        skills: &material.skills,
+        tools: &[],
+        extra: settings.extra_system_prompt.as_deref(),
+        engine_addition: None,
+    };
+    system::sections(&parts)
+        .iter()
+        .map(|s| u64::from(s.tokens))
+        .sum()
+}

@@ -66,6 +66,9 @@ pub struct FlushSignal {
 pub struct ModelRequest {
     pub system_prompt: String,
     pub sections: Vec<Section>,
+    /// What each message is: a transcript entry (by index) or an engine insertion.
+    #[serde(skip)]
+    pub items: Vec<AssembledItem>,
     /// AgentMessage JSON, kept entries byte-identical to the transcript.
     pub messages: Vec<String>,
     /// Token count of each message, in order.
@@ -205,6 +208,7 @@ impl Session {
             message_tokens,
             inserted_messages: assembly.inserted(),
             engine_addition: assembly.system_prompt_addition,
+            items: assembly.items,
             breakdown,
             truncated: material
                 .bootstrap
