@@ -1,6 +1,10 @@
 //! Criterion benches of the BENCHMARKS.md rows that criterion can time: `cargo bench -p
 //! ctxhost-benches` (filter with `cargo bench -p ctxhost-benches -- assemble`). The table,
 //! the RSS row and the pi comparison come from `bench-table` (see the README).
+//!
+//! The engine-call benches here pay a tokio `block_on` per iteration (a few hundred ns to a
+//! few µs); `bench-table` times the same calls inside one async loop, so its figures are the
+//! ones BENCHMARKS.md quotes.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -160,7 +164,6 @@ fn transcripts(c: &mut Criterion) {
                         let run = rt
                             .block_on(b::replay(&fx, &path, engine, b::REPLAY_WINDOW, budget))
                             .unwrap();
-                        eprintln!("replay {engine}: {iters} runs, {} messages, {} turns, {} compactions, median {:?}", run.messages, run.turns, run.compactions, run.samples.median());
                         run.samples.0.iter().sum()
                     })
                 });

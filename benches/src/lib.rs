@@ -532,15 +532,16 @@ pub async fn ingest(fx: &Fixture, budget: Budget) -> Result<Samples> {
     Ok(s.done())
 }
 
-/// `Session::append` of the same 2 KB message: transcript append, one write + fsync of the
-/// line (sessions always fsync), conversion, then `ingest`.
-pub async fn session_append(fx: &Fixture, budget: Budget) -> Result<Samples> {
+/// `Session::append` of the same 2 KB message: transcript append, one write of the line and its
+/// fsync (a session's default; `sync: false` only flushes), conversion, then `ingest`.
+pub async fn session_append(fx: &Fixture, budget: Budget, sync: bool) -> Result<Samples> {
     let engine = fx.engine("legacy").await?;
-    let path = fx.dir.path().join("append.jsonl");
+    let path = fx.dir.path().join(format!("append-{sync}.jsonl"));
     let mut session = fx
         .host
         .open_session_on(&SessionTarget::Path(path), engine)
         .await?;
+    session.set_sync(sync);
     let message = message_2kb_json();
     let mut s = Sampler::new(budget);
     while s.more() {

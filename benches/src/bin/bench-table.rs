@@ -121,11 +121,19 @@ fn main() -> Result<()> {
         &ingest,
     ));
     step("Session::append 2 KB (legacy)");
-    let append = rt.block_on(b::session_append(&fx, Budget::MEDIUM.from_env()))?;
+    let append = rt.block_on(b::session_append(&fx, Budget::MEDIUM.from_env(), true))?;
     rows.push(row(
-        "↳ `Session::append` of it (transcript write + fsync + ingest)",
+        "↳ `Session::append` of it (transcript write + fsync + ingest), the default",
         "report",
         fmt_duration(append.median()),
+        None,
+    ));
+
+    let append_nosync = rt.block_on(b::session_append(&fx, Budget::FAST.from_env(), false))?;
+    rows.push(row(
+        "↳ the same with `Session::set_sync(false)` (write + flush, no fsync)",
+        "report",
+        fmt_duration(append_nosync.median()),
         None,
     ));
 
@@ -247,12 +255,14 @@ fn main() -> Result<()> {
                     b::REPLAY_WINDOW,
                     Budget::SLOW.from_env(),
                 ))?;
-                let secs = run.samples.median().as_secs_f64();
+                let median = run.samples.median();
+                let secs = median.as_secs_f64();
                 rows.push(row(
                     &format!("replay of the shared transcript at 32k, {engine}"),
                     "report s, messages/s",
                     format!(
-                        "{secs:.2} s, {:.0} messages/s ({} messages, {} turns, {} compactions)",
+                        "{}, {:.0} messages/s ({} messages, {} turns, {} compactions)",
+                        fmt_duration(median),
                         run.messages as f64 / secs,
                         run.messages,
                         run.turns,
@@ -496,6 +506,14 @@ fn ms(v: &Value) -> Option<f64> {
     v["medianMs"].as_f64()
 }
 
+fn fmt_ratio(r: f64) -> String {
+    if r < 1.0 {
+        format!("{r:.2}×")
+    } else {
+        format!("{r:.1}×")
+    }
+}
+
 fn fmt_ms(ms: f64) -> String {
     fmt_duration(Duration::from_secs_f64(ms / 1e3))
 }
@@ -508,15 +526,15 @@ fn render(
     load_after: &str,
 ) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "Machine: {}", machine());
-    let _ = writeln!(s, "Date: {}", now_utc());
+    let _ = writeln!(s, "- Machine: {}", machine());
+    let _ = writeln!(s, "- Date: {}", now_utc());
     let _ = writeln!(
         s,
-        "Load average (1/5/15 min): {load_before} before, {load_after} after"
+        "- Load average (1/5/15 min): {load_before} before, {load_after} after"
     );
     let _ = writeln!(
         s,
-        "Command: `cargo run --release -p ctxhost-benches --bin bench-table`\n"
+        "- Command: `cargo run --release -p ctxhost-benches --bin bench-table`\n"
     );
     let _ = writeln!(s, "| metric | goal | measured (median) | met? |");
     let _ = writeln!(s, "|---|---|---|---|");
@@ -577,7 +595,7 @@ fn render(
                 for (step, key, samples) in steps {
                     let ours_ms = samples.median().as_secs_f64() * 1e3;
                     let (pi, ratio) = match ms(&theirs[key]) {
-                        Some(p) => (fmt_ms(p), format!("{:.1}×", p / ours_ms)),
+                        Some(p) => (fmt_ms(p), fmt_ratio(p / ours_ms)),
                         None => ("—".into(), "—".into()),
                     };
                     let goal = if key == "total" {
@@ -611,9 +629,10 @@ fn render(
                     let ratio = p / (ours.load.median().as_secs_f64() * 1e3);
                     let _ = writeln!(
                         s,
-                        "| {label} | pi's `SessionManager.open` (reads the file twice) | {} | {} (load) | {ratio:.1}× | |",
+                        "| {label} | pi's `SessionManager.open` (reads the file twice) | {} | {} (load) | {} | |",
                         fmt_ms(p),
-                        fmt_duration(ours.load.median())
+                        fmt_duration(ours.load.median()),
+                        fmt_ratio(ratio)
                     );
                 }
                 let _ = writeln!(
