@@ -28,6 +28,12 @@ pub enum RuntimeError {
     },
     #[error("{origin}: cannot link the component: {detail}")]
     Link { origin: String, detail: String },
+    #[error("engine `{engine}`: cannot create its state dir {path}: {source}")]
+    StateDir {
+        engine: String,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot create the wasm engine: {0}")]
     Engine(String),
     #[error(transparent)]

@@ -159,6 +159,12 @@ impl Runtime {
         bytes: &[u8],
     ) -> Result<Arc<PreparedEngine>, RuntimeError> {
         let started = Instant::now();
+        // Created once here rather than on every instantiation (that is on the per-session path).
+        std::fs::create_dir_all(&spec.state_dir).map_err(|source| RuntimeError::StateDir {
+            engine: spec.id.clone(),
+            path: spec.state_dir.clone(),
+            source,
+        })?;
         let (component, load_source) = self.compile(&spec.origin, bytes)?;
         let compiled_in = started.elapsed();
         let contract = contract_version(&self.engine, &component, &spec.origin)?;
@@ -356,8 +362,6 @@ impl Linked {
     /// no args, no network, no other files.
     fn wasi_ctx(&self, log: &Arc<LogSink>) -> Result<WasiCtx, String> {
         let dir = &self.spec.state_dir;
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create state dir {}: {e}", dir.display()))?;
         let mut builder = WasiCtx::builder();
         builder
             .stdout(GuestOutput::stdout(log.clone()))
