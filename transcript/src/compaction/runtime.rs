@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::summarizer::{SummarizeError, Summarizer, SummaryRequest};
 use super::{Plan, Settings, extractive};
-use crate::entry::PRUNED_TEXT;
+use crate::entry::{Entry, PRUNED_TEXT};
 use crate::message::MessageView;
 use crate::role::Role;
 use crate::tokens::estimate_text;
@@ -220,10 +220,11 @@ pub struct Skip {
     pub capped: bool,
 }
 
-/// Phase 2 work, owned.
+/// Phase 2 work, owned. The entries to summarize are copied, not decoded: decoding them into
+/// `MessageView`s is the summarizer's work (`Job::run`), so deciding and dry runs stay cheap.
 #[derive(Debug, Clone)]
 struct Summarize {
-    messages: Vec<MessageView>,
+    entries: Vec<Entry>,
     previous_summary: Option<String>,
     pinned: Vec<String>,
     first_kept_index: usize,
@@ -441,9 +442,11 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
             skip("no cut point before the kept messages: nothing to summarize".into())
         })?;
 
-    let views: Vec<MessageView> = messages[..cut]
+    let to_summarize: Vec<Entry> = messages[..cut]
         .iter()
-        .filter_map(|&i| entries[i].view())
+        .map(|&i| &entries[i])
+        .filter(|e| e.context_role().is_some())
+        .cloned()
         .collect();
     let previous_summary = boundary
         .filter(|&b| carries_summary(&entries[b]))
@@ -484,7 +487,7 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
     Ok(Job {
         layer,
         summarize: Some(Summarize {
-            messages: views,
+            entries: to_summarize,
             previous_summary,
             pinned,
             first_kept_index: first,
@@ -610,7 +613,7 @@ impl Job {
                 Some(s) => s.kept_pruned.len(),
                 None => self.pruned.len(),
             },
-            messages_to_summarize: self.summarize.as_ref().map_or(0, |s| s.messages.len()),
+            messages_to_summarize: self.summarize.as_ref().map_or(0, |s| s.entries.len()),
         }
     }
 
@@ -636,6 +639,8 @@ impl Job {
                     )
                 }
                 (Some(s), _) => {
+                    let messages: Vec<MessageView> =
+                        s.entries.iter().filter_map(Entry::view).collect();
                     let total_calls = self.policy.parts.max(1) + 1;
                     let mut done = 0;
                     let mut tick = |n: usize| {
@@ -644,7 +649,7 @@ impl Job {
                     };
                     let (mut text, tier, errors) = summarize_in_stages(
                         summarizer,
-                        &s.messages,
+                        &messages,
                         s.previous_summary.as_deref(),
                         self.focus.as_deref(),
                         self.context_window,
@@ -663,12 +668,12 @@ impl Job {
                     if !errors.is_empty() {
                         details.insert("summarizerErrors".into(), json!(errors));
                     }
-                    let (read, modified) = extractive::file_operations(&s.messages);
+                    let (read, modified) = extractive::file_operations(&messages);
                     let (read, modified) = merged_files(s.prev_details.as_ref(), read, modified);
                     details.insert("readFiles".into(), json!(read));
                     details.insert("modifiedFiles".into(), json!(modified));
                     let after = u64::from(estimate_text(&text)) + s.kept_tokens;
-                    let n = s.messages.len();
+                    let n = messages.len();
                     (
                         text,
                         s.first_kept_index,
