@@ -68,17 +68,26 @@ pub async fn validate(host: &Host, dir: &Path) -> Result<ValidatedPackage> {
 /// Validates, then installs (copies, or links with `link`). `force` replaces an installed
 /// package of the same id; a bundled id can never be taken.
 pub async fn install(host: &Host, dir: &Path, link: bool, force: bool) -> Result<ValidatedPackage> {
-    let package = validate(host, dir).await?;
-    if let Some(existing) = host.registry().get(&package.id)
-        && existing.is_bundled()
-    {
+    // The id is checked first: a collision is the answer, whatever the component holds.
+    let id = Manifest::read(dir)?.id;
+    if host.registry().get(&id).is_some_and(|e| e.is_bundled()) {
         return Err(PluginError::Taken {
-            id: package.id.clone(),
+            id,
             what: "bundled with ctxhost".into(),
             fix: "choose another id in ctxhost.plugin.json".into(),
         }
         .into());
     }
+    let installed = host.home().plugins_dir().join(&id);
+    if installed.exists() && !force {
+        return Err(PluginError::Taken {
+            id,
+            what: format!("installed at {}", installed.display()),
+            fix: "pass --force to replace it".into(),
+        }
+        .into());
+    }
+    let package = validate(host, dir).await?;
     plugins::install(
         &host.home().plugins_dir(),
         dir,

@@ -262,7 +262,7 @@ fn bad_packages_and_commands_get_clear_errors_and_change_nothing() {
         &home,
         cwd,
         &["plugins", "install", path.to_str().unwrap()],
-        &["`legacy`"],
+        &["`legacy` is already bundled with ctxhost"],
     );
 
     let good = package(&dir("good"), manifest("my-engine"), &wasm);
