@@ -615,7 +615,7 @@ fn render(
                 }
                 let _ = writeln!(
                     s,
-                    "| {label} | ctxhost: `MessageView`s of the whole context (what prepare gathers) | | {} | | |",
+                    "| {label} | ctxhost: `MessageView`s of the whole context (what a summarizer run decodes) | | {} | | |",
                     fmt_duration(ours.views.median())
                 );
                 if let Some(p) = ms(&theirs["cut"]) {
