@@ -175,7 +175,7 @@ impl OpenAiCompatible {
             request = request.header("Authorization", &format!("Bearer {key}"));
         }
         let url = self.url.clone();
-        let mut response = request.send(body).map_err(|e| match e {
+        let transport = |e: ureq::Error| match e {
             ureq::Error::Timeout(_) => SummarizeError::Timeout {
                 url: url.clone(),
                 ms: self.config.timeout.as_millis() as u64,
@@ -184,23 +184,15 @@ impl OpenAiCompatible {
                 url: url.clone(),
                 problem: other.to_string(),
             },
-        })?;
+        };
+        let mut response = request.send(body).map_err(transport)?;
         let status = response.status().as_u16();
         let text = response
             .body_mut()
             .with_config()
             .limit(16 << 20)
             .read_to_string()
-            .map_err(|e| match e {
-                ureq::Error::Timeout(_) => SummarizeError::Timeout {
-                    url: url.clone(),
-                    ms: self.config.timeout.as_millis() as u64,
-                },
-                other => SummarizeError::Transport {
-                    url: url.clone(),
-                    problem: other.to_string(),
-                },
-            })?;
+            .map_err(transport)?;
         if !(200..300).contains(&status) {
             return Err(SummarizeError::Status {
                 status,
