@@ -87,7 +87,8 @@ impl Plan {
     }
 }
 
-fn file_list(details: Option<&Value>, key: &str) -> Vec<String> {
+/// A string list in a compaction's `details` (e.g. `modifiedFiles`); empty when absent.
+pub(super) fn file_list(details: Option<&Value>, key: &str) -> Vec<String> {
     details
         .and_then(|d| d.get(key))
         .and_then(Value::as_array)

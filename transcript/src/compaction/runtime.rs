@@ -750,17 +750,7 @@ fn merged_files(
     read: Vec<String>,
     modified: Vec<String>,
 ) -> (Vec<String>, Vec<String>) {
-    let list = |key: &str| -> Vec<String> {
-        prev.and_then(|d| d.get(key))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let list = |key: &str| super::file_list(prev, key);
     let mut modified_all = list("modifiedFiles");
     for p in modified {
         if !modified_all.contains(&p) {
