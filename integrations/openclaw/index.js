@@ -1,0 +1,78 @@
+// OpenClaw plugin entry: registers the context engine "ctxhost", which runs the engine selected in
+// ctxhost's own config (`plugins.slots.contextEngine` in $CTXHOST_HOME/ctxhost.json) inside one
+// `ctxhost serve` sidecar per OpenClaw process.
+//
+// register() may run several times per process (full and discovery registrations): it only
+// registers a factory. Nothing is spawned until an engine hook needs the sidecar.
+
+import { readFileSync } from "node:fs";
+import { resolveConfig } from "./src/config.js";
+import { Bridge, CtxhostContextEngine, ENGINE_ID } from "./src/engine.js";
+import { Sidecar } from "./src/sidecar.js";
+import { createTiming, timingEnabled } from "./src/timing.js";
+
+const VERSION = (() => {
+  try {
+    return JSON.parse(readFileSync(new URL("./package.json", import.meta.url), "utf8")).version;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** One bridge (sidecar + shared session state) per distinct config, per process. */
+/** @type {Map<string, Bridge>} */
+const bridges = new Map();
+
+/**
+ * @param {import("./src/config.js").BridgeConfig} config
+ * @param {{ info: (m: string) => void, warn: (m: string) => void }} log
+ */
+function bridgeFor(config, log) {
+  const key = JSON.stringify([config.binary, config.home, config.callTimeoutMs]);
+  let bridge = bridges.get(key);
+  if (!bridge) {
+    const timing = createTiming(timingEnabled());
+    const sidecar = new Sidecar({
+      binary: config.binary,
+      home: config.home,
+      callTimeoutMs: config.callTimeoutMs,
+      client: { name: "openclaw-ctxhost", version: VERSION },
+      warn: (m) => log.warn(m),
+      onCall: timing.onCall,
+      onSpawn: timing.onSpawn,
+    });
+    bridge = new Bridge(sidecar, log, timing);
+    bridges.set(key, bridge);
+  }
+  return bridge;
+}
+
+/**
+ * @param {any} logger OpenClaw's PluginLogger, when there is one
+ */
+function makeLog(logger) {
+  const write = (/** @type {string} */ m) => process.stderr.write(`${m}\n`);
+  return {
+    info: (/** @type {string} */ m) => (logger?.info ? logger.info(m) : write(m)),
+    warn: (/** @type {string} */ m) => (logger?.warn ? logger.warn(m) : write(m)),
+  };
+}
+
+export default {
+  id: ENGINE_ID,
+  name: "ctxhost",
+  description: "Context engine backed by a ctxhost sidecar running sandboxed wasm engines",
+  /** @param {any} api OpenClawPluginApi */
+  register(api) {
+    const log = makeLog(api.logger);
+    const pluginConfig = api.pluginConfig;
+    api.registerContextEngine(ENGINE_ID, () => {
+      const config = resolveConfig(pluginConfig);
+      return new CtxhostContextEngine(bridgeFor(config, log), { version: VERSION });
+    });
+  },
+};
+
+export { resolveConfig } from "./src/config.js";
+export { Bridge, CtxhostContextEngine } from "./src/engine.js";
+export { Sidecar } from "./src/sidecar.js";

@@ -1,0 +1,611 @@
+// The OpenClaw ContextEngine (plugin API 2026.9) mapped onto `ctxhost serve`
+// (docs/serve-protocol.md).
+//
+// Per turn OpenClaw runs factory → bootstrap → maintain → assemble (→ assemble again before each
+// model call) → commitTurn → maintain → dispose. The mirror transcript under
+// $CTXHOST_HOME/sessions is written only through commitTurn (and session.sync when a turn
+// bypassed the engine), so ingest/ingestBatch are no-ops: counting their messages too would put
+// every turn into the mirror twice.
+
+import { performance } from "node:perf_hooks";
+import { fingerprint, lastFingerprint } from "./fingerprint.js";
+import { codes, RpcError, SidecarError } from "./sidecar.js";
+import { estimateTokens, fitToBudget } from "./tokens.js";
+
+/** @typedef {Record<string, any>} AgentMessage */
+/** @typedef {{ info: (m: string) => void, warn: (m: string) => void }} Log */
+
+export const ENGINE_ID = "ctxhost";
+
+/** Requests of one sync call stay well under the server's line cap (16 MiB by default). */
+const SYNC_CHUNK_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Whether ctxhost inserted this message (a compaction summary, a checkpoint restore).
+ * @param {AgentMessage} message
+ */
+export function isInserted(message) {
+  return message?.__ctxhost?.inserted === true;
+}
+
+/**
+ * State shared by every engine instance of one sidecar (OpenClaw builds an engine per turn).
+ */
+export class Bridge {
+  /**
+   * @param {import("./sidecar.js").Sidecar} sidecar
+   * @param {Log} log
+   * @param {ReturnType<typeof import("./timing.js").createTiming>} timing
+   */
+  constructor(sidecar, log, timing) {
+    this.sidecar = sidecar;
+    this.log = log;
+    this.timing = timing;
+    /** How many engine instances hold each session open. @type {Map<string, number>} */
+    this.refs = new Map();
+    /**
+     * What assemble last returned per session, until the turn is committed: OpenClaw hands it
+     * back before each model call.
+     * @type {Map<string, { messages: AgentMessage[], fingerprints: (string | undefined)[], estimatedTokens: number, systemPromptAddition?: string }>}
+     */
+    this.lastOutput = new Map();
+  }
+}
+
+/**
+ * @param {unknown} err
+ * @returns {boolean} whether the server forgot the session (it restarted) or went away mid-call
+ */
+function needsBootstrap(err) {
+  return (
+    (err instanceof RpcError && err.code === codes.UNKNOWN_SESSION) ||
+    (err instanceof SidecarError && err.kind === "exited")
+  );
+}
+
+/** @param {unknown} err */
+function describe(err) {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * @template T
+ * @param {Promise<T>} promise
+ * @param {AbortSignal | undefined} signal
+ * @returns {Promise<T>}
+ */
+function abortable(promise, signal) {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason ?? new Error("aborted"));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason ?? new Error("aborted"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/**
+ * Drops undefined fields (the protocol's optional params are absent, not null).
+ * @param {Record<string, unknown>} params
+ */
+function compactParams(params) {
+  return Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined));
+}
+
+export class CtxhostContextEngine {
+  /** @type {Bridge} */
+  #bridge;
+  /** Sessions this instance bootstrapped (closed again by dispose). @type {Set<string>} */
+  #opened = new Set();
+
+  /**
+   * @param {Bridge} bridge
+   * @param {{ version?: string }} [opts]
+   */
+  constructor(bridge, opts = {}) {
+    this.#bridge = bridge;
+    this.info = Object.freeze({
+      id: ENGINE_ID,
+      name: "ctxhost",
+      version: opts.version,
+      ownsCompaction: true,
+      transcriptSemantics: Object.freeze({
+        currentTurnFence: /** @type {const} */ ("before-current-turn-entry-v1"),
+        turnAdvancementIdempotency: /** @type {const} */ ("atomic-idempotent-v1"),
+      }),
+    });
+  }
+
+  get #sidecar() {
+    return this.#bridge.sidecar;
+  }
+
+  get #log() {
+    return this.#bridge.log;
+  }
+
+  /**
+   * Times one hook for CTXHOST_BRIDGE_TIMING.
+   * @template T
+   * @param {string} name
+   * @param {() => Promise<T>} run
+   * @returns {Promise<T>}
+   */
+  async #timed(name, run) {
+    if (!this.#bridge.timing.enabled) return run();
+    const start = performance.now();
+    try {
+      return await run();
+    } finally {
+      this.#bridge.timing.hook(name, performance.now() - start);
+    }
+  }
+
+  /**
+   * Opens the session on the server and takes this instance's reference to it.
+   * @param {string} key
+   * @param {string} [sessionId]
+   */
+  async #bootstrap(key, sessionId) {
+    const result = await this.#sidecar.call("session.bootstrap", compactParams({ sessionKey: key, sessionId }));
+    if (!this.#opened.has(key)) {
+      this.#opened.add(key);
+      this.#bridge.refs.set(key, (this.#bridge.refs.get(key) ?? 0) + 1);
+    }
+    return result;
+  }
+
+  /**
+   * A session method; when the server does not know the session (it restarted, or another
+   * instance closed it) or died mid-call, bootstrap again and retry once.
+   * @param {string} key
+   * @param {string} method
+   * @param {Record<string, unknown>} params
+   */
+  async #session(key, method, params) {
+    try {
+      return await this.#sidecar.call(method, params);
+    } catch (err) {
+      if (!needsBootstrap(err)) throw err;
+      await this.#bootstrap(key);
+      return await this.#sidecar.call(method, params);
+    }
+  }
+
+  /** @param {{ sessionId: string, sessionKey?: string }} params */
+  #key(params) {
+    return params.sessionKey ?? params.sessionId;
+  }
+
+  /**
+   * @param {{ sessionId: string, sessionKey?: string }} params
+   * @returns {Promise<{ bootstrapped: boolean, importedMessages?: number, reason?: string }>}
+   */
+  async bootstrap(params) {
+    return this.#timed("bootstrap", async () => {
+      const key = this.#key(params);
+      try {
+        const r = await this.#bootstrap(key, params.sessionId);
+        const engine = this.#sidecar.initialized?.engine?.id ?? "?";
+        return {
+          bootstrapped: true,
+          importedMessages: 0,
+          reason: r.created
+            ? `ctxhost engine ${engine}: new mirror`
+            : `ctxhost engine ${engine}: mirror holds ${r.messageCount} messages`,
+        };
+      } catch (err) {
+        this.#log.warn(`ctxhost: bootstrap of ${key} failed: ${describe(err)}`);
+        return { bootstrapped: false, reason: `ctxhost sidecar unavailable: ${describe(err)}` };
+      }
+    });
+  }
+
+  /**
+   * OpenClaw's transcript is its own; ctxhost keeps a mirror and never rewrites OpenClaw's.
+   * @returns {Promise<{ changed: boolean, bytesFreed: number, rewrittenEntries: number }>}
+   */
+  async maintain() {
+    return { changed: false, bytesFreed: 0, rewrittenEntries: 0 };
+  }
+
+  /**
+   * A no-op: the mirror is written by commitTurn, which carries the same messages atomically.
+   * @returns {Promise<{ ingested: boolean }>}
+   */
+  async ingest() {
+    return { ingested: false };
+  }
+
+  /**
+   * A no-op, like ingest.
+   * @returns {Promise<{ ingestedCount: number }>}
+   */
+  async ingestBatch() {
+    return { ingestedCount: 0 };
+  }
+
+  /**
+   * Appends one accepted turn to the mirror (and hands it to the engine's ingest-batch) exactly
+   * once per advancement key. Failures throw: OpenClaw keeps the turn queued and retries it.
+   * @param {{ advancementKey: string, messages: AgentMessage[], sessionId: string, sessionKey?: string }} params
+   * @returns {Promise<{ status: "committed" | "duplicate" }>}
+   */
+  async commitTurn(params) {
+    return this.#timed("commitTurn", async () => {
+      const key = this.#key(params);
+      const messages = params.messages ?? [];
+      const r = await this.#session(
+        key,
+        "session.commitTurn",
+        compactParams({
+          sessionKey: key,
+          advancementKey: params.advancementKey,
+          messages,
+          lastFingerprint: lastFingerprint(messages),
+        }),
+      );
+      this.#bridge.lastOutput.delete(key);
+      return { status: r.status };
+    });
+  }
+
+  /**
+   * The context of the next model call.
+   * @param {{ sessionId: string, sessionKey?: string, messages: AgentMessage[], tokenBudget?: number, availableTools?: Set<string>, model?: string, prompt?: string }} params
+   * @returns {Promise<{ messages: AgentMessage[], estimatedTokens: number, systemPromptAddition?: string }>}
+   */
+  async assemble(params) {
+    return this.#timed("assemble", async () => {
+      const key = this.#key(params);
+      const messages = params.messages ?? [];
+      const budget = params.tokenBudget;
+
+      const own = this.#ownOutput(key, messages);
+      if (own) {
+        const extra = messages.slice(own.messages.length).reduce((s, m) => s + estimateTokens(m), 0);
+        return this.#finish(key, messages, own.estimatedTokens + extra, own.systemPromptAddition, budget);
+      }
+
+      try {
+        const request = compactParams({
+          sessionKey: key,
+          tokenBudget: budget,
+          prompt: params.prompt,
+          model: params.model,
+          availableTools: params.availableTools ? [...params.availableTools] : undefined,
+        });
+        let res = await this.#assembleOnce(key, messages, request);
+        if (res.status === "mismatch") {
+          await this.#resync(key, messages, res);
+          res = await this.#assembleOnce(key, messages, request);
+          if (res.status === "mismatch") {
+            throw new Error(
+              `mirror still out of step after sync (mirror ${res.messageCount}, history ${messages.length})`,
+            );
+          }
+        }
+        if (res.compaction?.compacted) {
+          this.#log.info(
+            `ctxhost: compacted ${key} before assembling: ${res.compaction.tokensBefore} → ${res.compaction.tokensAfter} tokens`,
+          );
+        }
+        const out = this.#fromItems(messages, res.items ?? []);
+        return this.#finish(key, out, res.estimatedTokens, res.systemPromptAddition ?? undefined, budget);
+      } catch (err) {
+        this.#log.warn(`ctxhost: assemble of ${key} failed (${describe(err)}); passing the history through`);
+        const total = messages.reduce((s, m) => s + estimateTokens(m), 0);
+        return this.#finish(key, messages, total, undefined, budget);
+      }
+    });
+  }
+
+  /**
+   * @param {string} key
+   * @param {AgentMessage[]} messages
+   * @param {Record<string, unknown>} request
+   */
+  async #assembleOnce(key, messages, request) {
+    return this.#session(key, "session.assemble", {
+      ...request,
+      messageCount: messages.length,
+      ...(messages.length ? { lastFingerprint: lastFingerprint(messages) } : {}),
+    });
+  }
+
+  /**
+   * Brings the mirror in step with the runtime's history: the missing tail when the history
+   * starts with the mirror, else a reset with the whole history (the server keeps the old file).
+   * @param {string} key
+   * @param {AgentMessage[]} messages
+   * @param {{ messageCount: number, lastFingerprint?: string | null }} mirror
+   */
+  async #resync(key, messages, mirror) {
+    const m = mirror.messageCount;
+    const extends_ =
+      m === 0 || (m <= messages.length && fingerprint(messages[m - 1]) === mirror.lastFingerprint);
+    const from = extends_ ? m : 0;
+    this.#log.info(
+      extends_
+        ? `ctxhost: mirror of ${key} lacks ${messages.length - m} message(s) (a turn bypassed the engine); syncing the tail`
+        : `ctxhost: mirror of ${key} (${m} messages) does not match the history (${messages.length}); resetting it`,
+    );
+    const limit = Math.min(SYNC_CHUNK_BYTES, Math.floor((this.#sidecar.initialized?.limits?.maxLineBytes ?? 16 << 20) / 2));
+    let reset = !extends_;
+    let start = from;
+    while (start < messages.length || reset) {
+      let end = start;
+      let bytes = 0;
+      while (end < messages.length) {
+        const size = Buffer.byteLength(JSON.stringify(messages[end]));
+        if (end > start && bytes + size > limit) break;
+        bytes += size;
+        end += 1;
+      }
+      const chunk = messages.slice(start, end);
+      await this.#session(
+        key,
+        "session.sync",
+        compactParams({
+          sessionKey: key,
+          from: start,
+          messages: chunk,
+          lastFingerprint: chunk.length ? fingerprint(chunk[chunk.length - 1]) : undefined,
+          reset: reset || undefined,
+        }),
+      );
+      reset = false;
+      start = end;
+    }
+  }
+
+  /**
+   * The message array an assemble plan stands for.
+   * @param {AgentMessage[]} messages
+   * @param {any[]} items
+   */
+  #fromItems(messages, items) {
+    return items.map((item, i) => {
+      if (item && typeof item.index === "number") {
+        if (item.index < 0 || item.index >= messages.length) {
+          throw new Error(`items[${i}] refers to message ${item.index} of ${messages.length}`);
+        }
+        return messages[item.index];
+      }
+      if (item && item.message && typeof item.message === "object") return item.message;
+      throw new Error(`items[${i}] is neither {index} nor {message}`);
+    });
+  }
+
+  /**
+   * Whether `messages` is what this session's assemble returned earlier in the turn (OpenClaw
+   * passes the engine's own output back before each model call), possibly followed by newer
+   * messages. Answering it as history would reset the mirror to the assembled view.
+   * @param {string} key
+   * @param {AgentMessage[]} messages
+   */
+  #ownOutput(key, messages) {
+    const last = this.#bridge.lastOutput.get(key);
+    if (last) {
+      const n = last.messages.length;
+      const prefixOk =
+        (messages.length === n || (n > 0 && messages.length > n)) &&
+        last.messages.every(
+          (m, i) => messages[i] === m || fingerprint(messages[i]) === (last.fingerprints[i] ??= fingerprint(m)),
+        );
+      if (prefixOk) return last;
+    }
+    if (messages.some(isInserted)) {
+      // Our output, but not the last one remembered here (e.g. a later attempt of the turn):
+      // never sync it into the mirror.
+      return {
+        messages: [],
+        fingerprints: [],
+        estimatedTokens: 0,
+        systemPromptAddition: last?.systemPromptAddition,
+      };
+    }
+    return null;
+  }
+
+  /**
+   * Keeps the answer within the budget, remembers it for the next assemble of the turn.
+   * @param {string} key
+   * @param {AgentMessage[]} messages
+   * @param {number} estimatedTokens
+   * @param {string | undefined} systemPromptAddition
+   * @param {number | undefined} budget
+   */
+  #finish(key, messages, estimatedTokens, systemPromptAddition, budget) {
+    let out = messages;
+    let total = estimatedTokens;
+    if (budget !== undefined && budget > 0 && estimatedTokens > budget) {
+      const fit = fitToBudget(messages, budget, estimatedTokens, isInserted);
+      if (fit.dropped > 0) {
+        this.#log.warn(
+          `ctxhost: assembled context of ${key} is ${estimatedTokens} tokens, over the budget of ${budget}: dropped the ${fit.dropped} oldest message(s) (~${fit.droppedTokens} tokens) client-side`,
+        );
+      }
+      if (fit.total > budget) {
+        this.#log.warn(`ctxhost: context of ${key} is still ~${fit.total} tokens, over the budget of ${budget}`);
+      }
+      out = fit.messages;
+      total = fit.total;
+    }
+    this.#bridge.lastOutput.set(key, {
+      messages: out,
+      fingerprints: [],
+      estimatedTokens: total,
+      systemPromptAddition,
+    });
+    /** @type {{ messages: AgentMessage[], estimatedTokens: number, systemPromptAddition?: string }} */
+    const result = { messages: out, estimatedTokens: total };
+    if (systemPromptAddition) result.systemPromptAddition = systemPromptAddition;
+    return result;
+  }
+
+  /**
+   * Compacts the mirror through the active ctxhost engine (no model needed).
+   * @param {{ sessionId: string, sessionKey: string, tokenBudget?: number, force?: boolean, customInstructions?: string, abortSignal?: AbortSignal }} params
+   */
+  async compact(params) {
+    return this.#timed("compact", async () => {
+      const key = this.#key(params);
+      this.#bridge.lastOutput.delete(key);
+      try {
+        const r = await abortable(
+          this.#session(
+            key,
+            "session.compact",
+            compactParams({
+              sessionKey: key,
+              force: params.force,
+              tokenBudget: params.tokenBudget,
+              customInstructions: params.customInstructions,
+            }),
+          ),
+          params.abortSignal,
+        );
+        return {
+          ok: r.ok !== false,
+          compacted: r.compacted === true,
+          ...(r.reason ? { reason: r.reason } : {}),
+          result: {
+            tokensBefore: r.tokensBefore,
+            tokensAfter: r.tokensAfter,
+            details: compactParams({
+              engine: this.#sidecar.initialized?.engine?.id,
+              firstKeptIndex: r.firstKeptIndex ?? undefined,
+            }),
+          },
+        };
+      } catch (err) {
+        if (params.abortSignal?.aborted) throw err;
+        this.#log.warn(`ctxhost: compact of ${key} failed: ${describe(err)}`);
+        return { ok: false, compacted: false, reason: `ctxhost: ${describe(err)}` };
+      }
+    });
+  }
+
+  /**
+   * Post-turn work of the engine (OpenClaw 2026.9 calls commitTurn instead for normal turns).
+   * @param {{ sessionId: string, sessionKey?: string, prePromptMessageCount?: number, autoCompactionSummary?: string, isHeartbeat?: boolean, tokenBudget?: number }} params
+   */
+  async afterTurn(params) {
+    return this.#timed("afterTurn", async () => {
+      const key = this.#key(params);
+      try {
+        await this.#session(
+          key,
+          "session.afterTurn",
+          compactParams({
+            sessionKey: key,
+            prePromptMessageCount: params.prePromptMessageCount,
+            autoCompactionSummary: params.autoCompactionSummary,
+            isHeartbeat: params.isHeartbeat,
+            tokenBudget: params.tokenBudget,
+          }),
+        );
+      } catch (err) {
+        this.#log.warn(`ctxhost: afterTurn of ${key} failed: ${describe(err)}`);
+      }
+    });
+  }
+
+  /**
+   * @param {{ parentSessionKey: string, childSessionKey: string, contextMode?: "isolated" | "fork", ttlMs?: number }} params
+   * @returns {Promise<{ rollback: () => Promise<void> } | undefined>}
+   */
+  async prepareSubagentSpawn(params) {
+    return this.#timed("prepareSubagentSpawn", async () => {
+      const parent = params.parentSessionKey;
+      const r = await this.#session(
+        parent,
+        "subagent.prepareSpawn",
+        compactParams({
+          sessionKey: parent,
+          childSessionKey: params.childSessionKey,
+          contextMode: params.contextMode,
+          ttlMs: params.ttlMs,
+        }),
+      );
+      const handle = r?.rollbackHandle;
+      if (handle === null || handle === undefined) return undefined;
+      const generation = this.#sidecar.generation;
+      return {
+        rollback: async () => {
+          if (this.#sidecar.generation !== generation) {
+            this.#log.warn(
+              `ctxhost: subagent spawn of ${params.childSessionKey} not rolled back: the sidecar restarted since it was prepared`,
+            );
+            return;
+          }
+          try {
+            await this.#sidecar.call("subagent.rollback", { sessionKey: parent, rollbackHandle: handle });
+          } catch (err) {
+            this.#log.warn(`ctxhost: rollback of subagent ${params.childSessionKey} failed: ${describe(err)}`);
+          }
+        },
+      };
+    });
+  }
+
+  /**
+   * @param {{ childSessionKey: string, reason: "deleted" | "completed" | "swept" | "released" }} params
+   */
+  async onSubagentEnded(params) {
+    return this.#timed("onSubagentEnded", async () => {
+      const request = { childSessionKey: params.childSessionKey, reason: params.reason };
+      try {
+        await this.#sidecar.call("subagent.ended", request);
+      } catch (err) {
+        const parent = err instanceof RpcError ? err.data?.sessionKey : undefined;
+        if (err instanceof RpcError && err.code === codes.UNKNOWN_SESSION && typeof parent === "string") {
+          try {
+            await this.#bootstrap(parent);
+            await this.#sidecar.call("subagent.ended", { ...request, sessionKey: parent });
+            return;
+          } catch (retryErr) {
+            err = retryErr;
+          }
+        }
+        this.#log.warn(`ctxhost: subagent end of ${params.childSessionKey} not delivered: ${describe(err)}`);
+      }
+    });
+  }
+
+  /**
+   * Closes the sessions this instance opened (OpenClaw disposes its engine after every turn);
+   * the sidecar itself stays up for the next turn.
+   */
+  async dispose() {
+    return this.#timed("dispose", async () => {
+      const keys = [...this.#opened];
+      this.#opened.clear();
+      for (const key of keys) {
+        this.#bridge.lastOutput.delete(key);
+        const refs = (this.#bridge.refs.get(key) ?? 1) - 1;
+        if (refs > 0) {
+          this.#bridge.refs.set(key, refs);
+          continue;
+        }
+        this.#bridge.refs.delete(key);
+        if (!this.#sidecar.running) continue;
+        try {
+          await this.#sidecar.call("session.close", { sessionKey: key });
+        } catch (err) {
+          this.#log.warn(`ctxhost: closing ${key} failed: ${describe(err)}`);
+        }
+      }
+    });
+  }
+}
