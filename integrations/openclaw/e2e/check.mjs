@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+// Checks one engine's end-to-end run (.ci/e2e-openclaw): what the fake model received, and the
+// ctxhost mirror of the session.
+//
+//   node check.mjs --engine legacy --session-key agent:main:e2e-legacy --turns 4 \
+//     --requests model-requests.jsonl --ctxhost-home DIR
+//
+// Exits 1 naming every failed check.
+
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+const args = process.argv.slice(2);
+/** @param {string} name */
+const arg = (name) => {
+  const i = args.indexOf(`--${name}`);
+  if (i < 0 || i + 1 >= args.length) {
+    console.error(`check.mjs: --${name} is required`);
+    process.exit(2);
+  }
+  return args[i + 1];
+};
+const engine = arg("engine");
+const sessionKey = arg("session-key");
+const turns = Number(arg("turns"));
+const requestsFile = arg("requests");
+const home = arg("ctxhost-home");
+
+const failures = [];
+/** @param {boolean} ok @param {string} what */
+function check(ok, what) {
+  console.log(`  ${ok ? "ok  " : "FAIL"} ${what}`);
+  if (!ok) failures.push(what);
+}
+const marker = (/** @type {number} */ turn) => `E2E-${engine}-TURN-${turn}:`;
+
+/** The text of a chat-completions message (string or parts). @param {any} m */
+function text(m) {
+  if (typeof m?.content === "string") return m.content;
+  if (Array.isArray(m?.content)) return m.content.map((p) => (typeof p?.text === "string" ? p.text : "")).join("\n");
+  return "";
+}
+/** The text of an AgentMessage in the mirror. @param {any} m */
+function agentText(m) {
+  if (typeof m?.content === "string") return m.content;
+  if (Array.isArray(m?.content)) return m.content.map((p) => p?.text ?? "").join("\n");
+  return "";
+}
+
+/** @param {string} dir @returns {string[]} */
+function walk(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? walk(path) : [path];
+  });
+}
+
+console.log(`e2e-openclaw: checks for ${engine} (${sessionKey}, ${turns} turns)`);
+
+// --- the mirror ---------------------------------------------------------------------------
+const sessionsDir = join(home, "sessions");
+const files = walk(sessionsDir);
+const tail = sessionKey.split(":").slice(2).join(":");
+const mirrorFiles = files.filter((f) => f.endsWith(".jsonl") && f.includes(encodeURIComponent(tail)));
+check(mirrorFiles.length === 1, `one mirror file for ${sessionKey} under ${sessionsDir} (found: ${mirrorFiles.join(", ") || "none"})`);
+const resets = files.filter((f) => f.includes(encodeURIComponent(tail)) && /\.(reset|torn)-/.test(f));
+check(resets.length === 0, `the mirror was never reset or torn (${resets.join(", ") || "no .reset-/.torn- files"})`);
+const internal = files.filter((f) => f.includes("internal-session-effects"));
+check(internal.length === 0, `no mirror files of internal (memory-flush) sessions (${internal.length})`);
+
+/** @type {any[]} */
+let entries = [];
+if (mirrorFiles.length === 1) {
+  entries = readFileSync(mirrorFiles[0], "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
+}
+const markers = entries.filter((e) => e.type === "custom" && e.customType === "ctxhost.mirror");
+const keys = markers.map((e) => e.data?.advancementKey);
+check(markers.length === turns, `the mirror holds ${turns} commits (ctxhost.mirror markers: ${markers.length})`);
+check(new Set(keys).size === keys.length, `every advancement key once (${new Set(keys).size} distinct of ${keys.length})`);
+const messages = entries.filter((e) => e.type === "message").map((e) => e.message);
+for (let turn = 1; turn <= turns; turn++) {
+  const n = messages.filter((m) => m?.role === "user" && agentText(m).includes(marker(turn))).length;
+  check(n === 1, `turn ${turn}'s prompt is in the mirror exactly once (${n})`);
+}
+const openclawFields = messages.filter((m) => m && "__openclaw" in m).length;
+check(openclawFields > 0, `OpenClaw's own message fields survive in the mirror (__openclaw on ${openclawFields} messages)`);
+const compactions = entries.filter((e) => e.type === "compaction");
+check(compactions.length > 0, `ctxhost compacted the session (${compactions.length} compaction entries)`);
+
+// --- what the model saw -------------------------------------------------------------------
+const requests = readFileSync(requestsFile, "utf8")
+  .split("\n")
+  .filter((l) => l.trim())
+  .map((l) => JSON.parse(l));
+/** The requests of one turn: those whose last user message is the turn's prompt. @param {number} turn */
+const requestsOf = (turn) =>
+  requests.filter((r) => {
+    const users = (r.body?.messages ?? []).filter((m) => m.role === "user");
+    return users.some((m) => text(m).includes(marker(turn)) && text(m).includes(`Note ${engine}.${turn}.40:`)) &&
+      !users.some((m) => text(m).includes(marker(turn + 1)));
+  });
+for (let turn = 1; turn <= turns; turn++) {
+  const rs = requestsOf(turn);
+  const sizes = rs.map((r) => `${r.body.messages.length} msgs/${JSON.stringify(r.body.messages).length} B`);
+  check(rs.length >= 1, `turn ${turn} reached the model (${rs.length} request(s): ${sizes.join(", ")})`);
+}
+const last = requestsOf(turns).at(-1);
+const lastMessages = last?.body?.messages ?? [];
+const lastText = lastMessages.map(text).join("\n\n");
+const system = lastMessages.filter((m) => m.role === "system" || m.role === "developer").map(text).join("\n");
+
+// Turn 1's prompt ends with "Note <engine>.1.40": once compacted, the model no longer sees it.
+check(
+  !lastText.includes(`Note ${engine}.1.40:`),
+  `the last turn's request no longer carries turn 1's prompt verbatim (compacted away)`,
+);
+const latest = compactions.at(-1);
+const summaryLine = String(latest?.summary ?? "")
+  .split("\n")
+  .map((l) => l.trim())
+  .find((l) => l.length > 12 && !l.startsWith("#"));
+const sawSummary = requests.some((r) => (r.body?.messages ?? []).some((m) => summaryLine && text(m).includes(summaryLine)));
+check(
+  Boolean(summaryLine) && sawSummary,
+  `the model saw ctxhost's compaction summary (${JSON.stringify(summaryLine?.slice(0, 60))})`,
+);
+
+if (engine === "checkpoint-manager") {
+  const gauge = requests.some((r) =>
+    (r.body?.messages ?? []).some((m) => (m.role === "system" || m.role === "developer") && /\[Context: \d+% \| /.test(text(m))),
+  );
+  const restore = requests.some((r) => (r.body?.messages ?? []).some((m) => /\[Checkpoint [^\]]*: the context was compacted\./.test(text(m))));
+  console.log(`  info checkpoint-manager: gauge line seen: ${gauge}, checkpoint restore seen: ${restore}`);
+  check(gauge || restore, "the model saw checkpoint-manager's gauge line or checkpoint restore");
+  const states = walk(join(home, "state", "checkpoint-manager"));
+  check(states.length > 0, `checkpoint-manager kept state under state/checkpoint-manager (${states.length} files)`);
+}
+console.log(`  info last request: ${lastMessages.length} messages, system prompt ${system.length} chars`);
+
+if (failures.length) {
+  console.error(`e2e-openclaw: ${failures.length} check(s) failed for ${engine}`);
+  process.exit(1);
+}
