@@ -1,0 +1,173 @@
+// Shared pieces of the plugin tests: the real `ctxhost serve` binary, a temp CTXHOST_HOME per
+// test, an engine wired to a sidecar that records every call, and message builders.
+
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Bridge, CtxhostContextEngine } from "../src/engine.js";
+import { Sidecar } from "../src/sidecar.js";
+import { createTiming } from "../src/timing.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const PACKAGE_DIR = resolve(here, "..");
+
+/** The binary under test: $CTXHOST_BIN, else the workspace's debug build. */
+export const BINARY = resolve(PACKAGE_DIR, process.env.CTXHOST_BIN ?? "../../target/debug/ctxhost");
+
+/**
+ * Why the serve tests cannot run here (printed visibly), or false.
+ * @returns {string | false}
+ */
+export function skipServe() {
+  if (existsSync(BINARY)) return false;
+  const why = `no ctxhost binary at ${BINARY} (build it with \`cargo build -p ctxhost\` or set CTXHOST_BIN)`;
+  process.stderr.write(`\n*** SKIPPING the ctxhost serve tests: ${why} ***\n\n`);
+  return why;
+}
+
+/**
+ * A fresh CTXHOST_HOME with a ctxhost.json; removed by `cleanup`.
+ * @param {object} [config] the ctxhost.json content
+ */
+export function tempHome(config = {}) {
+  const home = mkdtempSync(join(tmpdir(), "ctxhost-openclaw-test-"));
+  writeFileSync(join(home, "ctxhost.json"), JSON.stringify(config, null, 2));
+  return home;
+}
+
+/** A ctxhost.json whose small window makes a few big turns compact. */
+export function smallWindow(engine = "legacy", contextWindow = 4000) {
+  return {
+    plugins: { slots: { contextEngine: engine } },
+    agents: {
+      defaults: {
+        contextWindow,
+        compaction: {
+          reserveTokens: 500,
+          reserveTokensFloor: 0,
+          summarizeKeepRecentTokens: 800,
+          fullKeepRecentTokens: 600,
+        },
+      },
+    },
+  };
+}
+
+/**
+ * An engine over a real sidecar, recording calls and log lines.
+ * @param {{ home: string, callTimeoutMs?: number, binary?: string }} opts
+ */
+export function setup(opts) {
+  /** @type {{ method: string, ok: boolean, bytesOut: number }[]} */
+  const calls = [];
+  /** @type {string[]} */
+  const logs = [];
+  /** @type {string[]} */
+  const stderr = [];
+  const sidecar = new Sidecar({
+    binary: opts.binary ?? BINARY,
+    home: opts.home,
+    callTimeoutMs: opts.callTimeoutMs ?? 20_000,
+    client: { name: "plugin-tests" },
+    warn: (m) => logs.push(`warn: ${m}`),
+    stderr: (l) => stderr.push(l),
+    onCall: (t) => calls.push({ method: t.method, ok: t.ok, bytesOut: t.bytesOut }),
+  });
+  const log = { info: (/** @type {string} */ m) => logs.push(`info: ${m}`), warn: (/** @type {string} */ m) => logs.push(`warn: ${m}`) };
+  const bridge = new Bridge(sidecar, log, createTiming(false));
+  const engine = new CtxhostContextEngine(bridge, { version: "test" });
+  const methods = () => calls.map((c) => c.method);
+  /** Forgets the calls so far (the next assertions look at what follows). */
+  const reset = () => {
+    calls.length = 0;
+  };
+  const cleanup = async () => {
+    await sidecar.shutdown();
+    rmSync(opts.home, { recursive: true, force: true });
+  };
+  /** A second engine instance over the same sidecar (OpenClaw builds one per turn). */
+  const another = () => new CtxhostContextEngine(bridge, { version: "test" });
+  return { sidecar, bridge, engine, calls, logs, stderr, methods, reset, cleanup, another };
+}
+
+let clock = 1_795_000_000_000;
+
+/** A user message as OpenClaw stores it, with fields ctxhost does not model. */
+export function user(text) {
+  clock += 1000;
+  return { role: "user", content: text, timestamp: clock, __openclaw: { senderIsOwner: true }, idempotencyKey: `k-${clock}:user` };
+}
+
+/** An assistant message as OpenClaw stores it. */
+export function assistant(text, toolCalls = []) {
+  clock += 1000;
+  return {
+    role: "assistant",
+    content: [{ type: "text", text }, ...toolCalls.map(([id, name, args]) => ({ type: "toolCall", id, name, arguments: args }))],
+    api: "openai-completions",
+    provider: "fake",
+    model: "fake-model",
+    usage: { input: 10, output: 10, cacheRead: 0, cacheWrite: 0, totalTokens: 20, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    stopReason: toolCalls.length ? "toolUse" : "stop",
+    timestamp: clock,
+    __openclaw: { turn: clock },
+  };
+}
+
+/** A tool result answering `id`. */
+export function toolResult(id, name, text) {
+  clock += 1000;
+  return { role: "toolResult", toolCallId: id, toolName: name, content: [{ type: "text", text }], isError: false, timestamp: clock };
+}
+
+/** A turn of `chars` characters of user text plus a short reply. */
+export function bigTurn(label, chars = 4000) {
+  let text = `${label}: `;
+  while (text.length < chars) text += `notes about ${label} that take room in the context window. `;
+  return [user(text), assistant(`reply to ${label}`)];
+}
+
+/** Every file under `dir`, recursively. @param {string} dir @returns {string[]} */
+export function files(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? files(path) : [path];
+  });
+}
+
+/** The JSON entries of a mirror file. @param {string} path */
+export function readMirror(path) {
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
+}
+
+/** Whether a process is alive. @param {number | undefined} pid */
+export function alive(pid) {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // A zombie (exited, not yet reaped by whoever inherited it) is gone for our purposes.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true;
+  }
+}
+
+/** Waits until `predicate` holds, up to `ms`. */
+export async function waitFor(predicate, ms = 5000, step = 50) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await predicate()) return true;
+    await new Promise((r) => setTimeout(r, step));
+  }
+  return predicate();
+}
