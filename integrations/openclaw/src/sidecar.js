@@ -8,7 +8,8 @@
 //   so everything behind the stuck call would wait too); the next call starts a fresh one.
 // - A child that exits on its own (crash, kill) fails the calls in flight with
 //   `SidecarError("exited")` and is restarted by the next call after a backoff that doubles with
-//   each consecutive failure (100 ms … 5 s) and resets after a successful call.
+//   each consecutive failure (100 ms … 5 s) and resets after a successful call. Calls arriving
+//   while a backoff of more than a second runs fail at once.
 // - While no call is in flight the child and its pipes are unref'd, so an idle sidecar never keeps
 //   OpenClaw's event loop alive. When OpenClaw exits, the child's stdin closes and `ctxhost serve`
 //   exits on EOF (it finishes what it has and never leaves a half-written transcript).
@@ -55,6 +56,7 @@ export const codes = Object.freeze({
 
 const BACKOFF_BASE_MS = 100;
 const BACKOFF_MAX_MS = 5000;
+const MAX_WAIT_FOR_RESTART_MS = 1000;
 
 /**
  * @typedef {object} CallTiming
@@ -192,10 +194,12 @@ export class Sidecar {
   async #start(deadline) {
     const wait = this.#nextSpawnAt - Date.now();
     if (wait > 0) {
-      if (performance.now() + wait > deadline) {
+      // A short backoff (a crash just now) is waited out, so the caller never notices; during a
+      // long one (the child keeps failing) calls fail at once instead of piling up.
+      if (wait > MAX_WAIT_FOR_RESTART_MS || performance.now() + wait > deadline) {
         throw new SidecarError(
           "spawn",
-          `ctxhost serve: restarting after ${this.#failures} failure(s); next attempt in ${wait} ms, after this call's deadline`,
+          `ctxhost serve: restarting after ${this.#failures} failure(s); next attempt in ${wait} ms`,
         );
       }
       await new Promise((resolve) => setTimeout(resolve, wait));
