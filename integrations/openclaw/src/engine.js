@@ -138,15 +138,19 @@ export class CtxhostContextEngine {
    * @template T
    * @param {string} name
    * @param {() => Promise<T>} run
+   * @param {(result: T) => string} [detail] what to say about the result
    * @returns {Promise<T>}
    */
-  async #timed(name, run) {
+  async #timed(name, run, detail) {
     if (!this.#bridge.timing.enabled) return run();
     const start = performance.now();
+    let result;
     try {
-      return await run();
+      result = await run();
+      return result;
     } finally {
-      this.#bridge.timing.hook(name, performance.now() - start);
+      const ms = performance.now() - start;
+      this.#bridge.timing.hook(name, ms, result !== undefined && detail ? detail(result) : undefined);
     }
   }
 
@@ -306,7 +310,7 @@ export class CtxhostContextEngine {
         const total = messages.reduce((s, m) => s + estimateTokens(m), 0);
         return this.#finish(key, messages, total, undefined, budget);
       }
-    });
+    }, (r) => `in=${(params.messages ?? []).length} out=${r.messages.length} inserted=${r.messages.filter(isInserted).length} tokens=${r.estimatedTokens} budget=${params.tokenBudget}`);
   }
 
   /**
