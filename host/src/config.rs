@@ -308,6 +308,12 @@ pub struct LimitsConfig {
     pub log_bytes_per_call: Option<u64>,
     pub host_bytes_per_call: Option<u64>,
     pub faults_before_circuit_opens: Option<u64>,
+    pub import_bytes_per_call: Option<u64>,
+    pub import_calls_per_call: Option<u64>,
+    pub slow_imports_per_call: Option<u64>,
+    pub wall_timeout_ms: Option<u64>,
+    #[serde(rename = "stateDirQuotaMiB")]
+    pub state_dir_quota_mib: Option<u64>,
 }
 
 impl LimitsConfig {
@@ -332,6 +338,21 @@ impl LimitsConfig {
                 1,
                 1_000_000,
             ),
+            (
+                "importBytesPerCall",
+                self.import_bytes_per_call,
+                1024,
+                1 << 30,
+            ),
+            (
+                "importCallsPerCall",
+                self.import_calls_per_call,
+                1,
+                1_000_000_000,
+            ),
+            ("slowImportsPerCall", self.slow_imports_per_call, 1, 10_000),
+            ("wallTimeoutMs", self.wall_timeout_ms, 10, 24 * 3_600_000),
+            ("stateDirQuotaMiB", self.state_dir_quota_mib, 1, 1 << 20),
         ]
         .into_iter()
         .filter_map(|(key, value, min, max)| value.map(|v| (key, v, min, max)))
@@ -361,6 +382,21 @@ impl LimitsConfig {
         }
         if let Some(v) = self.faults_before_circuit_opens {
             limits.faults_before_circuit_opens = u32::try_from(v).unwrap_or(u32::MAX);
+        }
+        if let Some(v) = self.import_bytes_per_call {
+            limits.import_bytes_per_call = v as usize;
+        }
+        if let Some(v) = self.import_calls_per_call {
+            limits.import_calls_per_call = v;
+        }
+        if let Some(v) = self.slow_imports_per_call {
+            limits.slow_imports_per_call = u32::try_from(v).unwrap_or(u32::MAX);
+        }
+        if let Some(v) = self.wall_timeout_ms {
+            limits.wall_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = self.state_dir_quota_mib {
+            limits.state_dir_quota_bytes = v << 20;
         }
         limits
     }
@@ -680,6 +716,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("memoryMb"), "{err}");
+    }
+
+    #[test]
+    fn host_side_limits_and_the_quota_are_configurable() {
+        let config = parse(
+            "{ plugins: { entries: { e: { limits: { importBytesPerCall: 4096, importCallsPerCall: 10, slowImportsPerCall: 2, wallTimeoutMs: 1500, stateDirQuotaMiB: 8 } } } } }",
+        )
+        .unwrap();
+        let limits = config.plugin_entry("e").unwrap().limits.as_ref().unwrap();
+        let applied = limits.apply(crate::runtime::Limits::default());
+        assert_eq!(applied.import_bytes_per_call, 4096);
+        assert_eq!(applied.import_calls_per_call, 10);
+        assert_eq!(applied.slow_imports_per_call, 2);
+        assert_eq!(applied.wall_timeout, std::time::Duration::from_millis(1500));
+        assert_eq!(applied.state_dir_quota_bytes, 8 << 20);
+        assert_eq!(
+            crate::runtime::Limits::default().state_dir_quota_bytes,
+            256 << 20
+        );
+        let err = parse("{ plugins: { entries: { e: { limits: { stateDirQuotaMiB: 0 } } } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("limits.stateDirQuotaMiB"), "{err}");
     }
 
     #[test]

@@ -68,6 +68,25 @@ impl Manifest {
     }
 
     fn check(&self) -> Result<(), String> {
+        // A manifest's strings are printed by `plugins list` and `doctor`: refuse absurd ones
+        // (naming only their size) before anything quotes them.
+        for (field, value, max) in [
+            ("id", Some(&self.id), MAX_ID),
+            ("name", self.name.as_ref(), 256),
+            ("version", self.version.as_ref(), 64),
+            ("kind", Some(&self.kind), 64),
+            ("component", Some(&self.component), 4096),
+            ("description", self.description.as_ref(), 4096),
+        ] {
+            if let Some(value) = value
+                && value.len() > max
+            {
+                return Err(format!(
+                    "`{field}` is {} bytes long; at most {max} are allowed",
+                    value.len()
+                ));
+            }
+        }
         if !valid_id(&self.id) {
             return Err(format!(
                 "`id` \"{}\" must match [a-z0-9][a-z0-9._-]* (lowercase letters, digits, '.', '_', '-')",
@@ -107,9 +126,13 @@ impl Manifest {
     }
 }
 
+/// Longest plugin id (it names folders and config keys).
+pub const MAX_ID: usize = 128;
+
 pub fn valid_id(id: &str) -> bool {
     let mut bytes = id.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_lowercase() || b.is_ascii_digit())
+    id.len() <= MAX_ID
+        && matches!(bytes.next(), Some(b) if b.is_ascii_lowercase() || b.is_ascii_digit())
         && bytes.all(|b| {
             b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
         })
@@ -211,6 +234,21 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let text = Manifest::read(empty.path()).unwrap_err().to_string();
         assert!(text.contains("missing"), "{text}");
+    }
+
+    #[test]
+    fn huge_strings_are_refused_by_size_without_being_quoted() {
+        for field in ["id", "name", "description"] {
+            let mut m = base();
+            m[field] = json!("a".repeat(1 << 20));
+            let text = problem(m);
+            assert!(
+                text.contains(&format!("`{field}` is 1048576 bytes long")),
+                "{text}"
+            );
+            assert!(text.len() < 1024, "{field}: {} bytes", text.len());
+        }
+        assert!(!valid_id(&"a".repeat(MAX_ID + 1)));
     }
 
     #[test]

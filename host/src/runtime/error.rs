@@ -50,7 +50,10 @@ pub enum FaultKind {
     StackOverflow,
     /// The guest panicked or reached `unreachable`.
     Panic,
-    /// Another trap (e.g. out-of-bounds access, division by zero, a host-side limit).
+    /// A host-enforced limit ended the call (import budgets, wall time, disk quota); the
+    /// detail names the limit.
+    Limit,
+    /// Another trap (e.g. out-of-bounds access, division by zero).
     Trap,
 }
 
@@ -61,6 +64,7 @@ impl fmt::Display for FaultKind {
             Self::OutOfMemory => "out of memory",
             Self::StackOverflow => "stack overflow",
             Self::Panic => "panic",
+            Self::Limit => "limit exceeded",
             Self::Trap => "trap",
         })
     }
@@ -122,3 +126,9 @@ impl EngineError {
         matches!(self, Self::Fault { .. })
     }
 }
+
+/// The trap a host import or the host's filesystem layer raises when the guest reaches one of
+/// its host-side limits; the message names the limit and its config key.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LimitExceeded(pub String);

@@ -12,10 +12,11 @@ use super::contract::{
     CompactRequest, CompactResult, EngineInfo, IngestResult, Message, Session, SubagentEndReason,
     SubagentSpawn,
 };
-use super::error::{EngineError, FaultKind};
+use super::error::{EngineError, FaultKind, LimitExceeded};
 use super::health::Health;
 use super::limits::Function;
 use super::state::StoreState;
+use super::text;
 use super::v0_1;
 
 pub struct EngineInstance {
@@ -41,7 +42,8 @@ impl EngineInstance {
             .check(&self.spec.id, function, &self.session.key)?;
         let deadline = self.spec.limits.deadline(function);
         let data = self.store.data_mut();
-        data.clock.start(deadline);
+        data.clock.start(deadline, self.spec.limits.wall_timeout);
+        data.budget.reset();
         data.limiter.memory_refused = false;
         data.log.reset();
         self.store
@@ -61,7 +63,7 @@ impl EngineInstance {
                 engine: self.spec.id.clone(),
                 function,
                 session: self.session.key.clone(),
-                message: bounded(message, MAX_ERROR_BYTES),
+                message: text::message(&message, text::MAX_MESSAGE),
             }),
             Err(trap) => Err(self.fault(function, trap)),
         };
@@ -80,6 +82,10 @@ impl EngineInstance {
                 "needed more than its {} MiB memory limit",
                 self.spec.limits.memory_bytes >> 20
             ),
+            // Which limit, in the host's own words.
+            FaultKind::Limit => error
+                .downcast_ref::<LimitExceeded>()
+                .map_or_else(|| error.to_string(), ToString::to_string),
             // The trap's own words; its wasm backtrace belongs in debug logs, not the error.
             _ => match error.downcast_ref::<wasmtime::Trap>() {
                 Some(trap) => trap.to_string(),
@@ -104,7 +110,13 @@ impl EngineInstance {
             .call_info(&mut self.store)
             .await
             .map(Ok);
-        self.end(Function::Info, outcome)
+        // What an engine says of itself is stored and printed (doctor, plugins, replay).
+        self.end(Function::Info, outcome).map(|info| EngineInfo {
+            id: text::line(&info.id, text::MAX_INFO_ID),
+            name: text::line(&info.name, text::MAX_INFO_NAME),
+            version: text::line(&info.version, text::MAX_INFO_VERSION),
+            owns_compaction: info.owns_compaction,
+        })
     }
 
     pub async fn bootstrap(
@@ -117,7 +129,10 @@ impl EngineInstance {
             .ctxhost_engine_engine()
             .call_bootstrap(&mut self.store, request)
             .await;
-        self.end(Function::Bootstrap, outcome)
+        self.end(Function::Bootstrap, outcome).map(|mut result| {
+            result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
+            result
+        })
     }
 
     pub async fn ingest(
@@ -173,7 +188,10 @@ impl EngineInstance {
             .ctxhost_engine_engine()
             .call_compact(&mut self.store, request)
             .await;
-        self.end(Function::Compact, outcome)
+        self.end(Function::Compact, outcome).map(|mut result| {
+            result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
+            result
+        })
     }
 
     pub async fn after_turn(&mut self, request: &AfterTurnRequest) -> Result<(), EngineError> {
@@ -235,26 +253,13 @@ impl EngineInstance {
     }
 }
 
-/// An engine's error message is for a log line, not a payload.
-const MAX_ERROR_BYTES: usize = 4096;
-
-fn bounded(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut cut = max;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let dropped = text.len() - cut;
-        text.truncate(cut);
-        text.push_str(&format!("… ({dropped} more bytes)"));
-    }
-    text
-}
-
 /// Names the cause of a trap.
-fn classify(error: &wasmtime::Error, memory_refused: bool) -> FaultKind {
+pub(super) fn classify(error: &wasmtime::Error, memory_refused: bool) -> FaultKind {
     if error.downcast_ref::<super::DeadlineExceeded>().is_some() {
         return FaultKind::Deadline;
+    }
+    if error.downcast_ref::<LimitExceeded>().is_some() {
+        return FaultKind::Limit;
     }
     match error.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::Interrupt) => FaultKind::Deadline,

@@ -26,6 +26,18 @@ pub struct Limits {
     pub import_timeout: Duration,
     /// Consecutive faults after which the engine is refused until reset.
     pub faults_before_circuit_opens: u32,
+    /// Bytes the host copies in from or builds for the guest's imports in one call (arguments
+    /// it receives, results it returns), so a guest cannot make the host allocate without bound.
+    pub import_bytes_per_call: usize,
+    /// Host imports one call may make, whatever they cost.
+    pub import_calls_per_call: u64,
+    /// Calls of the slow imports (delegate-compaction, complete) one call may make.
+    pub slow_imports_per_call: u32,
+    /// Wall time of one call, guest and host imports together: the hard cap the guest
+    /// deadlines (which exclude time in slow imports) cannot give.
+    pub wall_timeout: Duration,
+    /// Disk the engine's state dir may use (allocated blocks plus a charge per entry).
+    pub state_dir_quota_bytes: u64,
 }
 
 /// The largest memory limit an operator may set (the pooling allocator reserves this much
@@ -44,6 +56,11 @@ impl Default for Limits {
             host_bytes_per_call: 64 << 20,
             import_timeout: Duration::from_secs(120),
             faults_before_circuit_opens: 3,
+            import_bytes_per_call: 64 << 20,
+            import_calls_per_call: 1_000_000,
+            slow_imports_per_call: 16,
+            wall_timeout: Duration::from_secs(300),
+            state_dir_quota_bytes: 256 << 20,
         }
     }
 }

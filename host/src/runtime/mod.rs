@@ -10,6 +10,7 @@ mod instance;
 mod limits;
 mod services;
 mod state;
+mod text;
 mod v0_1;
 
 use std::path::PathBuf;
@@ -24,7 +25,7 @@ use wasmtime::{
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
 pub use cache::LoadSource;
-pub use error::{EngineError, FaultKind, RuntimeError};
+pub use error::{EngineError, FaultKind, LimitExceeded, RuntimeError};
 pub use health::HealthStatus;
 pub use instance::EngineInstance;
 pub use limits::{Function, Limits, MAX_MEMORY_BYTES};
@@ -32,7 +33,7 @@ pub use services::{BoxFuture, Detached, SessionServices};
 pub use state::Grants;
 
 use guest_log::{GuestOutput, LogSink};
-use state::{CallClock, Limiter, StoreState};
+use state::{CallClock, ImportBudget, Limiter, StoreState};
 
 /// The types of the newest contract version; older versions convert into these.
 pub mod contract {
@@ -312,23 +313,33 @@ impl Linked {
             log,
             clock: CallClock::new(),
             import_timeout: spec.limits.import_timeout,
+            budget: ImportBudget::new(&spec.limits),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Checked every few ticks: a long-running guest yields its tokio worker between checks
         // (so spinning guests cannot starve other sessions) and traps once its time is up.
+        // The wall-time cap is checked here too, so a call that spent its wall time in imports
+        // ends at the guest's next check.
         store.epoch_deadline_callback(|ctx| {
-            let remaining = ctx.data().clock.remaining();
+            let clock = &ctx.data().clock;
+            let wall_left = clock.wall_remaining();
+            if wall_left.is_zero() {
+                return Err(clock.wall_exceeded().into());
+            }
+            let remaining = clock.remaining();
             if remaining.is_zero() {
                 Err(DeadlineExceeded.into())
             } else {
-                Ok(UpdateDeadline::Yield(ticks_for(remaining.min(CHECK_EVERY))))
+                Ok(UpdateDeadline::Yield(ticks_for(
+                    remaining.min(wall_left).min(CHECK_EVERY),
+                )))
             }
         });
-        store
-            .data_mut()
-            .clock
-            .start(spec.limits.deadline(Function::Instantiate));
+        store.data_mut().clock.start(
+            spec.limits.deadline(Function::Instantiate),
+            spec.limits.wall_timeout,
+        );
         store.set_epoch_deadline(ticks_for(
             spec.limits.deadline(Function::Instantiate).min(CHECK_EVERY),
         ));
@@ -340,11 +351,7 @@ impl Linked {
                     engine: spec.id.clone(),
                     function: Function::Instantiate,
                     session: session.key.clone(),
-                    kind: if memory_refused {
-                        FaultKind::OutOfMemory
-                    } else {
-                        FaultKind::Trap
-                    },
+                    kind: instance::classify(&e, memory_refused),
                     detail: format!("{e:#}"),
                 });
             }

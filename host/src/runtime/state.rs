@@ -1,5 +1,6 @@
 //! The data each engine instance's `Store` carries, and the host imports implemented on it.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -8,6 +9,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::contract::{CompactRequest, Compaction, ContextEntry, EntryRef, HostError, Message};
+use super::error::LimitExceeded;
 use super::guest_log::{Level, LogSink};
 use super::limits::Limits;
 use super::services::SessionServices;
@@ -33,6 +35,7 @@ pub struct StoreState {
     pub(super) log: Arc<LogSink>,
     pub(super) clock: CallClock,
     pub(super) import_timeout: Duration,
+    pub(super) budget: ImportBudget,
 }
 
 impl WasiView for StoreState {
@@ -93,12 +96,14 @@ impl ResourceLimiter for Limiter {
 }
 
 /// Guest time of the current call: wall time since it started minus time spent in host
-/// imports, which have their own bounds and must not count against the engine.
+/// imports, which have their own bounds and must not count against the engine. The wall time
+/// itself, imports included, has a hard cap of its own.
 #[derive(Debug)]
 pub struct CallClock {
     started: Instant,
     in_host: Duration,
     pub(super) deadline: Duration,
+    wall: Duration,
 }
 
 impl CallClock {
@@ -107,12 +112,14 @@ impl CallClock {
             started: Instant::now(),
             in_host: Duration::ZERO,
             deadline: Duration::MAX,
+            wall: Duration::MAX,
         }
     }
-    pub fn start(&mut self, deadline: Duration) {
+    pub fn start(&mut self, deadline: Duration, wall: Duration) {
         self.started = Instant::now();
         self.in_host = Duration::ZERO;
         self.deadline = deadline;
+        self.wall = wall;
     }
     pub fn guest_time(&self) -> Duration {
         self.started.elapsed().saturating_sub(self.in_host)
@@ -121,15 +128,113 @@ impl CallClock {
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_sub(self.guest_time())
     }
+    /// Wall time left before the call's hard cap.
+    pub fn wall_remaining(&self) -> Duration {
+        self.wall.saturating_sub(self.started.elapsed())
+    }
+    /// The trap that ends a call past its wall-time cap, saying where the time went.
+    pub fn wall_exceeded(&self) -> LimitExceeded {
+        LimitExceeded(format!(
+            "ran for {:.1?} of wall time ({:.1?} of it in host imports), over its cap of {:?} (limits.wallTimeoutMs)",
+            self.started.elapsed(),
+            self.in_host,
+            self.wall
+        ))
+    }
     fn add_host_time(&mut self, since: Instant) {
         self.in_host += since.elapsed();
     }
+}
+
+/// What the current call has made the host do through its imports, checked against the
+/// per-call limits before the host does the work.
+#[derive(Debug)]
+pub struct ImportBudget {
+    bytes_limit: usize,
+    calls_limit: u64,
+    slow_limit: u32,
+    bytes: usize,
+    calls: u64,
+    slow: u32,
+}
+
+impl ImportBudget {
+    pub fn new(limits: &Limits) -> Self {
+        Self {
+            bytes_limit: limits.import_bytes_per_call,
+            calls_limit: limits.import_calls_per_call,
+            slow_limit: limits.slow_imports_per_call,
+            bytes: 0,
+            calls: 0,
+            slow: 0,
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.bytes = 0;
+        self.calls = 0;
+        self.slow = 0;
+    }
+
+    /// Counts one call of `import`.
+    fn call(&mut self, import: &str) -> Result<(), LimitExceeded> {
+        self.calls += 1;
+        if self.calls > self.calls_limit {
+            return Err(LimitExceeded(format!(
+                "made more than {} host import calls (the last one `{import}`), over limits.importCallsPerCall",
+                self.calls_limit
+            )));
+        }
+        Ok(())
+    }
+
+    /// Counts one call of a slow import (delegate-compaction, complete).
+    fn slow(&mut self, import: &str) -> Result<(), LimitExceeded> {
+        self.call(import)?;
+        self.slow += 1;
+        if self.slow > self.slow_limit {
+            return Err(LimitExceeded(format!(
+                "called the slow imports (delegate-compaction, complete) more than {} times (the last one `{import}`), over limits.slowImportsPerCall",
+                self.slow_limit
+            )));
+        }
+        Ok(())
+    }
+
+    /// Charges `bytes` the host is about to build (or has built) for `import`.
+    fn charge(&mut self, import: &str, bytes: usize) -> Result<(), LimitExceeded> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > self.bytes_limit {
+            return Err(LimitExceeded(format!(
+                "`{import}` would take the host past {} bytes built for this call's imports, over limits.importBytesPerCall",
+                self.bytes_limit
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Host memory a message handed to the guest occupies (its record and its strings).
+fn message_bytes(message: &Message) -> usize {
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|c| std::mem::size_of_val(c) + c.id.len() + c.name.len() + c.arguments.len())
+        .sum();
+    std::mem::size_of::<Message>()
+        + message.entry_id.len()
+        + message.text.len()
+        + message.json.len()
+        + message.tool_name.as_ref().map_or(0, String::len)
+        + message.stop_reason.as_ref().map_or(0, String::len)
+        + calls
 }
 
 impl types::Host for StoreState {}
 
 impl host::Host for StoreState {
     async fn log(&mut self, level: LogLevel, message: String) -> anyhow::Result<()> {
+        self.budget.call("log")?;
         let level = match level {
             LogLevel::Trace => Level::Trace,
             LogLevel::Debug => Level::Debug,
@@ -142,37 +247,87 @@ impl host::Host for StoreState {
     }
 
     async fn estimate_tokens(&mut self, text: String) -> anyhow::Result<u32> {
+        self.budget.call("estimate-tokens")?;
         Ok(ctxhost_transcript::tokens::estimate_text(&text))
     }
 
     // Cheap imports count against the guest's deadline, so a loop of millions of them still
-    // stops; only the slow ones below are excluded, each bounded by its own timeout.
+    // stops; only the slow ones below are excluded, each bounded by its own timeout and by the
+    // call's wall-time cap. Every import is counted (importCallsPerCall), and what the host
+    // builds for the guest is charged to importBytesPerCall before it is handed over. Arguments
+    // are already copied out of guest memory when an import starts (bounded by the guest's
+    // memory limit) and are dropped when it returns, so they are not charged.
     async fn context_entries(&mut self) -> anyhow::Result<Vec<ContextEntry>> {
-        Ok(self.services.context_entries())
+        const IMPORT: &str = "context-entries";
+        self.budget.call(IMPORT)?;
+        // The host's own view of the transcript, bounded by it; charged before the guest gets it.
+        let entries = self.services.context_entries();
+        self.budget
+            .charge(IMPORT, entries.len() * std::mem::size_of::<ContextEntry>())?;
+        Ok(entries)
     }
 
     async fn read_entries(
         &mut self,
         entries: Vec<EntryRef>,
     ) -> anyhow::Result<Result<Vec<Message>, HostError>> {
-        Ok(self.services.read_entries(&entries))
+        const IMPORT: &str = "read-entries";
+        self.budget.call(IMPORT)?;
+        // Every message costs at least its record: a request that cannot fit is refused before
+        // anything is built.
+        self.budget.charge(
+            IMPORT,
+            entries.len().saturating_mul(std::mem::size_of::<Message>()),
+        )?;
+        let mut messages = Vec::with_capacity(entries.len());
+        // One entry at a time, each charged as it is built: the host never holds more than the
+        // budget plus one message, however many references (or repeats) the guest sends.
+        for r in &entries {
+            let mut one = match self.services.read_entries(std::slice::from_ref(r)) {
+                Ok(one) => one,
+                Err(e) => return Ok(Err(e)),
+            };
+            let extra: usize = one
+                .iter()
+                .map(|m| message_bytes(m) - std::mem::size_of::<Message>())
+                .sum();
+            self.budget.charge(IMPORT, extra)?;
+            messages.append(&mut one);
+        }
+        Ok(Ok(messages))
     }
 
     async fn delegate_compaction(
         &mut self,
         request: CompactRequest,
     ) -> anyhow::Result<Result<Option<Compaction>, HostError>> {
-        let since = Instant::now();
+        const IMPORT: &str = "delegate-compaction";
+        let window = self.slow_import_window(IMPORT)?;
         let services = self.services.clone();
-        let result =
-            tokio::time::timeout(self.import_timeout, services.delegate_compaction(&request))
-                .await
-                .unwrap_or_else(|_| Err(timed_out("delegate-compaction", self.import_timeout)));
-        self.clock.add_host_time(since);
+        // The runtime compaction is synchronous work; on a blocking thread it cannot hold up
+        // this call past its timeout (an abandoned run finishes there and is discarded).
+        let work = async move {
+            let run = tokio::task::spawn_blocking(move || {
+                tokio::runtime::Handle::current().block_on(services.delegate_compaction(&request))
+            });
+            run.await.unwrap_or_else(|e| {
+                Err(HostError::Failed(format!(
+                    "the runtime compaction did not finish: {e}"
+                )))
+            })
+        };
+        let result = self.run_slow(IMPORT, window, work).await?;
+        if let Ok(Some(c)) = &result {
+            let bytes = c.summary.len() + c.details.as_ref().map_or(0, String::len);
+            self.budget.charge(IMPORT, bytes)?;
+        }
         Ok(result)
     }
 
     async fn config(&mut self) -> anyhow::Result<String> {
+        const IMPORT: &str = "config";
+        self.budget.call(IMPORT)?;
+        self.budget.charge(IMPORT, self.config_json.len())?;
         Ok(self.config_json.to_string())
     }
 
@@ -180,7 +335,9 @@ impl host::Host for StoreState {
         &mut self,
         request: CompletionRequest,
     ) -> anyhow::Result<Result<String, HostError>> {
+        const IMPORT: &str = "complete";
         if !self.grants.llm {
+            self.budget.call(IMPORT)?;
             self.log.emit(
                 Level::Warn,
                 "host",
@@ -190,20 +347,60 @@ impl host::Host for StoreState {
                 "`complete` needs the `llm` capability; the operator grants it in plugins.entries.<id>.grants".into(),
             )));
         }
-        let since = Instant::now();
+        let window = self.slow_import_window(IMPORT)?;
         let services = self.services.clone();
-        let result = tokio::time::timeout(
-            self.import_timeout,
-            services.complete(
-                request.system.as_deref(),
-                &request.prompt,
-                request.max_tokens,
-            ),
-        )
-        .await
-        .unwrap_or_else(|_| Err(timed_out("complete", self.import_timeout)));
-        self.clock.add_host_time(since);
+        let work = async move {
+            services
+                .complete(
+                    request.system.as_deref(),
+                    &request.prompt,
+                    request.max_tokens,
+                )
+                .await
+        };
+        let result = self.run_slow(IMPORT, window, work).await?;
+        if let Ok(text) = &result {
+            self.budget.charge(IMPORT, text.len())?;
+        }
         Ok(result)
+    }
+}
+
+/// How long a slow import may run: its own timeout, or less when the call's wall-time cap
+/// comes first (`true`: the cap decides, and running out of it ends the call).
+struct SlowWindow {
+    limit: Duration,
+    wall_bound: bool,
+}
+
+impl StoreState {
+    fn slow_import_window(&mut self, import: &str) -> Result<SlowWindow, LimitExceeded> {
+        self.budget.slow(import)?;
+        let wall_left = self.clock.wall_remaining();
+        if wall_left.is_zero() {
+            return Err(self.clock.wall_exceeded());
+        }
+        Ok(SlowWindow {
+            limit: self.import_timeout.min(wall_left),
+            wall_bound: wall_left < self.import_timeout,
+        })
+    }
+
+    /// Runs a slow import's work within its window; its time is host time, not guest time.
+    async fn run_slow<T>(
+        &mut self,
+        import: &str,
+        window: SlowWindow,
+        work: impl Future<Output = Result<T, HostError>>,
+    ) -> Result<Result<T, HostError>, LimitExceeded> {
+        let since = Instant::now();
+        let outcome = tokio::time::timeout(window.limit, work).await;
+        self.clock.add_host_time(since);
+        match outcome {
+            Ok(result) => Ok(result),
+            Err(_) if window.wall_bound => Err(self.clock.wall_exceeded()),
+            Err(_) => Ok(Err(timed_out(import, self.import_timeout))),
+        }
     }
 }
 

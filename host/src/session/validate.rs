@@ -134,6 +134,18 @@ fn check_message(json: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses figures a compaction cannot have against the model's window: the compacted context
+/// must fit it (a context that does not fit is what compaction exists to prevent).
+pub fn compaction_window(compaction: &Compaction, context_window: u64) -> Result<(), String> {
+    if context_window > 0 && u64::from(compaction.tokens_after) > context_window {
+        return Err(format!(
+            "tokens-after {} is above the context window of {context_window}",
+            compaction.tokens_after
+        ));
+    }
+    Ok(())
+}
+
 /// A compaction may keep from any message of the current context (not the summary preamble).
 pub fn compaction(
     context: &[ContextEntry],
@@ -160,6 +172,14 @@ pub fn compaction(
         return Err(format!(
             "token figures {} -> {} are not plausible",
             compaction.tokens_before, compaction.tokens_after
+        ));
+    }
+    // A compaction that says it made the context bigger is either wrong or not a compaction;
+    // either way it must not replace the history.
+    if compaction.tokens_after > compaction.tokens_before {
+        return Err(format!(
+            "tokens-after {} is larger than tokens-before {}: a compaction must make the context smaller",
+            compaction.tokens_after, compaction.tokens_before
         ));
     }
     if let Some(details) = &compaction.details {
@@ -285,6 +305,19 @@ mod tests {
         c.first_kept_entry = 77;
         assert!(capped_compaction(&context, &c).is_err());
         c.first_kept_entry = 6;
+        c.tokens_after = 101;
+        assert!(
+            capped_compaction(&context, &c)
+                .unwrap_err()
+                .contains("tokens-after 101 is larger than tokens-before 100")
+        );
+        c.tokens_after = 10;
+        assert!(
+            compaction_window(&c, 8)
+                .unwrap_err()
+                .contains("window of 8")
+        );
+        assert!(compaction_window(&c, 10).is_ok());
         c.details = Some("[1]".into());
         assert!(
             capped_compaction(&context, &c)
