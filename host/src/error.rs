@@ -37,6 +37,12 @@ pub enum Error {
         session: String,
         reason: String,
     },
+    /// A message handed to the session is not an AgentMessage; nothing was written.
+    #[error("message {index} cannot be appended: {problem}")]
+    InvalidMessage { index: usize, problem: String },
+    /// A mirror sync that does not start where the mirror ends.
+    #[error("sync from position {from}, but the mirror holds {mirror} messages")]
+    SyncFrom { from: usize, mirror: usize },
     #[error(transparent)]
     Overflow(#[from] crate::session::ContextOverflow),
     #[error(

@@ -20,6 +20,8 @@ pub enum SessionTarget {
     Key(String),
     /// A transcript file anywhere; its key is the file stem.
     Path(PathBuf),
+    /// A session key whose transcript lives at a given path (the `serve` mirror).
+    KeyAt { key: String, path: PathBuf },
 }
 
 pub struct Host {
@@ -204,6 +206,10 @@ impl Host {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "session".into());
                 Ok((key, path.clone()))
+            }
+            SessionTarget::KeyAt { key, path } => {
+                encode_key(key)?;
+                Ok((key.clone(), path.clone()))
             }
             SessionTarget::Key(key) => {
                 let file = format!("{}.jsonl", encode_key(key)?);

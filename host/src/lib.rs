@@ -17,6 +17,7 @@ pub mod plugins;
 pub mod prompt;
 pub mod replay;
 pub mod runtime;
+pub mod serve;
 pub mod session;
 
 pub use ctxhost_transcript as transcript;

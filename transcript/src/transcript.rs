@@ -505,6 +505,22 @@ impl Transcript {
         (quote(&self.fresh_id()), parent)
     }
 
+    /// Why `message` cannot be appended as an AgentMessage, if it cannot: callers appending
+    /// several check them all first, so a bad one leaves the transcript unchanged.
+    pub fn check_message(message: &Value) -> Result<(), String> {
+        let Value::Object(map) = message else {
+            return Err("message must be a JSON object".into());
+        };
+        match map.get("role").and_then(Value::as_str) {
+            Some("hookMessage") => {
+                Err("role \"hookMessage\" is written as \"custom\" in v3".into())
+            }
+            Some(r) if Role::parse(r).is_some() => Ok(()),
+            Some(r) => Err(format!("unknown message role {r:?}")),
+            None => Err("message has no \"role\"".into()),
+        }
+    }
+
     /// Append a v3 message entry under the current leaf; returns its index. The message must be
     /// an object with a known `role`.
     pub fn append_message(
@@ -512,22 +528,41 @@ impl Transcript {
         message: &Value,
         timestamp_iso: &str,
     ) -> Result<usize, TranscriptError> {
-        let line_no = self.next_line_number();
-        let bad = |p: &str| Err(TranscriptError::invalid(&self.source, line_no, p));
-        let Value::Object(map) = message else {
-            return bad("message must be a JSON object");
-        };
-        match map.get("role").and_then(Value::as_str) {
-            Some("hookMessage") => {
-                return bad("role \"hookMessage\" is written as \"custom\" in v3");
-            }
-            Some(r) if Role::parse(r).is_some() => {}
-            Some(r) => return bad(&format!("unknown message role {r:?}")),
-            None => return bad("message has no \"role\""),
+        self.append_message_as(message, &message.to_string(), timestamp_iso)
+    }
+
+    /// Append a message given as JSON text, kept byte for byte in the file (a runtime's own
+    /// fields and number spellings survive); checked as `append_message` checks a value.
+    pub fn append_message_text(
+        &mut self,
+        message: &str,
+        timestamp_iso: &str,
+    ) -> Result<usize, TranscriptError> {
+        let value: Value = serde_json::from_str(message).map_err(|e| {
+            let line_no = self.next_line_number();
+            TranscriptError::invalid(&self.source, line_no, format!("message is not JSON: {e}"))
+        })?;
+        if message.contains(['\n', '\r']) {
+            // A line break between tokens would split the entry's line: write it compactly.
+            return self.append_message(&value, timestamp_iso);
+        }
+        self.append_message_as(&value, message, timestamp_iso)
+    }
+
+    /// `message` checked as a value, written as `text` (its JSON spelling).
+    fn append_message_as(
+        &mut self,
+        message: &Value,
+        text: &str,
+        timestamp_iso: &str,
+    ) -> Result<usize, TranscriptError> {
+        if let Err(problem) = Self::check_message(message) {
+            let line_no = self.next_line_number();
+            return Err(TranscriptError::invalid(&self.source, line_no, problem));
         }
         let (id, parent) = self.id_members();
         let line = format!(
-            "{{\"type\":\"message\",\"id\":{id},\"parentId\":{parent},\"timestamp\":{},\"message\":{message}}}",
+            "{{\"type\":\"message\",\"id\":{id},\"parentId\":{parent},\"timestamp\":{},\"message\":{text}}}",
             quote(timestamp_iso)
         );
         self.push_line(line)

@@ -8,6 +8,7 @@ mod doctor;
 mod output;
 mod plugins;
 mod replay;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,6 +59,8 @@ enum Command {
     /// Inspects a session's context: status, history, inspect, export, import.
     #[command(subcommand)]
     Context(context::ContextCommand),
+    /// Serves agent runtimes over JSON-RPC (stdio or a unix socket); see docs/serve-protocol.md.
+    Serve(serve::ServeArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -102,6 +105,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compact(args) => {
             let (home, config) = load_config(cli.config.as_deref())?;
             compact::run(home, config, args).await
+        }
+        Command::Serve(args) => {
+            let (home, config) = load_config(cli.config.as_deref())?;
+            serve::run(home, config, args).await
         }
         Command::Context(command) => {
             let (home, config) = load_config(cli.config.as_deref())?;

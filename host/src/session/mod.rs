@@ -277,6 +277,63 @@ impl Session {
         Ok(indices)
     }
 
+    /// Appends messages given as JSON text (kept byte for byte), then one entry of another
+    /// type (`trailer`: e.g. a marker recording what was committed), all in one write, then
+    /// hands the messages to the engine in one `ingest-batch`. Nothing is written when any
+    /// message is invalid. Returns the new messages' indices.
+    pub async fn append_texts_with(
+        &mut self,
+        messages: &[&str],
+        trailer: Option<(&str, &Value)>,
+    ) -> Result<Vec<usize>> {
+        for (n, text) in messages.iter().enumerate() {
+            let value: Value = serde_json::from_str(text).map_err(|e| Error::InvalidMessage {
+                index: n,
+                problem: format!("not JSON: {e}"),
+            })?;
+            Transcript::check_message(&value)
+                .map_err(|problem| Error::InvalidMessage { index: n, problem })?;
+        }
+        let ready = self.instance().await.map(|_| ());
+        let (indices, batch) = {
+            let mut transcript = self.shared.write();
+            let first = transcript.entries().len();
+            let mut indices = Vec::with_capacity(messages.len());
+            for text in messages {
+                indices.push(transcript.append_message_text(text, &now_iso())?);
+            }
+            if let Some((entry_type, members)) = trailer {
+                transcript.append_other(entry_type, members, &now_iso())?;
+            }
+            self.file.append(&transcript, first)?;
+            let entries = transcript.entries();
+            let batch: Vec<_> = indices
+                .iter()
+                .filter_map(|&i| convert::message(i, &entries[i]))
+                .collect();
+            (indices, batch)
+        };
+        let Some(&last) = indices.last() else {
+            return Ok(indices);
+        };
+        ready.map_err(|e| self.saved_but(last, e))?;
+        let result = self.instance().await?.ingest_batch(&batch, false).await;
+        self.settle(result).map_err(|e| self.saved_but(last, e))?;
+        Ok(indices)
+    }
+
+    /// Changes the window (and the compaction settings with it) the session is measured and
+    /// compacted against, e.g. when the runtime's model has a smaller budget than configured.
+    pub fn set_settings(&mut self, settings: ctxhost_transcript::compaction::Settings) {
+        self.context_window = settings.context_window;
+        self.shared.set_settings(settings);
+    }
+
+    /// The compaction settings in force.
+    pub fn settings(&self) -> ctxhost_transcript::compaction::Settings {
+        self.shared.settings().clone()
+    }
+
     /// An engine error after entry `index` was written: the message is safe, say so.
     fn saved_but(&self, index: usize, error: Error) -> Error {
         match error {

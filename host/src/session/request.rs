@@ -153,7 +153,7 @@ impl Session {
         let window = self.context_window();
         // The response reserve is the session's compaction reserve (reserveTokens, never below
         // its floor): what compaction keeps free is what the model's answer may use.
-        let reserve = window.saturating_sub(self.shared.settings.threshold());
+        let reserve = window.saturating_sub(self.shared.settings().threshold());
         let available = window - reserve;
         let history_budget = available.saturating_sub(fixed + current);
         let assemble = AssembleOptions {
@@ -308,7 +308,7 @@ impl Session {
         }
         let threshold = self
             .shared
-            .settings
+            .settings()
             .threshold()
             .saturating_sub(flush.soft_threshold_tokens);
         let context_tokens = self.context_tokens();

@@ -17,7 +17,8 @@ use crate::runtime::{BoxFuture, SessionServices};
 pub struct Shared {
     pub session: Session,
     pub file: PathBuf,
-    pub settings: Settings,
+    /// Replaced when the runtime's window for the session changes (`Session::set_settings`).
+    settings: RwLock<Settings>,
     transcript: RwLock<Transcript>,
 }
 
@@ -31,7 +32,7 @@ impl Shared {
         Self {
             session,
             file,
-            settings,
+            settings: RwLock::new(settings),
             transcript: RwLock::new(transcript),
         }
     }
@@ -44,6 +45,14 @@ impl Shared {
 
     pub fn write(&self) -> RwLockWriteGuard<'_, Transcript> {
         self.transcript.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn settings(&self) -> RwLockReadGuard<'_, Settings> {
+        self.settings.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_settings(&self, settings: Settings) {
+        *self.settings.write().unwrap_or_else(|e| e.into_inner()) = settings;
     }
 
     /// The runtime compaction's proposal, in the contract's terms: the layered policy picks
@@ -60,7 +69,7 @@ impl Shared {
             let transcript = self.read();
             let prepared = compaction::prepare(
                 &transcript,
-                &self.settings,
+                &self.settings(),
                 &compaction::Request {
                     trigger,
                     focus: request.custom_instructions.as_deref(),
@@ -80,7 +89,7 @@ impl Shared {
                 }
             }
         };
-        let summarizer = self.settings.summarizer.build().unwrap_or_else(|e| {
+        let summarizer = self.settings().summarizer.build().unwrap_or_else(|e| {
             tracing::warn!(session = %self.session.key, "{e}; using the extractive summarizer");
             Box::new(compaction::Extractive)
         });
@@ -148,7 +157,7 @@ impl SessionServices for Shared {
         prompt: &'a str,
         max_tokens: Option<u32>,
     ) -> BoxFuture<'a, Result<String, HostError>> {
-        let config = self.settings.summarizer.clone();
+        let config = self.settings().summarizer.clone();
         let system = system.map(str::to_string);
         let prompt = prompt.to_string();
         Box::pin(async move {

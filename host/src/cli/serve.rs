@@ -1,0 +1,42 @@
+//! `ctxhost serve`: the sidecar for agent runtimes (protocol in `docs/serve-protocol.md`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use ctxhost::config::{Config, Home};
+use ctxhost::serve::{ServeOptions, Server};
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Serve one client on stdin/stdout (the default).
+    #[arg(long, conflicts_with = "socket")]
+    stdio: bool,
+    /// Serve clients on a unix socket at PATH instead (several clients, one process).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Longest request line accepted, in bytes; a longer one is answered with an error.
+    #[arg(long, value_name = "BYTES", default_value_t = ServeOptions::default().max_line_bytes)]
+    max_line_bytes: usize,
+}
+
+pub async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let host = Arc::new(ctxhost::Host::new(home, config)?);
+    let options = ServeOptions {
+        max_line_bytes: args.max_line_bytes,
+    };
+    let server = Server::new(host, options);
+    match &args.socket {
+        Some(path) => server
+            .serve_socket(path)
+            .await
+            .with_context(|| format!("cannot serve on {}", path.display()))?,
+        None => server
+            .serve_stdio()
+            .await
+            .context("cannot serve on stdio")?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

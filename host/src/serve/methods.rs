@@ -1,0 +1,497 @@
+//! The protocol's methods: their params (decoded with the field path of any mismatch) and what
+//! each does to a session's mirror.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::mirror::{Commit, Mirror};
+use super::rpc::{self, RpcError, code};
+use crate::host::Host;
+use crate::runtime::contract::{CompactionTrigger, ContextMode, SubagentEndReason};
+use crate::session::{CompactOptions, CompactOutcome};
+
+/// A request, decoded.
+pub enum Call {
+    Initialize,
+    Shutdown,
+    /// A call to one session's actor; the key is `None` only for `subagent.ended` without
+    /// `sessionKey` (the parent is looked up from `prepareSpawn`).
+    Session(Option<String>, SessionMethod),
+}
+
+pub enum SessionMethod {
+    Bootstrap,
+    CommitTurn {
+        advancement_key: String,
+        messages: Vec<Box<RawValue>>,
+        last_fingerprint: Option<String>,
+    },
+    Sync {
+        from: usize,
+        messages: Vec<Box<RawValue>>,
+        last_fingerprint: Option<String>,
+        reset: bool,
+    },
+    Assemble {
+        message_count: usize,
+        last_fingerprint: Option<String>,
+        token_budget: Option<u32>,
+        available_tools: Vec<String>,
+    },
+    Compact {
+        force: bool,
+        token_budget: Option<u32>,
+        custom_instructions: Option<String>,
+        trigger: CompactionTrigger,
+    },
+    AfterTurn {
+        pre_prompt_message_count: u32,
+        auto_compaction_summary: Option<String>,
+        is_heartbeat: bool,
+        token_budget: Option<u32>,
+    },
+    PrepareSpawn {
+        child: String,
+        context_mode: ContextMode,
+        ttl_ms: Option<u64>,
+    },
+    Rollback {
+        handle: u64,
+    },
+    Ended {
+        child: String,
+        reason: SubagentEndReason,
+    },
+    Close,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyParams {
+    session_key: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CommitParams {
+    session_key: String,
+    advancement_key: String,
+    messages: Vec<Box<RawValue>>,
+    last_fingerprint: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SyncParams {
+    session_key: String,
+    from: usize,
+    messages: Vec<Box<RawValue>>,
+    last_fingerprint: Option<String>,
+    #[serde(default)]
+    reset: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AssembleParams {
+    session_key: String,
+    message_count: usize,
+    last_fingerprint: Option<String>,
+    token_budget: Option<u32>,
+    #[serde(default)]
+    available_tools: Vec<String>,
+    // Accepted for the engine's benefit once the contract carries them (contract 0.2).
+    #[allow(dead_code)]
+    prompt: Option<Value>,
+    #[allow(dead_code)]
+    model: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CompactParams {
+    session_key: String,
+    #[serde(default)]
+    force: bool,
+    token_budget: Option<u32>,
+    custom_instructions: Option<String>,
+    #[serde(default)]
+    trigger: Trigger,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Trigger {
+    #[default]
+    Manual,
+    Auto,
+    Overflow,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AfterTurnParams {
+    session_key: String,
+    #[serde(default)]
+    pre_prompt_message_count: u32,
+    auto_compaction_summary: Option<String>,
+    #[serde(default)]
+    is_heartbeat: bool,
+    token_budget: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpawnParams {
+    session_key: String,
+    child_session_key: String,
+    #[serde(default)]
+    context_mode: Mode,
+    ttl_ms: Option<u64>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    #[default]
+    Isolated,
+    Fork,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RollbackParams {
+    session_key: String,
+    rollback_handle: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EndedParams {
+    session_key: Option<String>,
+    child_session_key: String,
+    reason: Reason,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Reason {
+    Deleted,
+    Completed,
+    Swept,
+    Released,
+}
+
+/// Messages must be JSON objects; the session checks the rest before writing anything.
+fn objects(messages: &[Box<RawValue>]) -> Result<(), RpcError> {
+    match messages.iter().position(|m| !m.get().starts_with('{')) {
+        None => Ok(()),
+        Some(n) => Err(RpcError::new(
+            code::INVALID_PARAMS,
+            format!("messages[{n}] is not an AgentMessage object"),
+        )
+        .with_data(json!({ "path": format!("messages[{n}]") }))),
+    }
+}
+
+/// Decodes a request's method and params.
+pub fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
+    let session = |key: String, call| Ok(Call::Session(Some(key), call));
+    match method {
+        "initialize" => Ok(Call::Initialize),
+        "shutdown" => Ok(Call::Shutdown),
+        "session.bootstrap" => {
+            let p: KeyParams = rpc::params(method, raw)?;
+            session(p.session_key, SessionMethod::Bootstrap)
+        }
+        "session.close" => {
+            let p: KeyParams = rpc::params(method, raw)?;
+            session(p.session_key, SessionMethod::Close)
+        }
+        "session.commitTurn" => {
+            let p: CommitParams = rpc::params(method, raw)?;
+            objects(&p.messages)?;
+            session(
+                p.session_key,
+                SessionMethod::CommitTurn {
+                    advancement_key: p.advancement_key,
+                    messages: p.messages,
+                    last_fingerprint: p.last_fingerprint,
+                },
+            )
+        }
+        "session.sync" => {
+            let p: SyncParams = rpc::params(method, raw)?;
+            objects(&p.messages)?;
+            session(
+                p.session_key,
+                SessionMethod::Sync {
+                    from: p.from,
+                    messages: p.messages,
+                    last_fingerprint: p.last_fingerprint,
+                    reset: p.reset,
+                },
+            )
+        }
+        "session.assemble" => {
+            let p: AssembleParams = rpc::params(method, raw)?;
+            session(
+                p.session_key,
+                SessionMethod::Assemble {
+                    message_count: p.message_count,
+                    last_fingerprint: p.last_fingerprint,
+                    token_budget: p.token_budget,
+                    available_tools: p.available_tools,
+                },
+            )
+        }
+        "session.compact" => {
+            let p: CompactParams = rpc::params(method, raw)?;
+            let trigger = match p.trigger {
+                Trigger::Manual => CompactionTrigger::Manual,
+                Trigger::Auto => CompactionTrigger::Auto,
+                Trigger::Overflow => CompactionTrigger::Overflow,
+            };
+            session(
+                p.session_key,
+                SessionMethod::Compact {
+                    force: p.force,
+                    token_budget: p.token_budget,
+                    custom_instructions: p.custom_instructions,
+                    trigger,
+                },
+            )
+        }
+        "session.afterTurn" => {
+            let p: AfterTurnParams = rpc::params(method, raw)?;
+            session(
+                p.session_key,
+                SessionMethod::AfterTurn {
+                    pre_prompt_message_count: p.pre_prompt_message_count,
+                    auto_compaction_summary: p.auto_compaction_summary,
+                    is_heartbeat: p.is_heartbeat,
+                    token_budget: p.token_budget,
+                },
+            )
+        }
+        "subagent.prepareSpawn" => {
+            let p: SpawnParams = rpc::params(method, raw)?;
+            let context_mode = match p.context_mode {
+                Mode::Isolated => ContextMode::Isolated,
+                Mode::Fork => ContextMode::Fork,
+            };
+            session(
+                p.session_key,
+                SessionMethod::PrepareSpawn {
+                    child: p.child_session_key,
+                    context_mode,
+                    ttl_ms: p.ttl_ms,
+                },
+            )
+        }
+        "subagent.rollback" => {
+            let p: RollbackParams = rpc::params(method, raw)?;
+            session(
+                p.session_key,
+                SessionMethod::Rollback {
+                    handle: p.rollback_handle,
+                },
+            )
+        }
+        "subagent.ended" => {
+            let p: EndedParams = rpc::params(method, raw)?;
+            let reason = match p.reason {
+                Reason::Deleted => SubagentEndReason::Deleted,
+                Reason::Completed => SubagentEndReason::Completed,
+                Reason::Swept => SubagentEndReason::Swept,
+                Reason::Released => SubagentEndReason::Released,
+            };
+            Ok(Call::Session(
+                p.session_key,
+                SessionMethod::Ended {
+                    child: p.child_session_key,
+                    reason,
+                },
+            ))
+        }
+        other => Err(RpcError::new(
+            code::METHOD_NOT_FOUND,
+            format!("unknown method `{other}` (see docs/serve-protocol.md for the methods)"),
+        )
+        .with_data(json!({ "method": other }))),
+    }
+}
+
+/// Runs one call on a session's mirror.
+pub async fn run(
+    host: &Host,
+    key: &str,
+    slot: &mut Option<Mirror>,
+    call: SessionMethod,
+) -> Result<Value, RpcError> {
+    match call {
+        SessionMethod::Bootstrap => {
+            let mirror = match slot {
+                Some(mirror) => mirror,
+                None => slot.insert(Mirror::open(host, key).await?),
+            };
+            Ok(json!({
+                "sessionKey": key,
+                "created": mirror.created(),
+                "ephemeral": mirror.is_ephemeral(),
+                "messageCount": mirror.state().message_count,
+                "lastFingerprint": mirror.state().last_fingerprint,
+                "mirror": mirror.session().path().display().to_string(),
+            }))
+        }
+        SessionMethod::Close => {
+            let Some(mirror) = slot.take() else {
+                return Ok(json!({ "closed": false }));
+            };
+            mirror.close().await?;
+            Ok(json!({ "closed": true }))
+        }
+        SessionMethod::Sync {
+            from,
+            messages,
+            last_fingerprint,
+            reset,
+        } => {
+            let mirror = slot.take().ok_or_else(|| RpcError::unknown_session(key))?;
+            let (mirror, result) = mirror
+                .sync(host, from, &messages, last_fingerprint, reset)
+                .await;
+            *slot = mirror;
+            result?;
+            let state = slot.as_ref().map(|m| m.state().clone()).unwrap_or_default();
+            Ok(json!({
+                "messageCount": state.message_count,
+                "lastFingerprint": state.last_fingerprint,
+            }))
+        }
+        SessionMethod::CommitTurn {
+            advancement_key,
+            messages,
+            last_fingerprint,
+        } => {
+            let mirror = open(slot, key)?;
+            let status = mirror
+                .commit(&advancement_key, &messages, last_fingerprint)
+                .await?;
+            let status = match status {
+                Commit::Committed => "committed",
+                Commit::Duplicate => "duplicate",
+            };
+            Ok(json!({ "status": status, "messageCount": mirror.state().message_count }))
+        }
+        SessionMethod::Assemble {
+            message_count,
+            last_fingerprint,
+            token_budget,
+            available_tools,
+        } => {
+            let mirror = open(slot, key)?;
+            if !mirror.in_sync(message_count, last_fingerprint.as_deref()) {
+                let state = mirror.state();
+                return Ok(json!({
+                    "status": "mismatch",
+                    "messageCount": state.message_count,
+                    "lastFingerprint": state.last_fingerprint,
+                }));
+            }
+            let assembly = mirror.assemble(token_budget, available_tools).await?;
+            let mut result = json!({
+                "status": "ok",
+                "items": assembly.items,
+                "estimatedTokens": assembly.estimated_tokens,
+            });
+            if let Some(addition) = assembly.system_prompt_addition {
+                result["systemPromptAddition"] = addition.into();
+            }
+            if let Some(outcome) = assembly.compaction {
+                result["compaction"] = compact_result(mirror, &outcome);
+            }
+            Ok(result)
+        }
+        SessionMethod::Compact {
+            force,
+            token_budget,
+            custom_instructions,
+            trigger,
+        } => {
+            let mirror = open(slot, key)?;
+            mirror.set_budget(token_budget);
+            let options = CompactOptions {
+                force,
+                trigger,
+                token_budget,
+                custom_instructions,
+            };
+            let outcome = mirror.session_mut().compact(&options).await?;
+            Ok(compact_result(mirror, &outcome))
+        }
+        SessionMethod::AfterTurn {
+            pre_prompt_message_count,
+            auto_compaction_summary,
+            is_heartbeat,
+            token_budget,
+        } => {
+            open(slot, key)?
+                .session_mut()
+                .after_turn(
+                    pre_prompt_message_count,
+                    auto_compaction_summary,
+                    is_heartbeat,
+                    token_budget,
+                )
+                .await?;
+            Ok(json!({}))
+        }
+        SessionMethod::PrepareSpawn {
+            child,
+            context_mode,
+            ttl_ms,
+        } => {
+            let handle = open(slot, key)?
+                .session_mut()
+                .prepare_subagent_spawn(&child, context_mode, ttl_ms)
+                .await?;
+            Ok(json!({ "rollbackHandle": handle }))
+        }
+        SessionMethod::Rollback { handle } => {
+            open(slot, key)?
+                .session_mut()
+                .rollback_subagent_spawn(handle)
+                .await?;
+            Ok(json!({}))
+        }
+        SessionMethod::Ended { child, reason } => {
+            open(slot, key)?
+                .session_mut()
+                .on_subagent_ended(&child, reason)
+                .await?;
+            Ok(json!({}))
+        }
+    }
+}
+
+/// The open mirror, or the error for a session that is not open.
+fn open<'a>(slot: &'a mut Option<Mirror>, key: &str) -> Result<&'a mut Mirror, RpcError> {
+    slot.as_mut().ok_or_else(|| RpcError::unknown_session(key))
+}
+
+fn compact_result(mirror: &Mirror, outcome: &CompactOutcome) -> Value {
+    let first_kept_index = outcome
+        .first_kept_entry_id
+        .as_deref()
+        .and_then(|id| mirror.position_of(id));
+    json!({
+        "ok": true,
+        "compacted": outcome.compacted,
+        "reason": outcome.reason,
+        "tokensBefore": outcome.tokens_before,
+        "tokensAfter": outcome.tokens_after,
+        "firstKeptIndex": first_kept_index,
+    })
+}

@@ -1,0 +1,579 @@
+//! The mirror transcript of a runtime that keeps its own history: ctxhost's v3 copy of a
+//! session, written only by committed turns (each closed by a marker entry in the same write),
+//! and the translation of an assembly into positions of the runtime's message array.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use ctxhost_transcript::Transcript;
+use ctxhost_transcript::compaction::Settings;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, Result};
+use crate::host::{Host, SessionTarget, encode_key};
+use crate::replay::settings_for_window;
+use crate::runtime::contract::CompactionTrigger;
+use crate::session::{AssembleOptions, AssembledItem, CompactOptions, CompactOutcome, Session};
+
+/// `customType` of the entry that closes every commit.
+pub const MARKER: &str = "ctxhost.mirror";
+
+/// Sessions whose key holds this are a runtime's internal turns (memory flushes): their mirror
+/// lives in a scratch directory, never under the sessions dir.
+const EPHEMERAL_KEY_PART: &str = ":internal-session-effects:";
+
+/// Where a session key's mirror lives under `sessions/`.
+pub fn mirror_path(sessions_dir: &Path, key: &str) -> Result<PathBuf> {
+    let file = format!("{}.jsonl", encode_key(key)?);
+    let agent = key
+        .strip_prefix("agent:")
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(agent, _)| agent)
+        .filter(|agent| !agent.is_empty());
+    Ok(match agent {
+        Some(agent) => sessions_dir
+            .join("agents")
+            .join(encode_key(agent)?)
+            .join(file),
+        None => sessions_dir.join(file),
+    })
+}
+
+/// What `commit` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commit {
+    Committed,
+    Duplicate,
+}
+
+/// Where the runtime's history stands against the mirror.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncState {
+    pub message_count: usize,
+    pub last_fingerprint: Option<String>,
+}
+
+/// An assembly in the runtime's terms.
+#[derive(Debug, Clone)]
+pub struct ClientAssembly {
+    pub items: Vec<Value>,
+    pub estimated_tokens: u32,
+    pub system_prompt_addition: Option<String>,
+    pub compaction: Option<CompactOutcome>,
+}
+
+pub struct Mirror {
+    session: Session,
+    /// The host's configured compaction settings; a runtime budget only ever narrows them.
+    configured: Settings,
+    state: SyncState,
+    committed: HashSet<String>,
+    created: bool,
+    /// Keeps an ephemeral session's directory alive; removed when the mirror is dropped.
+    scratch: Option<tempfile::TempDir>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MarkerEntry {
+    custom_type: Option<String>,
+    #[serde(default)]
+    data: MarkerData,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct MarkerData {
+    advancement_key: Option<String>,
+    last_fingerprint: Option<String>,
+}
+
+impl Mirror {
+    /// Opens (creating when missing) the mirror of `key` on the host's active engine, after
+    /// setting aside a commit that a crash left half-written.
+    pub async fn open(host: &Host, key: &str) -> Result<Mirror> {
+        let scratch = if key.contains(EPHEMERAL_KEY_PART) {
+            Some(
+                tempfile::Builder::new()
+                    .prefix("ctxhost-ephemeral-")
+                    .tempdir()
+                    .map_err(|source| Error::Io {
+                        path: std::env::temp_dir(),
+                        source,
+                    })?,
+            )
+        } else {
+            None
+        };
+        let sessions_dir = match &scratch {
+            Some(dir) => dir.path().to_path_buf(),
+            None => host.home().sessions_dir(),
+        };
+        let path = mirror_path(&sessions_dir, key)?;
+        let created = !path.exists();
+        if !created {
+            set_aside_torn_commit(&path)?;
+        }
+        let configured = host.compaction_settings();
+        let engine = host.active_engine().await?;
+        let target = SessionTarget::KeyAt {
+            key: key.to_string(),
+            path,
+        };
+        let mut session = host
+            .open_session_with(&target, engine, configured.clone())
+            .await?;
+        // The runtime's recorded usage describes what its model was sent (the engine's
+        // assembly, at the runtime's window), not the mirror's context: measure by estimates,
+        // the same way before and after a compaction.
+        session.set_estimates_only(true);
+        let (state, committed) = scan(&session.transcript());
+        Ok(Mirror {
+            session,
+            configured,
+            state,
+            committed,
+            created,
+            scratch,
+        })
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+    pub fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+    pub fn state(&self) -> &SyncState {
+        &self.state
+    }
+    pub fn created(&self) -> bool {
+        self.created
+    }
+    pub fn is_ephemeral(&self) -> bool {
+        self.scratch.is_some()
+    }
+
+    /// Appends a turn and its marker in one write; a key seen before changes nothing.
+    pub async fn commit(
+        &mut self,
+        advancement_key: &str,
+        messages: &[Box<RawValue>],
+        last_fingerprint: Option<String>,
+    ) -> Result<Commit> {
+        if self.committed.contains(advancement_key) {
+            return Ok(Commit::Duplicate);
+        }
+        self.append(messages, last_fingerprint, Some(advancement_key))
+            .await?;
+        Ok(Commit::Committed)
+    }
+
+    /// Brings the mirror to the runtime's history: appends its tail from `from`, or with
+    /// `reset` starts a new mirror from the whole history (the old file kept whole).
+    pub async fn sync(
+        mut self,
+        host: &Host,
+        from: usize,
+        messages: &[Box<RawValue>],
+        last_fingerprint: Option<String>,
+        reset: bool,
+    ) -> (Option<Mirror>, Result<()>) {
+        if reset {
+            let key = self.session.key().to_string();
+            let path = self.session.path().to_path_buf();
+            let scratch = self.scratch.take();
+            if let Err(e) = self.session.close().await {
+                tracing::warn!(session = %key, "closing before a reset: {e}");
+            }
+            let aside = sibling(&path, &format!("reset-{}", file_time()));
+            if let Err(source) = std::fs::rename(&path, &aside) {
+                return (None, Err(Error::Io { path, source }));
+            }
+            let mut fresh = match Mirror::open(host, &key).await {
+                Ok(fresh) => fresh,
+                Err(e) => return (None, Err(e)),
+            };
+            fresh.scratch = fresh.scratch.or(scratch);
+            let result = fresh.append(messages, last_fingerprint, None).await;
+            return (Some(fresh), result);
+        }
+        if from != self.state.message_count {
+            let problem = Error::SyncFrom {
+                from,
+                mirror: self.state.message_count,
+            };
+            return (Some(self), Err(problem));
+        }
+        let result = self.append(messages, last_fingerprint, None).await;
+        (Some(self), result)
+    }
+
+    async fn append(
+        &mut self,
+        messages: &[Box<RawValue>],
+        last_fingerprint: Option<String>,
+        advancement_key: Option<&str>,
+    ) -> Result<()> {
+        let count = self.state.message_count + messages.len();
+        let fingerprint = if messages.is_empty() {
+            self.state.last_fingerprint.clone()
+        } else {
+            last_fingerprint
+        };
+        let mut data = Map::new();
+        if let Some(key) = advancement_key {
+            data.insert("advancementKey".into(), key.into());
+        }
+        data.insert("messageCount".into(), count.into());
+        data.insert("lastFingerprint".into(), fingerprint.clone().into());
+        let marker = json!({ "customType": MARKER, "data": data });
+        let texts: Vec<&str> = messages.iter().map(|m| m.get()).collect();
+        let result = self
+            .session
+            .append_texts_with(&texts, Some(("custom", &marker)))
+            .await;
+        // Written (an engine that failed to ingest does not undo the record): count it.
+        if result.is_ok() || matches!(result, Err(Error::Ingest { .. })) {
+            self.state = SyncState {
+                message_count: count,
+                last_fingerprint: fingerprint,
+            };
+            if let Some(key) = advancement_key {
+                self.committed.insert(key.to_string());
+            }
+        }
+        result.map(|_| ())
+    }
+
+    /// Whether the runtime's history (its length and the fingerprint of its last message) is
+    /// the mirror's.
+    pub fn in_sync(&self, message_count: usize, last_fingerprint: Option<&str>) -> bool {
+        message_count == self.state.message_count
+            && match (last_fingerprint, self.state.last_fingerprint.as_deref()) {
+                (Some(theirs), Some(ours)) => theirs == ours,
+                _ => true,
+            }
+    }
+
+    /// Narrows the window to the runtime's budget (never above the configured window).
+    pub fn set_budget(&mut self, token_budget: Option<u32>) {
+        let window = token_budget.map_or(self.configured.context_window, |budget| {
+            self.configured.context_window.min(u64::from(budget))
+        });
+        if window != self.session.context_window() {
+            self.session
+                .set_settings(settings_for_window(&self.configured, window));
+        }
+    }
+
+    /// Compacts first when the context passed the threshold, then assembles, and answers in
+    /// positions of the runtime's array.
+    pub async fn assemble(
+        &mut self,
+        token_budget: Option<u32>,
+        available_tools: Vec<String>,
+    ) -> Result<ClientAssembly> {
+        self.set_budget(token_budget);
+        let settings = self.session.settings();
+        let mut compaction = None;
+        if settings.should_compact(self.session.context_tokens()) {
+            let options = CompactOptions {
+                trigger: CompactionTrigger::Auto,
+                token_budget: Some(crate::session::tokens_u32(settings.context_window)),
+                ..CompactOptions::default()
+            };
+            match self.session.compact(&options).await {
+                Ok(outcome) => compaction = Some(outcome),
+                Err(Error::CompactionFailed { reason, .. }) => {
+                    tracing::warn!(session = %self.session.key(), "automatic compaction did not run: {reason}");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let options = AssembleOptions {
+            token_budget: Some(crate::session::tokens_u32(settings.threshold())),
+            available_tools,
+        };
+        let assembly = self.session.assemble(&options).await?;
+        let transcript = self.session.transcript();
+        let positions = message_positions(&transcript);
+        let items = assembly
+            .items
+            .iter()
+            .map(|item| match item {
+                AssembledItem::Entry(index) => {
+                    let entry = &transcript.entries()[*index];
+                    match positions[*index] {
+                        Some(position) if !entry.is_pruned() => json!({ "index": position }),
+                        Some(position) => json!({
+                            "message": inserted(&transcript.context_message_json(*index)),
+                            "replaces": position,
+                        }),
+                        None => json!({
+                            "message": inserted(&transcript.context_message_json(*index))
+                        }),
+                    }
+                }
+                AssembledItem::Inserted(json) => json!({ "message": inserted(json) }),
+            })
+            .collect();
+        Ok(ClientAssembly {
+            items,
+            estimated_tokens: assembly.estimated_tokens,
+            system_prompt_addition: assembly.system_prompt_addition,
+            compaction,
+        })
+    }
+
+    /// The runtime position of a transcript entry id (a compaction's first kept entry).
+    pub fn position_of(&self, entry_id: &str) -> Option<usize> {
+        let transcript = self.session.transcript();
+        let index = transcript.index_of(entry_id)?;
+        message_positions(&transcript).get(index).copied().flatten()
+    }
+
+    /// Disposes the engine instance; an ephemeral mirror's directory goes with the value.
+    pub async fn close(self) -> Result<()> {
+        self.session.close().await
+    }
+}
+
+/// For each entry index, its position among the messages of the active branch.
+fn message_positions(transcript: &Transcript) -> Vec<Option<usize>> {
+    let mut positions = vec![None; transcript.entries().len()];
+    let mut next = 0;
+    for index in transcript.active_branch() {
+        if transcript.entries()[index].entry_type() == "message" {
+            positions[index] = Some(next);
+            next += 1;
+        }
+    }
+    positions
+}
+
+/// The mirror's position and its committed keys, from its markers.
+fn scan(transcript: &Transcript) -> (SyncState, HashSet<String>) {
+    let mut state = SyncState {
+        message_count: 0,
+        last_fingerprint: None,
+    };
+    let mut committed = HashSet::new();
+    for index in transcript.active_branch() {
+        let entry = &transcript.entries()[index];
+        match entry.entry_type() {
+            "message" => state.message_count += 1,
+            "custom" => {
+                let Ok(marker) = serde_json::from_str::<MarkerEntry>(entry.line()) else {
+                    continue;
+                };
+                if marker.custom_type.as_deref() != Some(MARKER) {
+                    continue;
+                }
+                state.last_fingerprint = marker.data.last_fingerprint;
+                if let Some(key) = marker.data.advancement_key {
+                    committed.insert(key);
+                }
+            }
+            _ => {}
+        }
+    }
+    (state, committed)
+}
+
+/// A message ctxhost puts into the runtime's context, as the runtime can send it: roles a
+/// model API knows stay, others (a compaction summary, a branch summary, a custom message)
+/// become a user message; each is marked so the runtime can recognise ctxhost's output.
+pub fn inserted(json: &str) -> Value {
+    let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(json) else {
+        return user_text(String::new(), "unknown", None);
+    };
+    let role = message
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_string();
+    let timestamp = message.get("timestamp").cloned();
+    match role.as_str() {
+        "user" | "assistant" | "toolResult" => {
+            message.insert(
+                "__ctxhost".into(),
+                json!({ "inserted": true, "kind": role }),
+            );
+            Value::Object(message)
+        }
+        "compactionSummary" => {
+            let summary = message.get("summary").and_then(Value::as_str).unwrap_or("");
+            let text = format!(
+                "The earlier part of this conversation was compacted. Summary of it:\n\n<summary>\n{summary}\n</summary>"
+            );
+            user_text(text, &role, timestamp)
+        }
+        "branchSummary" => {
+            let summary = message.get("summary").and_then(Value::as_str).unwrap_or("");
+            let text = format!(
+                "Summary of a branch of this conversation that was left:\n\n<summary>\n{summary}\n</summary>"
+            );
+            user_text(text, &role, timestamp)
+        }
+        _ => user_text(content_text(&message), &role, timestamp),
+    }
+}
+
+/// The text of a message's `content` (a string or a list of text blocks), else its JSON.
+fn content_text(message: &Map<String, Value>) -> String {
+    match message.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => Value::Object(message.clone()).to_string(),
+    }
+}
+
+fn user_text(text: String, kind: &str, timestamp: Option<Value>) -> Value {
+    let mut message = json!({
+        "role": "user",
+        "content": [{ "type": "text", "text": text }],
+        "__ctxhost": { "inserted": true, "kind": kind },
+    });
+    if let Some(timestamp) = timestamp {
+        message["timestamp"] = timestamp;
+    }
+    message
+}
+
+/// Moves messages after the last complete commit (a write a crash cut short) to
+/// `<file>.torn-<time>`, so the mirror resumes from its last marker and nothing is lost.
+fn set_aside_torn_commit(path: &Path) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = std::fs::read(path).map_err(io)?;
+    let cut = torn_commit_start(&text);
+    let Some(cut) = cut else {
+        return Ok(());
+    };
+    let aside = sibling(path, &format!("torn-{}", file_time()));
+    std::fs::write(&aside, &text[cut..]).map_err(|source| Error::Io {
+        path: aside.clone(),
+        source,
+    })?;
+    ctxhost_transcript::store::rewrite_atomically(path, &String::from_utf8_lossy(&text[..cut]))?;
+    tracing::warn!(
+        "{}: a commit was cut short (the process stopped while writing it); its {} bytes were moved to {} and the mirror continues from its last complete commit",
+        path.display(),
+        text.len() - cut,
+        aside.display()
+    );
+    Ok(())
+}
+
+/// The byte offset of the first message line after the last marker line (or, with no marker,
+/// of the first message line), or of a torn last line: where an incomplete commit starts.
+fn torn_commit_start(text: &[u8]) -> Option<usize> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Kind {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        custom_type: Option<String>,
+    }
+    let mut offset = 0;
+    let mut start = None;
+    for (n, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+        let here = offset;
+        offset += line.len();
+        if n == 0 {
+            continue; // the header
+        }
+        let complete = line.ends_with(b"\n");
+        match serde_json::from_slice::<Kind>(line) {
+            Ok(kind) if complete => {
+                let is_marker = kind.kind.as_deref() == Some("custom")
+                    && kind.custom_type.as_deref() == Some(MARKER);
+                if is_marker {
+                    start = None;
+                } else if kind.kind.as_deref() == Some("message") {
+                    start = start.or(Some(here));
+                }
+            }
+            _ => {
+                // A torn or unreadable line: everything from the open commit (or here) goes.
+                start = start.or(Some(here));
+                break;
+            }
+        }
+    }
+    start
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(format!(".{suffix}"));
+    PathBuf::from(name)
+}
+
+/// A timestamp usable in a file name.
+fn file_time() -> String {
+    crate::session::now_iso().replace(':', "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirror_paths_group_by_agent_and_encode_keys() {
+        let dir = Path::new("/h/sessions");
+        assert_eq!(
+            mirror_path(dir, "agent:main:main").unwrap(),
+            dir.join("agents/main/agent%3Amain%3Amain.jsonl")
+        );
+        assert_eq!(mirror_path(dir, "plain").unwrap(), dir.join("plain.jsonl"));
+        assert_eq!(
+            mirror_path(dir, "agent:../x:y").unwrap(),
+            dir.join("agents/..%2Fx/agent%3A..%2Fx%3Ay.jsonl")
+        );
+    }
+
+    #[test]
+    fn a_commit_cut_short_starts_at_its_first_message() {
+        let header = "{\"type\":\"session\"}\n";
+        let m = "{\"type\":\"message\",\"message\":{}}\n";
+        let marker = "{\"type\":\"custom\",\"customType\":\"ctxhost.mirror\"}\n";
+        let compaction = "{\"type\":\"compaction\"}\n";
+        let whole = format!("{header}{m}{m}{marker}{compaction}");
+        assert_eq!(torn_commit_start(whole.as_bytes()), None);
+        let torn = format!("{whole}{m}{m}");
+        assert_eq!(torn_commit_start(torn.as_bytes()), Some(whole.len()));
+        let torn_line = format!("{whole}{m}{{\"type\":\"mess");
+        assert_eq!(torn_commit_start(torn_line.as_bytes()), Some(whole.len()));
+        let no_marker = format!("{header}{m}");
+        assert_eq!(torn_commit_start(no_marker.as_bytes()), Some(header.len()));
+    }
+
+    #[test]
+    fn inserted_messages_are_sendable_and_marked() {
+        let summary = inserted(
+            r#"{"role":"compactionSummary","summary":"did x","tokensBefore":5,"timestamp":7}"#,
+        );
+        assert_eq!(summary["role"], "user");
+        assert_eq!(summary["timestamp"], 7);
+        assert!(
+            summary["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("did x")
+        );
+        assert_eq!(summary["__ctxhost"]["kind"], "compactionSummary");
+        let user = inserted(r#"{"role":"user","content":"hi"}"#);
+        assert_eq!(user["content"], "hi");
+        assert_eq!(user["__ctxhost"]["inserted"], true);
+    }
+}

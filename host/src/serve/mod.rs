@@ -1,0 +1,371 @@
+//! `ctxhost serve`: a sidecar that lets an agent runtime in any language drive sessions over
+//! newline-delimited JSON-RPC 2.0 (stdio or a unix socket). The protocol is written down in
+//! `docs/serve-protocol.md`.
+//!
+//! Each open session is an actor: a task that owns its [`Mirror`] and runs that session's
+//! requests one after another in the order they were read, so requests for different
+//! sessions run concurrently and requests for one session in order.
+
+mod methods;
+pub mod mirror;
+pub mod rpc;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::host::Host;
+use methods::{Call, SessionMethod};
+use mirror::Mirror;
+use rpc::{Line, RpcError, code};
+
+/// The protocol version `initialize` reports.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The server's knobs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Longest request line accepted; a longer one is answered with `-32003` and skipped.
+    pub max_line_bytes: usize,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// Sends a response line to the connection a request came from (nothing for notifications).
+type Reply = Box<dyn FnOnce(Result<Value, RpcError>) + Send>;
+
+struct Job {
+    call: SessionMethod,
+    reply: Reply,
+}
+
+struct Actor {
+    jobs: mpsc::UnboundedSender<Job>,
+    task: JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct Sessions {
+    open: HashMap<String, Actor>,
+    /// Actors of closed sessions still finishing their queue; a new actor for the same key
+    /// waits for its predecessor so one file never has two writers.
+    retiring: HashMap<String, JoinHandle<()>>,
+    /// Child session key → the parent whose `prepareSpawn` named it.
+    children: HashMap<String, String>,
+}
+
+/// One `Host` and its open sessions, shared by every connection.
+pub struct Server {
+    host: Arc<Host>,
+    options: ServeOptions,
+    sessions: Mutex<Sessions>,
+    stop: watch::Sender<bool>,
+}
+
+impl Server {
+    pub fn new(host: Arc<Host>, options: ServeOptions) -> Arc<Self> {
+        Arc::new(Self {
+            host,
+            options,
+            sessions: Mutex::default(),
+            stop: watch::channel(false).0,
+        })
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Serves one client on stdin/stdout until EOF or `shutdown`, then closes every session.
+    pub async fn serve_stdio(self: &Arc<Self>) -> std::io::Result<()> {
+        let input = tokio::io::BufReader::new(tokio::io::stdin());
+        self.serve_connection(input, tokio::io::stdout()).await;
+        self.close_all().await;
+        Ok(())
+    }
+
+    /// Serves clients on a unix socket until one sends `shutdown`, then closes every session.
+    pub async fn serve_socket(self: &Arc<Self>, path: &Path) -> std::io::Result<()> {
+        if path.exists() {
+            // A socket left by a previous server that died; a live one would still accept.
+            if tokio::net::UnixStream::connect(path).await.is_ok() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AddrInUse,
+                    format!("{}: another server is listening here", path.display()),
+                ));
+            }
+            std::fs::remove_file(path)?;
+        }
+        let listener = tokio::net::UnixListener::bind(path)?;
+        let mut stop = self.stop.subscribe();
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, _) = accepted?;
+                    let (read, write) = stream.into_split();
+                    let server = self.clone();
+                    connections.spawn(async move {
+                        server
+                            .serve_connection(tokio::io::BufReader::new(read), write)
+                            .await;
+                    });
+                }
+                _ = stop.wait_for(|stop| *stop) => break,
+            }
+        }
+        connections.join_all().await;
+        self.close_all().await;
+        let _ = std::fs::remove_file(path);
+        Ok(())
+    }
+
+    /// Reads requests until EOF, `shutdown` or a server-wide stop; answers every request it
+    /// read before returning.
+    async fn serve_connection<R, W>(self: &Arc<Self>, mut input: R, output: W)
+    where
+        R: AsyncBufRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (lines, writer) = writer(output);
+        let mut tasks = JoinSet::new();
+        let mut stop = self.stop.subscribe();
+        let mut buf = Vec::new();
+        let mut shutdown_id = None;
+        loop {
+            let line = tokio::select! {
+                line = rpc::read_line(&mut input, &mut buf, self.options.max_line_bytes) => line,
+                _ = stop.wait_for(|stop| *stop) => break,
+            };
+            let text = match line {
+                Ok(Line::Text(text)) => text,
+                Ok(Line::Eof) => break,
+                Ok(Line::TooLong(bytes)) => {
+                    let error = RpcError::new(
+                        code::LINE_TOO_LONG,
+                        format!(
+                            "the request line has {bytes} bytes, more than the limit of {} (--max-line-bytes); it was skipped",
+                            self.options.max_line_bytes
+                        ),
+                    )
+                    .with_data(json!({ "bytes": bytes, "maxLineBytes": self.options.max_line_bytes }));
+                    send(&lines, &Value::Null, Err(error));
+                    continue;
+                }
+                Ok(Line::NotUtf8) => {
+                    let error = RpcError::new(code::PARSE_ERROR, "the line is not valid UTF-8");
+                    send(&lines, &Value::Null, Err(error));
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!("cannot read requests: {e}");
+                    break;
+                }
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            let request = match rpc::parse_request(&text) {
+                Ok(request) => request,
+                Err((id, error)) => {
+                    send(&lines, &id, Err(error));
+                    continue;
+                }
+            };
+            let reply = reply_to(&lines, request.id.clone());
+            match methods::parse(&request.method, &request.params) {
+                Err(error) => reply(Err(error)),
+                Ok(Call::Initialize) => {
+                    let server = self.clone();
+                    tasks.spawn(async move { reply(server.initialize().await) });
+                }
+                Ok(Call::Shutdown) => {
+                    shutdown_id = Some(reply);
+                    break;
+                }
+                Ok(Call::Session(Some(key), call)) => self.enqueue(key, call, reply),
+                Ok(Call::Session(None, call)) => match &call {
+                    SessionMethod::Ended { child, .. } => match self.parent_of(child) {
+                        Some(parent) => self.enqueue(parent, call, reply),
+                        None => reply(Err(RpcError::new(
+                            code::UNKNOWN_SESSION,
+                            format!(
+                                "no open session spawned `{child}`; pass its parent as sessionKey"
+                            ),
+                        )
+                        .with_data(json!({ "childSessionKey": child })))),
+                    },
+                    _ => reply(Err(RpcError::new(
+                        code::INVALID_PARAMS,
+                        "`sessionKey` is required",
+                    )
+                    .with_data(json!({ "path": "sessionKey" })))),
+                },
+            }
+        }
+        tasks.join_all().await;
+        if let Some(reply) = shutdown_id {
+            self.close_all().await;
+            reply(Ok(json!({})));
+            let _ = self.stop.send(true);
+        }
+        drop(lines);
+        let _ = writer.await;
+    }
+
+    async fn initialize(&self) -> Result<Value, RpcError> {
+        let engine = self.host.active_engine().await?;
+        let info = engine.info();
+        let limits = &engine.spec().limits;
+        Ok(json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "host": { "name": "ctxhost", "version": env!("CARGO_PKG_VERSION") },
+            "engine": {
+                "id": info.id,
+                "name": info.name,
+                "version": info.version,
+                "contract": engine.contract_version(),
+                "ownsCompaction": info.owns_compaction,
+            },
+            "contextWindow": self.host.compaction_settings().context_window,
+            "limits": {
+                "memoryBytes": limits.memory_bytes,
+                "callTimeoutMs": limits.call_timeout.as_millis() as u64,
+                "hostBytesPerCall": limits.host_bytes_per_call,
+                "maxLineBytes": self.options.max_line_bytes,
+            },
+        }))
+    }
+
+    /// Hands a session call to its actor (starting one for `bootstrap`), in read order.
+    fn enqueue(self: &Arc<Self>, key: String, call: SessionMethod, reply: Reply) {
+        let mut sessions = self.sessions();
+        if let SessionMethod::PrepareSpawn { child, .. } = &call {
+            sessions.children.insert(child.clone(), key.clone());
+        }
+        let is_bootstrap = matches!(call, SessionMethod::Bootstrap);
+        let is_close = matches!(call, SessionMethod::Close);
+        if !sessions.open.contains_key(&key) {
+            if !is_bootstrap {
+                drop(sessions);
+                if is_close {
+                    reply(Ok(json!({ "closed": false })));
+                } else {
+                    reply(Err(RpcError::unknown_session(&key)));
+                }
+                return;
+            }
+            let predecessor = sessions.retiring.remove(&key);
+            let (jobs, queue) = mpsc::unbounded_channel();
+            let task = tokio::spawn(run_actor(
+                self.host.clone(),
+                key.clone(),
+                predecessor,
+                queue,
+            ));
+            sessions.open.insert(key.clone(), Actor { jobs, task });
+        }
+        let actor = sessions.open.get(&key).expect("inserted above");
+        let job = Job { call, reply };
+        if let Err(mpsc::error::SendError(job)) = actor.jobs.send(job) {
+            (job.reply)(Err(RpcError::unknown_session(&key)));
+        }
+        if is_close {
+            // Later requests for this key start a new actor, after this one has finished.
+            let actor = sessions.open.remove(&key).expect("present");
+            sessions.children.retain(|_, parent| *parent != key);
+            sessions.retiring.insert(key, actor.task);
+        }
+    }
+
+    /// Closes every session (each actor finishes its queue, then disposes its engine instance).
+    async fn close_all(&self) {
+        let tasks: Vec<JoinHandle<()>> = {
+            let mut sessions = self.sessions();
+            let open = std::mem::take(&mut sessions.open);
+            let retiring = std::mem::take(&mut sessions.retiring);
+            open.into_values()
+                .map(|actor| actor.task)
+                .chain(retiring.into_values())
+                .collect()
+        };
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!("a session task failed: {e}");
+            }
+        }
+    }
+
+    /// The parent session that spawned `child`, if this server saw it.
+    fn parent_of(&self, child: &str) -> Option<String> {
+        self.sessions().children.get(child).cloned()
+    }
+}
+
+/// One session's requests, in order. The mirror opens on `bootstrap` and closes on `close` or
+/// when the server stops.
+async fn run_actor(
+    host: Arc<Host>,
+    key: String,
+    predecessor: Option<JoinHandle<()>>,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+) {
+    if let Some(predecessor) = predecessor {
+        let _ = predecessor.await;
+    }
+    let mut mirror: Option<Mirror> = None;
+    while let Some(job) = queue.recv().await {
+        let result = methods::run(&host, &key, &mut mirror, job.call).await;
+        (job.reply)(result);
+    }
+    if let Some(mirror) = mirror
+        && let Err(e) = mirror.close().await
+    {
+        tracing::warn!(session = %key, "closing: {e}");
+    }
+}
+
+/// A task writing response lines in the order they are produced.
+fn writer<W>(mut output: W) -> (mpsc::UnboundedSender<String>, JoinHandle<()>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (lines, mut queue) = mpsc::unbounded_channel::<String>();
+    let task = tokio::spawn(async move {
+        while let Some(mut line) = queue.recv().await {
+            line.push('\n');
+            if output.write_all(line.as_bytes()).await.is_err() {
+                break; // the client went away; keep draining so senders never block
+            }
+            if queue.is_empty() && output.flush().await.is_err() {
+                break;
+            }
+        }
+        let _ = output.flush().await;
+    });
+    (lines, task)
+}
+
+fn send(lines: &mpsc::UnboundedSender<String>, id: &Value, result: Result<Value, RpcError>) {
+    let _ = lines.send(rpc::response(id, result));
+}
+
+fn reply_to(lines: &mpsc::UnboundedSender<String>, id: Option<Value>) -> Reply {
+    let lines = lines.clone();
+    Box::new(move |result| {
+        if let Some(id) = id {
+            send(&lines, &id, result);
+        }
+    })
+}

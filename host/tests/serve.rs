@@ -1,0 +1,688 @@
+//! `ctxhost serve` over real pipes: a child process per server, requests written to its stdin,
+//! responses read from its stdout and checked against `docs/serve-protocol.schema.json`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A running `ctxhost serve` and the lines it writes.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    /// Responses read while waiting for another id.
+    pending: HashMap<String, Value>,
+    next_id: u64,
+}
+
+impl Server {
+    fn start(home: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+            .arg("serve")
+            .args(args)
+            .env("CTXHOST_HOME", home)
+            .env_remove("CTXHOST_CONFIG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start ctxhost serve");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Server {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            pending: HashMap::new(),
+            next_id: 0,
+        }
+    }
+
+    fn write_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write request");
+        stdin.write_all(b"\n").expect("write newline");
+        stdin.flush().expect("flush");
+    }
+
+    /// Sends a request without waiting; returns its id.
+    fn send(&mut self, method: &str, params: Value) -> String {
+        self.next_id += 1;
+        let id = format!("r{}", self.next_id);
+        let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        self.write_line(&request.to_string());
+        id
+    }
+
+    fn next_line(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a response line within 60 s");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+    }
+
+    /// The response to request `id` (others read meanwhile are kept).
+    fn response(&mut self, id: &str) -> Value {
+        if let Some(response) = self.pending.remove(id) {
+            return response;
+        }
+        loop {
+            let response = self.next_line();
+            assert_eq!(response["jsonrpc"], "2.0", "{response}");
+            let got = response["id"].as_str().unwrap_or_default().to_string();
+            if got == id {
+                return response;
+            }
+            self.pending.insert(got, response);
+        }
+    }
+
+    /// A request's result; panics on an error response.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params);
+        let response = self.response(&id);
+        let result = response
+            .get("result")
+            .unwrap_or_else(|| panic!("{method} failed: {response}"))
+            .clone();
+        check_schema(method, "result", &result);
+        result
+    }
+
+    /// A request's error object; panics on success.
+    fn error(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params);
+        let response = self.response(&id);
+        response
+            .get("error")
+            .unwrap_or_else(|| panic!("{method} succeeded: {response}"))
+            .clone()
+    }
+
+    /// Closes stdin and waits for a clean exit.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = wait_with_timeout(&mut self.child, Duration::from_secs(30));
+        assert!(status.success(), "serve exited with {status}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_with_timeout(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "serve did not exit within {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn schema() -> &'static Value {
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/serve-protocol.schema.json");
+        serde_json::from_str(&std::fs::read_to_string(path).expect("schema file"))
+            .expect("schema JSON")
+    })
+}
+
+/// The written protocol is the one served: every result matches its schema.
+fn check_schema(method: &str, part: &str, value: &Value) {
+    let schema = schema();
+    let mut sub = schema["methods"][method][part].clone();
+    assert!(!sub.is_null(), "the schema has no {part} for {method}");
+    sub["$defs"] = schema["$defs"].clone();
+    let validator = jsonschema::validator_for(&sub).expect("valid schema");
+    if let Err(error) = validator.validate(value) {
+        panic!("{method} {part} does not match the schema: {error}\n{value}");
+    }
+}
+
+fn user(text: &str) -> Value {
+    json!({ "role": "user", "content": text, "timestamp": 1_700_000_000_000u64 })
+}
+
+fn assistant(text: &str) -> Value {
+    json!({
+        "role": "assistant",
+        "content": [{ "type": "text", "text": text }],
+        "api": "openai-completions", "provider": "fake", "model": "fake-model",
+        "usage": { "input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
+                   "cost": { "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0 } },
+        "stopReason": "stop", "timestamp": 1_700_000_000_001u64
+    })
+}
+
+fn mirror_file(result: &Value) -> PathBuf {
+    PathBuf::from(result["mirror"].as_str().expect("mirror path"))
+}
+
+/// The entries of a mirror file (after its header).
+fn entries(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("mirror file")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("entry JSON"))
+        .collect()
+}
+
+fn markers(path: &Path) -> Vec<Value> {
+    entries(path)
+        .into_iter()
+        .filter(|e| e["customType"] == "ctxhost.mirror")
+        .collect()
+}
+
+#[test]
+fn every_method_answers_as_documented() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &[]);
+    let init = server.call(
+        "initialize",
+        json!({ "protocolVersion": 1, "client": { "name": "test" } }),
+    );
+    assert_eq!(init["engine"]["id"], "legacy");
+    assert_eq!(init["protocolVersion"], 1);
+    assert!(init["limits"]["maxLineBytes"].as_u64().unwrap() > 0);
+
+    let key = "agent:main:main";
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+    assert_eq!(
+        (boot["created"].clone(), boot["messageCount"].clone()),
+        (json!(true), json!(0))
+    );
+    let mirror = mirror_file(&boot);
+    assert!(
+        mirror.starts_with(home.path().join("sessions/agents/main")),
+        "{}",
+        mirror.display()
+    );
+
+    // Fields ctxhost does not model survive byte for byte, number spelling included.
+    let odd = r#"{"role":"user","content":"hello","timestamp":1700000000000,"__openclaw":{"x":1.50,"y":[1e3]},"idempotencyKey":"k-1"}"#;
+    let id = "commit-1";
+    server.write_line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"{id}","method":"session.commitTurn","params":{{"sessionKey":"{key}","advancementKey":"turn-1","messages":[{odd},{}],"lastFingerprint":"f1"}}}}"#,
+        assistant("hi there")
+    ));
+    let committed = server.response(id);
+    assert_eq!(
+        committed["result"],
+        json!({ "status": "committed", "messageCount": 2 })
+    );
+    let text = std::fs::read_to_string(&mirror).unwrap();
+    assert!(text.contains(odd), "message rewritten:\n{text}");
+
+    let again = server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "turn-1", "messages": [user("x")], "lastFingerprint": "zz" }),
+    );
+    assert_eq!(again, json!({ "status": "duplicate", "messageCount": 2 }));
+
+    let assembled = server.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 2, "lastFingerprint": "f1", "tokenBudget": 32000, "prompt": "next" }),
+    );
+    assert_eq!(assembled["status"], "ok");
+    assert_eq!(assembled["items"], json!([{ "index": 0 }, { "index": 1 }]));
+    assert!(assembled["estimatedTokens"].as_u64().unwrap() > 0);
+
+    server.call(
+        "session.afterTurn",
+        json!({ "sessionKey": key, "prePromptMessageCount": 0 }),
+    );
+    let spawn = server.call(
+        "subagent.prepareSpawn",
+        json!({ "sessionKey": key, "childSessionKey": "agent:main:child", "contextMode": "fork" }),
+    );
+    if let Some(handle) = spawn["rollbackHandle"].as_u64() {
+        server.call(
+            "subagent.rollback",
+            json!({ "sessionKey": key, "rollbackHandle": handle }),
+        );
+    }
+    // The parent is found from prepareSpawn when sessionKey is left out.
+    server.call(
+        "subagent.ended",
+        json!({ "childSessionKey": "agent:main:child", "reason": "completed" }),
+    );
+    let bogus = server.error(
+        "subagent.rollback",
+        json!({ "sessionKey": key, "rollbackHandle": 987654 }),
+    );
+    assert_eq!(bogus["code"], -32602, "{bogus}");
+
+    let compact = server.call(
+        "session.compact",
+        json!({ "sessionKey": key, "force": true }),
+    );
+    assert_eq!(compact["ok"], true);
+    assert_eq!(
+        server.call("session.close", json!({ "sessionKey": key })),
+        json!({ "closed": true })
+    );
+    assert_eq!(
+        server.call("session.close", json!({ "sessionKey": key })),
+        json!({ "closed": false })
+    );
+
+    let id = server.send("shutdown", json!({}));
+    assert_eq!(server.response(&id)["result"], json!({}));
+    let status = wait_with_timeout(&mut server.child, Duration::from_secs(30));
+    assert!(status.success());
+}
+
+#[test]
+fn bad_input_gets_a_typed_error_and_the_server_keeps_serving() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &["--max-line-bytes", "4096"]);
+
+    server.write_line("{not json");
+    let error = server.next_line();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert!(error["id"].is_null());
+
+    server.write_line(r#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#);
+    assert_eq!(server.next_line()["error"]["code"], -32600);
+
+    server.write_line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"big","method":"initialize","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(10_000)
+    ));
+    let error = server.next_line();
+    assert_eq!(error["error"]["code"], -32003, "{error}");
+    assert_eq!(error["error"]["data"]["maxLineBytes"], 4096);
+
+    let unknown = server.error("session.frobnicate", json!({}));
+    assert_eq!(unknown["code"], -32601);
+    assert!(
+        unknown["message"]
+            .as_str()
+            .unwrap()
+            .contains("session.frobnicate")
+    );
+
+    let bad = server.error(
+        "session.commitTurn",
+        json!({ "sessionKey": "s", "advancementKey": "k", "messages": [user("a"), 5] }),
+    );
+    assert_eq!(bad["code"], -32602);
+    let bad = server.error(
+        "session.assemble",
+        json!({ "sessionKey": "s", "messageCount": "two" }),
+    );
+    assert_eq!(
+        (bad["code"].clone(), bad["data"]["path"].clone()),
+        (json!(-32602), json!("messageCount"))
+    );
+
+    let not_open = server.error(
+        "session.assemble",
+        json!({ "sessionKey": "never", "messageCount": 0 }),
+    );
+    assert_eq!(not_open["code"], -32001);
+    assert_eq!(not_open["data"]["sessionKey"], "never");
+
+    // A message that is not an AgentMessage is refused before anything is written.
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": "s" }));
+    let before = std::fs::read_to_string(mirror_file(&boot)).unwrap();
+    let refused = server.error(
+        "session.commitTurn",
+        json!({ "sessionKey": "s", "advancementKey": "k", "messages": [user("ok"), { "content": "no role" }] }),
+    );
+    assert_eq!(
+        (refused["code"].clone(), refused["data"]["path"].clone()),
+        (json!(-32602), json!("messages[1]"))
+    );
+    assert_eq!(std::fs::read_to_string(mirror_file(&boot)).unwrap(), before);
+
+    // Still serving.
+    assert_eq!(
+        server.call("initialize", json!({}))["engine"]["id"],
+        "legacy"
+    );
+    server.finish();
+}
+
+#[test]
+fn a_committed_turn_stays_committed_across_a_restart_and_a_torn_commit_is_set_aside() {
+    let home = tempfile::tempdir().unwrap();
+    let key = "agent:main:restart";
+    let mirror = {
+        let mut server = Server::start(home.path(), &[]);
+        let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+        server.call(
+            "session.commitTurn",
+            json!({ "sessionKey": key, "advancementKey": "a1", "messages": [user("one"), assistant("two")], "lastFingerprint": "fp2" }),
+        );
+        server.finish();
+        mirror_file(&boot)
+    };
+    // A crash while writing the next commit: a message line and half of another, no marker.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&mirror)
+        .unwrap();
+    writeln!(file, r#"{{"type":"message","id":"deadbeef","parentId":null,"timestamp":"2026-01-01T00:00:00Z","message":{}}}"#, user("lost?")).unwrap();
+    write!(file, r#"{{"type":"message","id":"#).unwrap();
+    drop(file);
+
+    let mut server = Server::start(home.path(), &[]);
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+    assert_eq!(boot["created"], false);
+    assert_eq!(boot["messageCount"], 2);
+    assert_eq!(boot["lastFingerprint"], "fp2");
+    let torn: Vec<_> = std::fs::read_dir(mirror.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".torn-"))
+        .collect();
+    assert_eq!(torn.len(), 1, "the torn commit is kept aside");
+    assert!(
+        std::fs::read_to_string(torn[0].path())
+            .unwrap()
+            .contains("lost?")
+    );
+
+    let again = server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "a1", "messages": [user("one"), assistant("two")] }),
+    );
+    assert_eq!(again["status"], "duplicate");
+    let next = server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "a2", "messages": [user("three")], "lastFingerprint": "fp3" }),
+    );
+    assert_eq!(next, json!({ "status": "committed", "messageCount": 3 }));
+    server.finish();
+    let keys: Vec<Value> = markers(&mirror)
+        .iter()
+        .map(|m| m["data"]["advancementKey"].clone())
+        .collect();
+    assert_eq!(keys, [json!("a1"), json!("a2")]);
+}
+
+#[test]
+fn a_history_that_moved_on_is_resynced_by_tail_or_reset() {
+    let home = tempfile::tempdir().unwrap();
+    let key = "agent:main:sync";
+    let mut server = Server::start(home.path(), &[]);
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+    server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "t1", "messages": [user("a"), assistant("b")], "lastFingerprint": "fb" }),
+    );
+    // The runtime ran a turn without the engine: its history has 4 messages.
+    let stale = server.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 4, "lastFingerprint": "fd" }),
+    );
+    assert_eq!(
+        stale,
+        json!({ "status": "mismatch", "messageCount": 2, "lastFingerprint": "fb" })
+    );
+    let wrong_from = server.error(
+        "session.sync",
+        json!({ "sessionKey": key, "from": 1, "messages": [user("c")] }),
+    );
+    assert_eq!(wrong_from["data"]["path"], "from");
+    let synced = server.call(
+        "session.sync",
+        json!({ "sessionKey": key, "from": 2, "messages": [user("c"), assistant("d")], "lastFingerprint": "fd" }),
+    );
+    assert_eq!(
+        synced,
+        json!({ "messageCount": 4, "lastFingerprint": "fd" })
+    );
+    let ok = server.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 4, "lastFingerprint": "fd" }),
+    );
+    assert_eq!(ok["items"].as_array().unwrap().len(), 4);
+
+    // A rewritten history: same length, another last message. Reset keeps the old file whole.
+    let rewritten = server.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 4, "lastFingerprint": "other" }),
+    );
+    assert_eq!(rewritten["status"], "mismatch");
+    let reset = server.call(
+        "session.sync",
+        json!({ "sessionKey": key, "from": 0, "reset": true, "messages": [user("new"), assistant("start")], "lastFingerprint": "n2" }),
+    );
+    assert_eq!(reset["messageCount"], 2);
+    let ok = server.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 2, "lastFingerprint": "n2" }),
+    );
+    assert_eq!(ok["items"], json!([{ "index": 0 }, { "index": 1 }]));
+    server.finish();
+    let mirror = mirror_file(&boot);
+    assert!(
+        !std::fs::read_to_string(&mirror)
+            .unwrap()
+            .contains("\"content\":\"a\"")
+    );
+    let kept: Vec<_> = std::fs::read_dir(mirror.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".reset-"))
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert!(
+        std::fs::read_to_string(kept[0].path())
+            .unwrap()
+            .contains("\"content\":\"c\"")
+    );
+}
+
+#[test]
+fn fifty_sessions_at_once_keep_to_themselves() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &[]);
+    let keys: Vec<String> = (0..50).map(|n| format!("agent:main:s{n}")).collect();
+    // Pipelined: every request is written before any answer is read; per-session order holds.
+    let mut ids = Vec::new();
+    for (n, key) in keys.iter().enumerate() {
+        ids.push(server.send("session.bootstrap", json!({ "sessionKey": key })));
+        for turn in 0..3 {
+            ids.push(server.send(
+                "session.commitTurn",
+                json!({ "sessionKey": key, "advancementKey": format!("t{turn}"),
+                        "messages": [user(&format!("session {n} turn {turn}")), assistant(&format!("reply {n}.{turn}"))],
+                        "lastFingerprint": format!("{n}-{turn}") }),
+            ));
+        }
+        ids.push(server.send(
+            "session.assemble",
+            json!({ "sessionKey": key, "messageCount": 6, "lastFingerprint": format!("{n}-2") }),
+        ));
+    }
+    let mut mirrors = Vec::new();
+    for (n, chunk) in ids.chunks(5).enumerate() {
+        let boot = server.response(&chunk[0]);
+        mirrors.push(mirror_file(&boot["result"]));
+        for id in &chunk[1..4] {
+            assert_eq!(
+                server.response(id)["result"]["status"],
+                "committed",
+                "session {n}"
+            );
+        }
+        let assembled = server.response(&chunk[4]);
+        assert_eq!(
+            assembled["result"]["status"], "ok",
+            "session {n}: {assembled}"
+        );
+        assert_eq!(assembled["result"]["items"].as_array().unwrap().len(), 6);
+    }
+    server.finish();
+    for (n, mirror) in mirrors.iter().enumerate() {
+        let texts: Vec<String> = entries(mirror)
+            .iter()
+            .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
+            .map(|e| e["message"]["content"].as_str().unwrap().to_string())
+            .collect();
+        let expected: Vec<String> = (0..3).map(|t| format!("session {n} turn {t}")).collect();
+        assert_eq!(texts, expected, "{}", mirror.display());
+        assert_eq!(markers(mirror).len(), 3);
+    }
+}
+
+#[test]
+fn a_small_budget_compacts_and_the_summary_comes_back_as_an_inserted_message() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &[]);
+    let key = "agent:main:budget";
+    server.call("session.bootstrap", json!({ "sessionKey": key }));
+    let filler = "lorem ipsum dolor sit amet ".repeat(150); // ~1,000 tokens a message
+    let mut count = 0;
+    for turn in 0..12 {
+        server.call(
+            "session.commitTurn",
+            json!({ "sessionKey": key, "advancementKey": format!("t{turn}"),
+                    "messages": [user(&format!("request {turn}: {filler}")), assistant(&format!("done {turn}: {filler}"))] }),
+        );
+        count += 2;
+    }
+    let assembled = server.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": count, "tokenBudget": 8000 }),
+    );
+    assert_eq!(assembled["status"], "ok");
+    assert_eq!(assembled["compaction"]["compacted"], true, "{assembled}");
+    let items = assembled["items"].as_array().unwrap();
+    let summary = &items[0]["message"];
+    assert_eq!(summary["role"], "user", "{assembled}");
+    assert_eq!(summary["__ctxhost"]["kind"], "compactionSummary");
+    let kept: Vec<u64> = items.iter().filter_map(|i| i["index"].as_u64()).collect();
+    assert!(!kept.is_empty() && kept.len() < count, "{kept:?}");
+    assert_eq!(*kept.last().unwrap(), count as u64 - 1);
+    assert!(
+        assembled["estimatedTokens"].as_u64().unwrap() <= 8000,
+        "{assembled}"
+    );
+    server.finish();
+}
+
+#[test]
+fn internal_sessions_leave_no_mirror_behind() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &[]);
+    let key = "agent:main:internal-session-effects:1234";
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+    assert_eq!(boot["ephemeral"], true);
+    let mirror = mirror_file(&boot);
+    assert!(!mirror.starts_with(home.path()));
+    server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "x", "messages": [user("flush memory")] }),
+    );
+    assert!(mirror.exists());
+    server.finish();
+    assert!(!mirror.exists(), "{} left behind", mirror.display());
+    let sessions = home.path().join("sessions");
+    let leftovers: Vec<_> = walk(&sessions);
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    read.filter_map(|e| e.ok())
+        .flat_map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                walk(&path)
+            } else {
+                vec![path]
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_socket_serves_several_clients_sharing_sessions() {
+    use std::os::unix::net::UnixStream;
+    let home = tempfile::tempdir().unwrap();
+    let socket = home.path().join("serve.sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .env("CTXHOST_HOME", home.path())
+        .env_remove("CTXHOST_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "no socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ask = |stream: &mut UnixStream, line: Value| -> Value {
+        writeln!(stream, "{line}").unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut response = String::new();
+        reader.read_line(&mut response).unwrap();
+        serde_json::from_str(&response).unwrap()
+    };
+    let mut first = UnixStream::connect(&socket).unwrap();
+    let mut second = UnixStream::connect(&socket).unwrap();
+    let r = ask(
+        &mut first,
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "session.bootstrap", "params": { "sessionKey": "shared" } }),
+    );
+    assert_eq!(r["result"]["created"], true, "{r}");
+    let r = ask(
+        &mut second,
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "session.commitTurn",
+        "params": { "sessionKey": "shared", "advancementKey": "k", "messages": [user("from the second client")] } }),
+    );
+    assert_eq!(r["result"]["status"], "committed", "{r}");
+    let r = ask(
+        &mut first,
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "session.assemble",
+        "params": { "sessionKey": "shared", "messageCount": 1 } }),
+    );
+    assert_eq!(r["result"]["items"], json!([{ "index": 0 }]), "{r}");
+    let r = ask(
+        &mut first,
+        json!({ "jsonrpc": "2.0", "id": 4, "method": "shutdown" }),
+    );
+    assert_eq!(r["result"], json!({}));
+    let status = wait_with_timeout(&mut child, Duration::from_secs(30));
+    assert!(status.success());
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    assert!(stdout.is_empty(), "socket mode wrote to stdout: {stdout}");
+    assert!(!socket.exists(), "the socket file is removed on shutdown");
+}
