@@ -131,9 +131,10 @@ impl Server {
         Ok(())
     }
 
-    /// Reads requests until EOF, `shutdown` or a server-wide stop; answers every request it
-    /// read before returning.
-    async fn serve_connection<R, W>(self: &Arc<Self>, mut input: R, output: W)
+    /// Serves one client on any byte stream (an embedder's pipe, a test's socket pair) until
+    /// EOF, `shutdown` or a server-wide stop; answers every request it read before returning.
+    /// Sessions stay open for other connections: `close_all` ends them.
+    pub async fn serve_connection<R, W>(self: &Arc<Self>, mut input: R, output: W)
     where
         R: AsyncBufRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -290,7 +291,7 @@ impl Server {
     }
 
     /// Closes every session (each actor finishes its queue, then disposes its engine instance).
-    async fn close_all(&self) {
+    pub async fn close_all(&self) {
         let tasks: Vec<JoinHandle<()>> = {
             let mut sessions = self.sessions();
             let open = std::mem::take(&mut sessions.open);
