@@ -179,6 +179,24 @@ fn assistant(text: &str) -> Value {
     })
 }
 
+/// The client positions an assembly keeps, ranges expanded.
+fn kept_positions(items: &[Value]) -> Vec<u64> {
+    items
+        .iter()
+        .flat_map(|item| {
+            match (
+                item["index"].as_u64(),
+                item["from"].as_u64(),
+                item["to"].as_u64(),
+            ) {
+                (Some(index), _, _) => index..=index,
+                (None, Some(from), Some(to)) => from..=to,
+                _ => 1..=0,
+            }
+        })
+        .collect()
+}
+
 fn mirror_file(result: &Value) -> PathBuf {
     PathBuf::from(result["mirror"].as_str().expect("mirror path"))
 }
@@ -251,7 +269,7 @@ fn every_method_answers_as_documented() {
         json!({ "sessionKey": key, "messageCount": 2, "lastFingerprint": "f1", "tokenBudget": 32000, "prompt": "next" }),
     );
     assert_eq!(assembled["status"], "ok");
-    assert_eq!(assembled["items"], json!([{ "index": 0 }, { "index": 1 }]));
+    assert_eq!(assembled["items"], json!([{ "from": 0, "to": 1 }]));
     assert!(assembled["estimatedTokens"].as_u64().unwrap() > 0);
 
     server.call(
@@ -465,7 +483,10 @@ fn a_history_that_moved_on_is_resynced_by_tail_or_reset() {
         "session.assemble",
         json!({ "sessionKey": key, "messageCount": 4, "lastFingerprint": "fd" }),
     );
-    assert_eq!(ok["items"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        kept_positions(ok["items"].as_array().unwrap()),
+        [0, 1, 2, 3]
+    );
 
     // A rewritten history: same length, another last message. Reset keeps the old file whole.
     let rewritten = server.call(
@@ -482,7 +503,7 @@ fn a_history_that_moved_on_is_resynced_by_tail_or_reset() {
         "session.assemble",
         json!({ "sessionKey": key, "messageCount": 2, "lastFingerprint": "n2" }),
     );
-    assert_eq!(ok["items"], json!([{ "index": 0 }, { "index": 1 }]));
+    assert_eq!(ok["items"], json!([{ "from": 0, "to": 1 }]));
     server.finish();
     let mirror = mirror_file(&boot);
     assert!(
@@ -541,7 +562,10 @@ fn fifty_sessions_at_once_keep_to_themselves() {
             assembled["result"]["status"], "ok",
             "session {n}: {assembled}"
         );
-        assert_eq!(assembled["result"]["items"].as_array().unwrap().len(), 6);
+        assert_eq!(
+            kept_positions(assembled["result"]["items"].as_array().unwrap()),
+            [0, 1, 2, 3, 4, 5]
+        );
     }
     server.finish();
     for (n, mirror) in mirrors.iter().enumerate() {
@@ -582,7 +606,7 @@ fn a_small_budget_compacts_and_the_summary_comes_back_as_an_inserted_message() {
     let summary = &items[0]["message"];
     assert_eq!(summary["role"], "user", "{assembled}");
     assert_eq!(summary["__ctxhost"]["kind"], "compactionSummary");
-    let kept: Vec<u64> = items.iter().filter_map(|i| i["index"].as_u64()).collect();
+    let kept = kept_positions(items);
     assert!(!kept.is_empty() && kept.len() < count, "{kept:?}");
     assert_eq!(*kept.last().unwrap(), count as u64 - 1);
     assert!(

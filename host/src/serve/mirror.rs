@@ -300,26 +300,26 @@ impl Mirror {
         let assembly = self.session.assemble(&options).await?;
         let transcript = self.session.transcript();
         let positions = message_positions(&transcript);
-        let items = assembly
-            .items
-            .iter()
-            .map(|item| match item {
+        let mut items = Items::default();
+        for item in &assembly.items {
+            match item {
                 AssembledItem::Entry(index) => {
                     let entry = &transcript.entries()[*index];
                     match positions[*index] {
-                        Some(position) if !entry.is_pruned() => json!({ "index": position }),
-                        Some(position) => json!({
+                        Some(position) if !entry.is_pruned() => items.keep(position),
+                        Some(position) => items.push(json!({
                             "message": inserted(&transcript.context_message_json(*index)),
                             "replaces": position,
-                        }),
-                        None => json!({
+                        })),
+                        None => items.push(json!({
                             "message": inserted(&transcript.context_message_json(*index))
-                        }),
+                        })),
                     }
                 }
-                AssembledItem::Inserted(json) => json!({ "message": inserted(json) }),
-            })
-            .collect();
+                AssembledItem::Inserted(json) => items.push(json!({ "message": inserted(json) })),
+            }
+        }
+        let items = items.finish();
         Ok(ClientAssembly {
             items,
             estimated_tokens: assembly.estimated_tokens,
@@ -338,6 +338,45 @@ impl Mirror {
     /// Disposes the engine instance; an ephemeral mirror's directory goes with the value.
     pub async fn close(self) -> Result<()> {
         self.session.close().await
+    }
+}
+
+/// Assembly items in the runtime's terms, runs of consecutive kept positions collapsed into
+/// one `{from, to}` item so an in-sync answer grows with what the engine changed, not with the
+/// history.
+#[derive(Default)]
+struct Items {
+    done: Vec<Value>,
+    run: Option<(usize, usize)>,
+}
+
+impl Items {
+    fn keep(&mut self, position: usize) {
+        match &mut self.run {
+            Some((_, to)) if *to + 1 == position => *to = position,
+            _ => {
+                self.flush();
+                self.run = Some((position, position));
+            }
+        }
+    }
+
+    fn push(&mut self, item: Value) {
+        self.flush();
+        self.done.push(item);
+    }
+
+    fn flush(&mut self) {
+        match self.run.take() {
+            Some((from, to)) if from == to => self.done.push(json!({ "index": from })),
+            Some((from, to)) => self.done.push(json!({ "from": from, "to": to })),
+            None => {}
+        }
+    }
+
+    fn finish(mut self) -> Vec<Value> {
+        self.flush();
+        self.done
     }
 }
 
@@ -556,6 +595,26 @@ mod tests {
         assert_eq!(torn_commit_start(torn_line.as_bytes()), Some(whole.len()));
         let no_marker = format!("{header}{m}");
         assert_eq!(torn_commit_start(no_marker.as_bytes()), Some(header.len()));
+    }
+
+    #[test]
+    fn consecutive_kept_positions_collapse_into_ranges() {
+        let mut items = Items::default();
+        for position in [0, 1, 2, 5] {
+            items.keep(position);
+        }
+        items.push(json!({ "message": {} }));
+        items.keep(6);
+        items.keep(7);
+        assert_eq!(
+            items.finish(),
+            [
+                json!({ "from": 0, "to": 2 }),
+                json!({ "index": 5 }),
+                json!({ "message": {} }),
+                json!({ "from": 6, "to": 7 }),
+            ]
+        );
     }
 
     #[test]
