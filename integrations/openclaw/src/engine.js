@@ -378,15 +378,23 @@ export class CtxhostContextEngine {
    * @param {any[]} items
    */
   #fromItems(messages, items) {
-    return items.map((item, i) => {
-      if (item && typeof item.index === "number") {
-        if (item.index < 0 || item.index >= messages.length) {
-          throw new Error(`items[${i}] refers to message ${item.index} of ${messages.length}`);
+    return items.flatMap((item, i) => {
+      const position = (/** @type {unknown} */ n) => {
+        if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || n >= messages.length) {
+          throw new Error(`items[${i}] refers to message ${n} of ${messages.length}`);
         }
-        return messages[item.index];
+        return n;
+      };
+      if (item && typeof item.index === "number") return [messages[position(item.index)]];
+      // A run of kept messages, both ends included.
+      if (item && typeof item.from === "number" && typeof item.to === "number") {
+        const from = position(item.from);
+        const to = position(item.to);
+        if (to < from) throw new Error(`items[${i}] is a run from ${from} back to ${to}`);
+        return messages.slice(from, to + 1);
       }
-      if (item && item.message && typeof item.message === "object") return item.message;
-      throw new Error(`items[${i}] is neither {index} nor {message}`);
+      if (item && item.message && typeof item.message === "object") return [item.message];
+      throw new Error(`items[${i}] is none of {index}, {from, to} or {message}`);
     });
   }
 
