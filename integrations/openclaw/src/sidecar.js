@@ -144,7 +144,7 @@ export class Sidecar {
     const timeoutMs = opts.timeoutMs ?? this.#options.callTimeoutMs;
     const deadline = performance.now() + timeoutMs;
     await this.#ensureStarted(deadline);
-    const result = await this.#send(method, params, Math.max(1, deadline - performance.now()));
+    const result = await this.#send(method, params, Math.max(1, deadline - performance.now()), timeoutMs);
     this.#failures = 0;
     return result;
   }
@@ -260,10 +260,11 @@ export class Sidecar {
   /**
    * @param {string} method
    * @param {Record<string, unknown>} params
-   * @param {number} timeoutMs
+   * @param {number} timeoutMs what is left of the call's deadline
+   * @param {number} [nominalMs] the call's whole timeout, for the error message
    * @returns {Promise<any>}
    */
-  #send(method, params, timeoutMs) {
+  #send(method, params, timeoutMs, nominalMs = timeoutMs) {
     const child = this.#child;
     if (!child) return Promise.reject(new SidecarError("exited", "ctxhost serve is not running"));
     const id = ++this.#nextId;
@@ -275,9 +276,9 @@ export class Sidecar {
         if (!this.#pending.delete(id)) return;
         this.#report(method, performance.now() - start, bytesOut, 0, false);
         reject(
-          new SidecarError("timeout", `ctxhost serve: ${method} got no answer within ${Math.round(timeoutMs)} ms`),
+          new SidecarError("timeout", `ctxhost serve: ${method} got no answer within ${Math.round(nominalMs)} ms`),
         );
-        this.#wedged(child, method, timeoutMs);
+        this.#wedged(child, method, nominalMs);
       }, timeoutMs);
       this.#pending.set(id, { method, resolve, reject, timer, start, bytesOut });
       this.#setRef(child, true);
