@@ -11,10 +11,10 @@ use clap::Args;
 use ctxhost::config::{Config, Home};
 use ctxhost::transcript::Transcript;
 use ctxhost::transcript::compaction::{self, Request, Trigger};
-use ctxhost::{CompactOptions, Host, SessionTarget};
+use ctxhost::{CompactOptions, Host, Session, SessionTarget};
 use serde_json::{Value, json};
 
-use super::output::{Bar, print_json, thousands};
+use super::output::{Bar, Out, print_json, thousands};
 
 #[derive(Args)]
 pub struct CompactArgs {
@@ -59,121 +59,212 @@ pub fn host(home: Home, config: Config) -> anyhow::Result<Host> {
     Ok(Host::new(home, config)?)
 }
 
+/// What compacting now would do, by the measure `Session::compact` decides with: the host's
+/// count of the context messages before and after (recorded usage is not comparable with it).
+struct Forecast {
+    /// The context messages now.
+    before: u64,
+    /// Recorded usage (plus estimates after it), when the transcript has any: shown beside the
+    /// count so the two are never confused.
+    recorded: u64,
+    outcome: Result<Expected, String>,
+}
+
+struct Expected {
+    estimate: compaction::Estimate,
+    after: u64,
+    /// True when `after` comes from running the (local, deterministic) extractive summarizer,
+    /// as the real run will; otherwise the summary is counted at its bound.
+    exact: bool,
+}
+
+impl Forecast {
+    fn new(transcript: &Transcript, settings: &compaction::Settings, focus: Option<&str>) -> Self {
+        let (before, fullness) = Session::compaction_tokens(transcript);
+        // The same request `Session::compact` gives the runtime compaction.
+        let request = Request {
+            trigger: Trigger::Manual,
+            focus,
+            engine: None,
+            context_tokens: Some(fullness),
+        };
+        let outcome = compaction::prepare(transcript, settings, &request)
+            .map_err(|skip| skip.reason)
+            .map(|job| {
+                let estimate = job.estimate();
+                let exact = (settings.summarizer == compaction::SummarizerConfig::Extractive)
+                    .then(|| job.run(&compaction::Extractive, &mut |_, _| {}))
+                    .and_then(|plan| {
+                        Session::compaction_tokens_after(
+                            transcript,
+                            &plan.summary,
+                            plan.first_kept_index,
+                            &plan.details,
+                        )
+                    });
+                Expected {
+                    after: exact.unwrap_or(estimate.tokens_after),
+                    exact: exact.is_some(),
+                    estimate,
+                }
+            });
+        Self {
+            before,
+            recorded: transcript.context_tokens(),
+            outcome,
+        }
+    }
+
+    /// Why compacting would be refused (it would not shrink the context), if it would.
+    fn refusal(&self) -> Option<String> {
+        let after = self.outcome.as_ref().ok()?.after;
+        (after >= self.before).then(|| {
+            format!(
+                "refused: the compaction would not make the context smaller ({} -> ~{} tokens, both counted from the context messages)",
+                thousands(self.before),
+                thousands(after)
+            )
+        })
+    }
+}
+
+/// "1 summary", "2 summaries".
+fn summaries(n: u64) -> String {
+    if n == 1 {
+        "1 summary".into()
+    } else {
+        format!("{n} summaries")
+    }
+}
+
 pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Result<ExitCode> {
     let host = host(home, config)?;
     let (target, path) = existing_path(&host, &args.session)?;
     // Validate before anything can write: errors name the file, line and problem.
-    let transcript = Transcript::load(&path)?;
+    let mut transcript = Transcript::load(&path)?;
     for w in transcript.warnings() {
         eprintln!("warning: {w}");
     }
     let settings = host.compaction_settings();
-    if let Err(problem) = host
-        .config()
-        .settings
-        .agents
-        .defaults
-        .compaction
-        .summarizer()
-    {
-        bail!(
+    let defaults = &host.config().settings.agents.defaults.compaction;
+    let config_problem = |problem: String| {
+        anyhow::anyhow!(
             "config {}: {problem}",
             host.config().source.path().display()
-        );
+        )
+    };
+    defaults.summarizer().map_err(config_problem)?;
+    // Count as the session will (the configured counter), so the forecast matches the run.
+    let counter = defaults.token_counter().map_err(config_problem)?;
+    if counter.is_some() {
+        transcript.set_token_counter(counter);
     }
     let window = settings.context_window;
-    let request = Request {
-        trigger: Trigger::Manual,
-        focus: args.focus.as_deref(),
-        engine: None,
-        context_tokens: None,
-    };
-    let prepared = compaction::prepare(&transcript, &settings, &request);
-    let tokens_now = transcript.context_tokens();
+    let forecast = Forecast::new(&transcript, &settings, args.focus.as_deref());
     let pct = |t: u64| t as f64 * 100.0 / window.max(1) as f64;
 
     if args.dry_run {
-        let value = match &prepared {
-            Ok(job) => {
-                let e = job.estimate();
-                json!({
-                    "session": path.display().to_string(),
-                    "dryRun": true,
-                    "wouldCompact": true,
-                    "layer": e.layer.as_str(),
-                    "contextWindow": window,
-                    "tokensBefore": e.tokens_before,
-                    "estimatedTokensAfter": e.tokens_after,
-                    "estimatedSavings": e.tokens_before.saturating_sub(e.tokens_after),
-                    "messagesToSummarize": e.messages_to_summarize,
-                    "toolOutputsPruned": e.tool_outputs_pruned,
-                    "summarizer": settings.summarizer.name(),
-                })
-            }
-            Err(skip) => json!({
+        let refusal = forecast.refusal();
+        let value = match &forecast.outcome {
+            Ok(x) => json!({
+                "session": path.display().to_string(),
+                "dryRun": true,
+                "wouldCompact": refusal.is_none(),
+                "reason": refusal,
+                "layer": x.estimate.layer.as_str(),
+                "contextWindow": window,
+                "tokensBefore": forecast.before,
+                "recordedContextTokens": forecast.recorded,
+                "estimatedTokensAfter": x.after,
+                "estimateExact": x.exact,
+                "estimatedSavings": forecast.before.saturating_sub(x.after),
+                "messagesToSummarize": x.estimate.messages_to_summarize,
+                "toolOutputsPruned": x.estimate.tool_outputs_pruned,
+                "summarizer": settings.summarizer.name(),
+            }),
+            Err(reason) => json!({
                 "session": path.display().to_string(),
                 "dryRun": true,
                 "wouldCompact": false,
-                "tokensBefore": tokens_now,
+                "tokensBefore": forecast.before,
+                "recordedContextTokens": forecast.recorded,
                 "contextWindow": window,
-                "reason": skip.reason,
+                "reason": reason,
             }),
         };
         if args.json {
             print_json(&value)?;
-        } else if let Ok(job) = &prepared {
-            let e = job.estimate();
-            println!("session            {}", path.display());
-            println!(
-                "current tokens     {} / {} ({:.1}%)",
-                thousands(e.tokens_before),
-                thousands(window),
-                pct(e.tokens_before)
-            );
-            println!(
-                "estimated after    ~{} ({:.1}%)",
-                thousands(e.tokens_after),
-                pct(e.tokens_after)
-            );
-            println!(
-                "savings            ~{}",
-                thousands(e.tokens_before.saturating_sub(e.tokens_after))
-            );
-            println!(
-                "layer              {} ({} messages summarized, {} tool outputs pruned, summarizer {})",
-                e.layer.as_str(),
-                e.messages_to_summarize,
-                e.tool_outputs_pruned,
-                settings.summarizer.name()
-            );
-            println!("(dry run: nothing written)");
-        } else if let Err(skip) = &prepared {
-            println!("nothing to compact: {}", skip.reason);
+            return Ok(ExitCode::SUCCESS);
+        }
+        let mut out = Out::new();
+        match &forecast.outcome {
+            Ok(x) => {
+                out.line(format!("session            {}", path.display()));
+                out.line(format!(
+                    "current tokens     {} / {} ({:.1}%), counted from the context messages",
+                    thousands(forecast.before),
+                    thousands(window),
+                    pct(forecast.before)
+                ));
+                if forecast.recorded != forecast.before {
+                    out.line(format!(
+                        "recorded usage     {} (the last assistant turn's usage + estimates after it; not comparable)",
+                        thousands(forecast.recorded)
+                    ));
+                }
+                out.line(format!(
+                    "{}    {}{} ({:.1}%)",
+                    if x.exact {
+                        "after           "
+                    } else {
+                        "estimated after "
+                    },
+                    if x.exact { "" } else { "~" },
+                    thousands(x.after),
+                    pct(x.after)
+                ));
+                out.line(format!(
+                    "savings            {}",
+                    thousands(forecast.before.saturating_sub(x.after))
+                ));
+                out.line(format!(
+                    "layer              {} ({} messages summarized, {} tool outputs pruned, summarizer {})",
+                    x.estimate.layer.as_str(),
+                    x.estimate.messages_to_summarize,
+                    x.estimate.tool_outputs_pruned,
+                    settings.summarizer.name()
+                ));
+                if let Some(refusal) = &refusal {
+                    out.line(format!("would not compact: {refusal}"));
+                }
+                out.line("(dry run: nothing written)".into());
+            }
+            Err(reason) => out.line(format!("nothing to compact: {reason}")),
         }
         return Ok(ExitCode::SUCCESS);
     }
 
-    let estimate = match &prepared {
-        Ok(job) => job.estimate(),
-        Err(skip) => {
+    let expected = match &forecast.outcome {
+        Ok(x) => x,
+        Err(reason) => {
             if args.json {
                 print_json(
-                    &json!({"session": path.display().to_string(), "compacted": false, "reason": skip.reason}),
+                    &json!({"session": path.display().to_string(), "compacted": false, "reason": reason}),
                 )?;
             } else {
-                println!("nothing to compact: {}", skip.reason);
+                Out::new().line(format!("nothing to compact: {reason}"));
             }
             return Ok(ExitCode::SUCCESS);
         }
     };
-    drop(transcript);
     if !args.yes && std::io::stdin().is_terminal() && !args.json {
         print!(
-            "compact {} ({} layer, {} -> ~{} tokens)? [y/N] ",
+            "compact {} ({} layer, {} -> {}{} tokens)? [y/N] ",
             path.display(),
-            estimate.layer.as_str(),
-            thousands(estimate.tokens_before),
-            thousands(estimate.tokens_after)
+            expected.estimate.layer.as_str(),
+            thousands(forecast.before),
+            if expected.exact { "" } else { "~" },
+            thousands(expected.after)
         );
         std::io::stdout().flush()?;
         let mut answer = String::new();
@@ -183,6 +274,7 @@ pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Resul
             return Ok(ExitCode::SUCCESS);
         }
     }
+    drop(transcript);
 
     let bar = Bar::new("compacting");
     let outcome = async {
@@ -226,14 +318,15 @@ pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Resul
         print_json(&value)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let mut out = Out::new();
     if !outcome.compacted {
-        println!(
+        out.line(format!(
             "not compacted: {}",
             outcome.reason.as_deref().unwrap_or("the engine declined")
-        );
+        ));
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    out.line(format!(
         "compacted {}: {} -> {} tokens ({} layer), first kept entry {}",
         path.display(),
         thousands(outcome.tokens_before),
@@ -243,14 +336,14 @@ pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Resul
             .and_then(Value::as_str)
             .unwrap_or("engine"),
         outcome.first_kept_entry_id.as_deref().unwrap_or("?")
-    );
+    ));
     if let Some(d) = details.get("degradation") {
-        println!(
-            "degradation        {} risk after {} summaries: {}",
+        out.line(format!(
+            "degradation        {} risk after {}: {}",
             d["risk"].as_str().unwrap_or("?"),
-            d["count"],
+            summaries(d["count"].as_u64().unwrap_or(0)),
             d["recommendation"].as_str().unwrap_or("")
-        );
+        ));
     }
     for w in details
         .get("warnings")
@@ -258,7 +351,17 @@ pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Resul
         .into_iter()
         .flatten()
     {
-        println!("warning: {}", w.as_str().unwrap_or_default());
+        out.line(format!("warning: {}", w.as_str().unwrap_or_default()));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn summaries_agree_in_number() {
+        assert_eq!(super::summaries(1), "1 summary");
+        assert_eq!(super::summaries(0), "0 summaries");
+        assert_eq!(super::summaries(3), "3 summaries");
+    }
 }

@@ -1,12 +1,41 @@
 //! Shared output helpers: JSON for machines, a progress bar only on a terminal.
 
-use std::io::IsTerminal;
+use std::io::{ErrorKind, IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
+    let text = serde_json::to_string_pretty(value)?;
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        // The reader went away (`| head`): nothing left to tell it.
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// Lines for stdout. `println!` panics (exit 101) when the reader has closed the pipe
+/// (`ctxhost replay FILE | head`); this stops writing quietly instead.
+#[derive(Default)]
+pub struct Out {
+    stopped: bool,
+}
+
+impl Out {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn line(&mut self, text: String) {
+        if self.stopped {
+            return;
+        }
+        if let Err(e) = writeln!(std::io::stdout().lock(), "{text}") {
+            self.stopped = true;
+            if e.kind() != ErrorKind::BrokenPipe {
+                eprintln!("warning: cannot write to stdout: {e}");
+            }
+        }
+    }
 }
 
 /// Thousands separators for token figures.

@@ -388,13 +388,17 @@ impl Session {
     /// Compacts through the engine; a compaction it returns is validated, then written as a
     /// `compaction` entry (and the next assemble starts from it).
     pub async fn compact(&mut self, options: &CompactOptions) -> Result<CompactOutcome> {
-        let tokens_before = self.context_tokens();
+        // "Before" and "after" are both the host's count of the context messages: recorded
+        // usage compared with an estimate once let a compaction grow the context. The engine
+        // is told the fuller of usage and that count (with estimates only, the count).
+        let tokens_before = request::counted_context_tokens(&self.shared.read());
+        let current_tokens = self.context_tokens().max(tokens_before);
         let request = CompactRequest {
             session: self.shared.session.clone(),
             session_file: self.path().display().to_string(),
             force: options.force,
             token_budget: options.token_budget,
-            current_tokens: Some(tokens_u32(tokens_before)),
+            current_tokens: Some(tokens_u32(current_tokens)),
             custom_instructions: options.custom_instructions.clone(),
             trigger: options.trigger,
         };
@@ -425,15 +429,52 @@ impl Session {
                 });
             }
         };
+        // Measured by the host before the engine's figures are judged: a compaction that would
+        // not shrink the context is refused as a skip, not an engine fault (the runtime
+        // compaction reports one honestly). Only results within the size limit are looked at.
+        let within_limit = compaction.summary.len()
+            + compaction.details.as_ref().map_or(0, String::len)
+            <= self.host_bytes_limit();
+        let mut details = match compaction.details.as_deref().map(serde_json::from_str) {
+            Some(Ok(Value::Object(map))) if within_limit => map,
+            _ => serde_json::Map::new(),
+        };
+        let tokens_after = within_limit
+            .then(|| {
+                request::counted_tokens_after(
+                    &self.shared.read(),
+                    &compaction.summary,
+                    compaction.first_kept_entry as usize,
+                    &request::pruned_ids(details.get("prunedEntryIds")),
+                )
+            })
+            .flatten();
+        if let Some(after) = tokens_after
+            && after >= tokens_before
+        {
+            return Ok(CompactOutcome {
+                compacted: false,
+                reason: Some(format!(
+                    "refused: the compaction would not make the context smaller ({tokens_before} -> {after} tokens, both counted from the context messages); nothing written"
+                )),
+                tokens_before,
+                tokens_after: tokens_before,
+                first_kept_entry_id: None,
+            });
+        }
         let context = convert::context_entries(&self.shared.read());
         validate::compaction(&context, &compaction, self.host_bytes_limit())
             .map_err(|problem| self.invalid(Function::Compact, problem))?;
-
-        let mut details = match compaction.details.as_deref().map(serde_json::from_str) {
-            Some(Ok(Value::Object(map))) => map,
-            _ => serde_json::Map::new(),
-        };
-        details.insert("tokensAfter".into(), compaction.tokens_after.into());
+        let tokens_after = tokens_after.ok_or_else(|| {
+            self.invalid(
+                Function::Compact,
+                "first-kept-entry is not in the current context".into(),
+            )
+        })?;
+        if u64::from(compaction.tokens_after) != tokens_after {
+            details.insert("engineTokensAfter".into(), compaction.tokens_after.into());
+        }
+        details.insert("tokensAfter".into(), tokens_after.into());
         details.insert("engine".into(), self.engine.id().into());
         details.insert("trigger".into(), trigger_name(options.trigger).into());
         if let Some(focus) = &options.custom_instructions {
@@ -448,7 +489,7 @@ impl Session {
                 &NewCompaction {
                     summary: compaction.summary,
                     first_kept_entry_id: first_kept_entry_id.clone(),
-                    tokens_before: u64::from(compaction.tokens_before),
+                    tokens_before,
                     details: Some(Value::Object(details)),
                 },
                 &now_iso(),
@@ -459,8 +500,8 @@ impl Session {
         Ok(CompactOutcome {
             compacted: true,
             reason: result.reason,
-            tokens_before: u64::from(compaction.tokens_before),
-            tokens_after: u64::from(compaction.tokens_after),
+            tokens_before,
+            tokens_after,
             first_kept_entry_id: Some(first_kept_entry_id),
         })
     }

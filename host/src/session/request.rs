@@ -2,6 +2,10 @@
 //! budget that remains, overflow recovery (compact, then assemble again), and the
 //! pre-compaction memory-flush signal.
 
+use std::collections::HashSet;
+
+use ctxhost_transcript::tokens::estimate_text;
+use ctxhost_transcript::{PRUNED_TEXT, Role, Transcript};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -86,10 +90,14 @@ pub struct ModelRequest {
     /// The request's total before that compaction.
     pub total_before_compaction: Option<u64>,
     pub flush: Option<FlushSignal>,
+    /// Set (by [`Session::inspect_request`] only) when the request does not fit even after
+    /// compacting; [`Session::prepare_request`] returns it as an error instead.
+    pub overflow: Option<ContextOverflow>,
 }
 
 /// The request does not fit the window even after compacting.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(rename_all = "camelCase")]
 #[error(
     "context overflow: the request needs {total} tokens but the window of {window} leaves {available} after the {reserve}-token response reserve, even after compaction (system {system}, bootstrap {bootstrap}, skills {skills}, tools {tools}, history {history}, engine {engine}, current message {current})"
 )]
@@ -125,11 +133,113 @@ impl ContextOverflow {
     }
 }
 
+/// What compactions are measured by: the host's count of the context messages (chars/4, or
+/// the configured token counter) — the part of the request a compaction changes. Recorded
+/// usage is not comparable with it (it includes the system prompt, and a server that truncated
+/// requests records less than the messages hold), so "before" and "after" are both this count.
+pub(super) fn counted_context_tokens(transcript: &Transcript) -> u64 {
+    let entries = transcript.entries();
+    transcript
+        .context()
+        .into_iter()
+        .map(|i| u64::from(entries[i].tokens()))
+        .sum()
+}
+
+/// The context a compaction would leave, counted like [`counted_context_tokens`]: the summary,
+/// then the context messages from the first kept entry on (tool results the compaction prunes
+/// counted as the placeholder). None when `first_kept` is not in the context.
+pub(super) fn counted_tokens_after(
+    transcript: &Transcript,
+    summary: &str,
+    first_kept: usize,
+    pruned_ids: &HashSet<&str>,
+) -> Option<u64> {
+    let entries = transcript.entries();
+    let count = |text: &str| {
+        u64::from(
+            transcript
+                .token_counter()
+                .map_or_else(|| estimate_text(text), |c| c.count_text(text)),
+        )
+    };
+    let ctx = transcript.context();
+    let from = ctx.iter().position(|&i| i == first_kept)?;
+    let placeholder = count(PRUNED_TEXT);
+    let kept: u64 = ctx[from..]
+        .iter()
+        .map(|&i| &entries[i])
+        .filter(|e| e.entry_type() != "compaction")
+        .map(|e| {
+            let pruned_now = e.context_role() == Some(Role::ToolResult)
+                && !e.is_pruned()
+                && pruned_ids.contains(e.id());
+            if pruned_now {
+                placeholder
+            } else {
+                u64::from(e.tokens())
+            }
+        })
+        .sum();
+    Some(count(summary) + kept)
+}
+
+/// The ids of a compaction's `details.prunedEntryIds`.
+pub(super) fn pruned_ids(ids: Option<&Value>) -> HashSet<&str> {
+    ids.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 impl Session {
+    /// The two figures a compaction of `transcript` starts from, as `Session::compact` takes
+    /// them (a dry run must agree with it): `(counted, fullness)`. `counted` is the host's count
+    /// of the context messages, what "before" and "after" are compared by; `fullness` is what
+    /// the engine is told as current tokens, recorded usage unless it is below `counted` (then
+    /// it cannot describe this context).
+    pub fn compaction_tokens(transcript: &Transcript) -> (u64, u64) {
+        let counted = counted_context_tokens(transcript);
+        (counted, transcript.context_tokens().max(counted))
+    }
+
+    /// The context a compaction (summary, first kept entry index, details) would leave in
+    /// `transcript`, counted as `Session::compact` counts it before writing; None when the first
+    /// kept entry is not in the context.
+    pub fn compaction_tokens_after(
+        transcript: &Transcript,
+        summary: &str,
+        first_kept: usize,
+        details: &Value,
+    ) -> Option<u64> {
+        counted_tokens_after(
+            transcript,
+            summary,
+            first_kept,
+            &pruned_ids(details.get("prunedEntryIds")),
+        )
+    }
+
     /// Builds the next model request: system prompt, history from the engine within what the
     /// window leaves, and — when it does not fit — one compaction and a second assembly, else
     /// a `ContextOverflow` with the numbers.
     pub async fn prepare_request(
+        &mut self,
+        settings: &PromptSettings,
+        options: &TurnOptions,
+    ) -> Result<ModelRequest> {
+        let mut request = self.inspect_request(settings, options).await?;
+        match request.overflow.take() {
+            Some(overflow) => Err(Error::Overflow(overflow)),
+            None => Ok(request),
+        }
+    }
+
+    /// [`Session::prepare_request`] for diagnostics (`context inspect`, replays): a request that
+    /// does not fit even after compacting is returned whole, with `overflow` set, because the
+    /// sessions that overflow are the ones whose request needs looking at.
+    pub async fn inspect_request(
         &mut self,
         settings: &PromptSettings,
         options: &TurnOptions,
@@ -174,6 +284,7 @@ impl Session {
         );
         let mut overflow_compaction = None;
         let mut total_before_compaction = None;
+        let mut overflow = None;
         if breakdown.total > available {
             total_before_compaction = Some(breakdown.total);
             let outcome = self
@@ -196,7 +307,7 @@ impl Session {
             );
             overflow_compaction = Some(outcome);
             if breakdown.total > available {
-                return Err(Error::Overflow(ContextOverflow::new(&breakdown)));
+                overflow = Some(ContextOverflow::new(&breakdown));
             }
         }
         let messages = self.render(&assembly);
@@ -221,6 +332,7 @@ impl Session {
             overflow_compaction,
             total_before_compaction,
             flush,
+            overflow,
         })
     }
 
