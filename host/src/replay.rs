@@ -55,6 +55,11 @@ pub struct ReplayReport {
     pub compactions: Vec<CompactionEvent>,
     pub peak_tokens: u32,
     pub peak_utilisation: f64,
+    /// Assistant turns whose request (after any compaction) exceeded the window: a real
+    /// runtime would have failed them.
+    pub overflowing_turns: usize,
+    /// The message number (1-based) before which the first of them ran.
+    pub first_overflow_at: Option<usize>,
     pub assembled_min: u32,
     pub assembled_median: u32,
     pub assembled_max: u32,
@@ -112,8 +117,9 @@ async fn measure(
             }
         }
         Some(settings) => {
+            // A request that still overflows is measured, not fatal: the report counts it.
             let request = session
-                .prepare_request(settings, &TurnOptions::default())
+                .inspect_request(settings, &TurnOptions::default())
                 .await?;
             Measured {
                 tokens: u32::try_from(request.breakdown.total).unwrap_or(u32::MAX),
@@ -148,7 +154,7 @@ pub async fn replay_with(
         .into_iter()
         .filter_map(|index| {
             let entry = &recorded.entries()[index];
-            (entry.entry_type() == "message")
+            replayed(entry.entry_type())
                 .then(|| serde_json::from_str(&entry.message_json()).ok())
                 .flatten()
         })
@@ -175,6 +181,8 @@ pub async fn replay_with(
     let mut compactions = Vec::new();
     let mut additions: Vec<(String, usize)> = Vec::new();
     let mut inserted = 0;
+    let mut overflowing_turns = 0;
+    let mut first_overflow_at = None;
     for (n, message) in messages.iter().enumerate() {
         if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
             let mut turn = measure(&mut session, &options, prompt).await?;
@@ -202,6 +210,10 @@ pub async fn replay_with(
                         tokens_after: u64::from(turn.tokens),
                     });
                 }
+            }
+            if u64::from(turn.tokens) > window {
+                overflowing_turns += 1;
+                first_overflow_at.get_or_insert(n + 1);
             }
             assembled.push(turn.tokens);
             inserted += turn.inserted;
@@ -233,6 +245,8 @@ pub async fn replay_with(
         compactions,
         peak_tokens: peak,
         peak_utilisation: peak as f64 / window.max(1) as f64,
+        overflowing_turns,
+        first_overflow_at,
         assembled_min: sorted.first().copied().unwrap_or(0),
         assembled_median: sorted.get(sorted.len() / 2).copied().unwrap_or(0),
         assembled_max: peak,
@@ -240,6 +254,13 @@ pub async fn replay_with(
         inserted_messages: inserted,
         elapsed_ms: duration_ms(elapsed),
     })
+}
+
+/// Entries a replay feeds in: everything the model was sent but compactions, which the replay
+/// makes itself. `custom_message` entries are sent to the model too (as `custom` messages), and
+/// so are branch summaries.
+fn replayed(entry_type: &str) -> bool {
+    matches!(entry_type, "message" | "custom_message" | "branch_summary")
 }
 
 fn duration_ms(d: Duration) -> f64 {

@@ -199,3 +199,109 @@ fn inspect_with_a_workspace_shows_the_whole_request_and_the_parts_add_up() {
         "inspect must not write"
     );
 }
+
+/// A generated session with a `custom_message` entry after every user message, as OpenClaw
+/// writes them; returns the text and how many custom messages it holds.
+fn session_with_custom_messages(messages: usize) -> (String, usize) {
+    let generated = ctxhost_transcript::generate::coding_session(21, messages);
+    let source = ctxhost_transcript::Transcript::parse(&generated, "gen").unwrap();
+    let mut t = ctxhost_transcript::Transcript::new("s-1", "/tmp", "2025-01-01T00:00:00.000Z");
+    let mut custom = 0;
+    for e in source.entries() {
+        let message: serde_json::Value = match e.entry_type() {
+            "message" => serde_json::from_str(&e.message_json()).unwrap(),
+            _ => continue,
+        };
+        let user = message["role"] == "user";
+        t.append_message(&message, "2025-01-01T00:00:01.000Z")
+            .unwrap();
+        if user {
+            t.append_other(
+                "custom_message",
+                &serde_json::json!({"customType": "memory", "display": false,
+                    "content": [{"type": "text", "text": "recalled: the tests run with cargo"}]}),
+                "2025-01-01T00:00:01.000Z",
+            )
+            .unwrap();
+            custom += 1;
+        }
+    }
+    (t.to_v3_string(), custom)
+}
+
+#[test]
+fn replay_feeds_custom_messages_too() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("openclaw.jsonl");
+    let (text, custom) = session_with_custom_messages(120);
+    assert!(custom > 5);
+    std::fs::write(&transcript, text).unwrap();
+    let report = stdout_json(&ctxhost(
+        home.path(),
+        &["replay", transcript.to_str().unwrap(), "--json"],
+    ));
+    assert_eq!(report["messages"], 120 + custom as u64, "{report}");
+}
+
+#[test]
+fn replay_counts_turns_whose_request_overflowed_the_window() {
+    let home = tempfile::tempdir().unwrap();
+    let mut t = ctxhost_transcript::Transcript::new("s-2", "/tmp", "2025-01-01T00:00:00.000Z");
+    let at = "2025-01-01T00:00:01.000Z";
+    for n in 0..3 {
+        // Each user message alone is larger than the 4,000-token window.
+        t.append_message(
+            &serde_json::json!({"role": "user", "content": format!("{n} {}", "z".repeat(24_000))}),
+            at,
+        )
+        .unwrap();
+        t.append_message(
+            &serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                "stopReason": "stop"}),
+            at,
+        )
+        .unwrap();
+    }
+    let transcript = home.path().join("huge.jsonl");
+    std::fs::write(&transcript, t.to_v3_string()).unwrap();
+    let args = ["replay", transcript.to_str().unwrap(), "--window", "4000"];
+    let report = stdout_json(&ctxhost(home.path(), &[&args[..], &["--json"]].concat()));
+    assert_eq!(report["overflowingTurns"], 3, "{report}");
+    assert_eq!(report["firstOverflowAt"], 2, "{report}");
+    let text = ctxhost(home.path(), &args);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("3 of 3 turns exceeded the window (first before message 2)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn replay_into_a_closed_pipe_exits_quietly() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("recorded.jsonl");
+    std::fs::write(
+        &transcript,
+        ctxhost_transcript::generate::coding_session(5, 200),
+    )
+    .unwrap();
+    for json in [false, true] {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ctxhost"));
+        command
+            .args(["replay", transcript.to_str().unwrap()])
+            .env("CTXHOST_HOME", home.path())
+            .env_remove("CTXHOST_CONFIG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if json {
+            command.arg("--json");
+        }
+        let mut child = command.spawn().unwrap();
+        // The reader goes away before anything is written, as `| head -0` would.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "json {json}: {err}");
+        assert!(!err.contains("panicked"), "json {json}: {err}");
+    }
+}

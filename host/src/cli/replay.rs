@@ -7,7 +7,7 @@ use ctxhost::Host;
 use ctxhost::config::{Config, Home};
 use ctxhost::replay::ReplayReport;
 
-use super::output::{Bar, print_json, thousands};
+use super::output::{Bar, Out, print_json, thousands};
 
 #[derive(clap::Args)]
 pub struct ReplayArgs {
@@ -77,41 +77,52 @@ pub async fn run(home: Home, config: Config, args: ReplayArgs) -> anyhow::Result
 }
 
 pub fn print_report(r: &ReplayReport) {
-    println!("engine        {}", r.engine);
-    println!("source        {}", r.source);
-    println!(
+    let mut out = Out::new();
+    out.line(format!("engine        {}", r.engine));
+    out.line(format!("source        {}", r.source));
+    out.line(format!(
         "messages      {} ({} assistant turns) in {:.0} ms ({:.0} messages/s)",
         r.messages,
         r.turns,
         r.elapsed_ms,
         r.messages as f64 / (r.elapsed_ms / 1e3).max(1e-9)
-    );
-    println!(
+    ));
+    out.line(format!(
         "window        {} tokens (compact above {}, keep {} recent)",
         thousands(r.context_window),
         thousands(r.threshold),
         thousands(r.keep_recent_tokens)
-    );
-    println!(
+    ));
+    out.line(format!(
         "assembled     min {} / median {} / max {} tokens; peak utilisation {:.0}%",
         thousands(r.assembled_min.into()),
         thousands(r.assembled_median.into()),
         thousands(r.assembled_max.into()),
         r.peak_utilisation * 100.0
-    );
-    println!("compactions   {}", r.compactions.len());
+    ));
+    out.line(match r.first_overflow_at {
+        Some(first) => format!(
+            "overflowing   {} of {} turns exceeded the window (first before message {first})",
+            r.overflowing_turns, r.turns
+        ),
+        None => "overflowing   none: every turn fit the window".into(),
+    });
+    out.line(format!("compactions   {}", r.compactions.len()));
     for c in &r.compactions {
-        println!(
+        out.line(format!(
             "  before message {:>4}: {} -> {} tokens",
             c.at_message,
             thousands(c.tokens_before),
             thousands(c.tokens_after)
-        );
+        ));
     }
     if r.inserted_messages > 0 {
-        println!("inserted      {} engine messages", r.inserted_messages);
+        out.line(format!(
+            "inserted      {} engine messages",
+            r.inserted_messages
+        ));
     }
     for (addition, turns) in &r.system_prompt_additions {
-        println!("system prompt {addition}  (x{turns})");
+        out.line(format!("system prompt {addition}  (x{turns})"));
     }
 }
