@@ -66,7 +66,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         &["context", "status", "--session", key, "--json"],
     ));
     assert_eq!(status["compactionCount"], 0);
-    assert_eq!(status["contextTokens"], dry["tokensBefore"]);
+    assert_eq!(status["contextTokens"], dry["recordedContextTokens"]);
 
     let done = json_of(&ctxhost(
         home.path(),
@@ -263,4 +263,300 @@ fn bad_transcripts_name_file_line_and_problem_and_nothing_is_written() {
         "{}",
         stderr(&missing)
     );
+}
+
+/// A v3 transcript of `messages` (AgentMessages) and other entries (objects with a `type`),
+/// linked in order.
+fn transcript_of(entries: &[Value]) -> String {
+    let mut t = ctxhost_transcript::Transcript::new(
+        "00000000-0000-4000-8000-000000000001",
+        "/tmp",
+        "2025-01-01T00:00:00.000Z",
+    );
+    for e in entries {
+        let at = "2025-01-01T00:00:01.000Z";
+        match e["type"].as_str() {
+            Some(kind) => t.append_other(kind, e, at).unwrap(),
+            None => t.append_message(e, at).unwrap(),
+        };
+    }
+    t.to_v3_string()
+}
+
+fn assistant(text: &str, total_tokens: u64) -> Value {
+    serde_json::json!({
+        "role": "assistant", "content": [{"type": "text", "text": text}],
+        "api": "openai-completions", "provider": "local", "model": "m",
+        "usage": {"input": total_tokens, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                  "totalTokens": total_tokens},
+        "stopReason": "stop", "timestamp": 1_735_689_601_000u64,
+    })
+}
+
+/// A generated session whose recorded usage is far below what its messages hold, as when a
+/// local model's server truncated every request.
+fn truncated_usage_session(path: &Path, messages: usize) {
+    let text = ctxhost_transcript::generate::coding_session(4, messages);
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            if let Some(usage) = v.pointer_mut("/message/usage") {
+                usage["totalTokens"] = 1_000.into();
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn compaction_before_and_after_are_counted_alike_and_the_dry_run_agrees() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("truncated.jsonl");
+    truncated_usage_session(&path, 600);
+    let p = path.to_str().unwrap();
+    let dry = json_of(&ctxhost(
+        home.path(),
+        &["compact", "--session", p, "--dry-run", "--json"],
+    ));
+    assert_eq!(dry["wouldCompact"], true, "{dry}");
+    // Recorded usage (1,000 + what follows it) is not what "before" is measured by.
+    assert!(
+        dry["recordedContextTokens"].as_u64() < dry["tokensBefore"].as_u64(),
+        "{dry}"
+    );
+    let done = json_of(&ctxhost(
+        home.path(),
+        &["compact", "--session", p, "--yes", "--json"],
+    ));
+    assert_eq!(done["compacted"], true, "{done}");
+    assert_eq!(done["tokensBefore"], dry["tokensBefore"], "{dry} {done}");
+    assert_eq!(
+        done["tokensAfter"], dry["estimatedTokensAfter"],
+        "{dry} {done}"
+    );
+    assert!(done["tokensAfter"].as_u64() < done["tokensBefore"].as_u64());
+    // What is written is what was measured.
+    let t = ctxhost_transcript::Transcript::load(&path).unwrap();
+    let entry = t
+        .entries()
+        .iter()
+        .rev()
+        .find(|e| e.entry_type() == "compaction")
+        .unwrap();
+    assert_eq!(Some(entry.tokens_before()), done["tokensBefore"].as_u64());
+    assert_eq!(done["details"]["tokensAfter"], done["tokensAfter"]);
+}
+
+#[test]
+fn a_compaction_that_would_grow_the_context_is_refused_and_nothing_is_written() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        "{ agents: { defaults: { compaction: { keepRecentTokens: 2 } } } }",
+    )
+    .unwrap();
+    // Many tiny turns: any summary of them is longer than they are.
+    let mut entries = Vec::new();
+    for n in 0..4 {
+        entries.push(
+            serde_json::json!({"role": "user", "content": format!("go {n}"),
+            "timestamp": 1_735_689_600_000u64}),
+        );
+        entries.push(assistant("ok", 5));
+    }
+    let path = home.path().join("tiny.jsonl");
+    std::fs::write(&path, transcript_of(&entries)).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let p = path.to_str().unwrap();
+
+    let dry = json_of(&ctxhost(
+        home.path(),
+        &["compact", "--session", p, "--dry-run", "--json"],
+    ));
+    assert_eq!(dry["wouldCompact"], false, "{dry}");
+    assert!(
+        dry["reason"]
+            .as_str()
+            .unwrap()
+            .contains("would not make the context smaller"),
+        "{dry}"
+    );
+    assert!(dry["estimatedTokensAfter"].as_u64() >= dry["tokensBefore"].as_u64());
+
+    let done = json_of(&ctxhost(
+        home.path(),
+        &["compact", "--session", p, "--yes", "--json"],
+    ));
+    assert_eq!(done["compacted"], false, "{done}");
+    assert_eq!(done["tokensAfter"], done["tokensBefore"]);
+    assert!(
+        done["reason"]
+            .as_str()
+            .unwrap()
+            .contains("would not make the context smaller"),
+        "{done}"
+    );
+    let text = ctxhost(home.path(), &["compact", "--session", p, "--yes"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.starts_with("not compacted: refused"), "{text}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
+}
+
+#[test]
+fn status_and_inspect_name_their_measures_and_share_one_figure() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("truncated.jsonl");
+    truncated_usage_session(&path, 120);
+    let p = path.to_str().unwrap();
+    let status = json_of(&ctxhost(
+        home.path(),
+        &["context", "status", "--session", p, "--json"],
+    ));
+    assert_eq!(status["contextTokensMethod"], "recorded-usage");
+    let inspect = json_of(&ctxhost(
+        home.path(),
+        &["context", "inspect", "--session", p, "--json"],
+    ));
+    assert_eq!(inspect["totalTokensMethod"], "chars/4");
+    assert_eq!(inspect["recordedContextTokensMethod"], "recorded-usage");
+    assert_eq!(inspect["recordedContextTokens"], status["contextTokens"]);
+    // The two measures differ here (usage far below the messages), and each says which it is.
+    assert!(inspect["totalTokens"].as_u64() > status["contextTokens"].as_u64());
+    let text = ctxhost(home.path(), &["context", "status", "--session", p]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("by recorded usage"), "{text}");
+    let text = ctxhost(home.path(), &["context", "inspect", "--session", p]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("(counted by chars/4)"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "`context status` shows {}",
+            status["contextTokens"].as_u64().map_or(String::new(), |n| {
+                // thousands separators, as printed
+                let d = n.to_string();
+                d.chars()
+                    .enumerate()
+                    .flat_map(|(i, c)| {
+                        (i > 0 && (d.len() - i) % 3 == 0)
+                            .then_some(',')
+                            .into_iter()
+                            .chain([c])
+                    })
+                    .collect()
+            })
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn export_and_import_keep_custom_messages() {
+    let home = tempfile::tempdir().unwrap();
+    let mut entries = Vec::new();
+    for n in 0..6 {
+        entries.push(
+            serde_json::json!({"role": "user", "content": format!("step {n}"),
+            "timestamp": 1_735_689_600_000u64}),
+        );
+        entries.push(serde_json::json!({"type": "custom_message", "customType": "reminder",
+            "content": [{"type": "text", "text": format!("remember rule {n}: {}", "x".repeat(200))}],
+            "display": false, "details": {"n": n}}));
+        entries.push(assistant("done", 0));
+    }
+    let path = home.path().join("openclaw.jsonl");
+    std::fs::write(&path, transcript_of(&entries)).unwrap();
+    let p = path.to_str().unwrap();
+    let bundle = home.path().join("bundle.json");
+    let b = bundle.to_str().unwrap();
+    let exported = json_of(&ctxhost(
+        home.path(),
+        &["context", "export", "--session", p, b, "--json"],
+    ));
+    assert_eq!(exported["entries"], 18, "{exported}");
+    json_of(&ctxhost(
+        home.path(),
+        &["context", "import", b, "--session", "fresh", "--json"],
+    ));
+    let old = ctxhost_transcript::Transcript::load(&path).unwrap();
+    let new =
+        ctxhost_transcript::Transcript::load(&home.path().join("sessions/fresh.jsonl")).unwrap();
+    let kinds = |t: &ctxhost_transcript::Transcript| -> Vec<String> {
+        t.context()
+            .into_iter()
+            .map(|i| t.entries()[i].entry_type().to_string())
+            .collect()
+    };
+    assert_eq!(kinds(&new), kinds(&old));
+    assert_eq!(new.context_tokens(), old.context_tokens());
+    let custom: Vec<Value> = new
+        .entries()
+        .iter()
+        .filter(|e| e.entry_type() == "custom_message")
+        .map(|e| serde_json::from_str(e.line()).unwrap())
+        .collect();
+    assert_eq!(custom.len(), 6);
+    assert_eq!(custom[2]["customType"], "reminder");
+    assert_eq!(custom[2]["display"], false);
+    assert_eq!(custom[2]["details"]["n"], 2);
+}
+
+#[test]
+fn inspect_shows_a_request_that_overflows_and_marks_it() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        "{ agents: { defaults: { contextWindow: 8000, compaction: { reserveTokens: 1000, reserveTokensFloor: 0 } } } }",
+    )
+    .unwrap();
+    // One user message larger than the window: nothing can be compacted away.
+    let entries = [
+        serde_json::json!({"role": "user", "content": "y".repeat(60_000),
+            "timestamp": 1_735_689_600_000u64}),
+        assistant("ok", 0),
+    ];
+    let path = home.path().join("huge.jsonl");
+    std::fs::write(&path, transcript_of(&entries)).unwrap();
+    let p = path.to_str().unwrap();
+    let inspect = json_of(&ctxhost(
+        home.path(),
+        &["context", "inspect", "--session", p, "--json"],
+    ));
+    let overflow = &inspect["overflow"];
+    assert!(overflow.is_object(), "{inspect}");
+    assert_eq!(overflow["window"], 8000);
+    assert!(overflow["total"].as_u64() > overflow["available"].as_u64());
+    assert_eq!(inspect["blocks"].as_array().unwrap().len(), 2, "{inspect}");
+    let text = ctxhost(home.path(), &["context", "inspect", "--session", p]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("OVERFLOW: the request needs"), "{text}");
+}
+
+#[test]
+fn every_session_flag_has_help() {
+    let home = tempfile::tempdir().unwrap();
+    for command in [
+        &["compact"][..],
+        &["context", "status"],
+        &["context", "history"],
+        &["context", "inspect"],
+        &["context", "export"],
+        &["context", "import"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let out = ctxhost(home.path(), &args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("--session <SESSION>"))
+            .unwrap_or_else(|| panic!("{command:?}: {text}"));
+        let help = line.split("<SESSION>").nth(1).unwrap_or("").trim();
+        assert!(
+            !help.is_empty(),
+            "{command:?} --session has no help: {text}"
+        );
+    }
 }

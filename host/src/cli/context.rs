@@ -1,10 +1,9 @@
 //! `ctxhost context {status,history,inspect,export,import}`: what a session's context holds,
 //! how it got there, and a portable bundle to start a fresh session from it.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use clap::Subcommand;
@@ -19,7 +18,12 @@ use ctxhost::{AssembledItem, SessionTarget};
 use serde_json::{Value, json};
 
 use super::compact::{existing_path, host, target};
-use super::output::{Bar, print_json, thousands};
+use super::output::{Bar, Out, print_json, thousands};
+
+/// How `context status` (and the transcript's `context_tokens`) measures a context, named in
+/// both `status` and `inspect` so their figures are never mistaken for one another.
+const RECORDED_METHOD: &str = "recorded-usage";
+const RECORDED_METHOD_TEXT: &str = "recorded usage (the last assistant turn's usage + chars/4 of later messages; chars/4 of all without usage)";
 
 /// The bundle format `export` writes and `import` reads.
 const BUNDLE_FORMAT: &str = "ctxhost-context-bundle";
@@ -29,6 +33,7 @@ pub enum ContextCommand {
     /// Tokens / window, compaction count, last compaction, degradation risk (reads only the
     /// end of the transcript).
     Status {
+        /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
         #[arg(long)]
         session: String,
         /// Count the system prompt this workspace adds (bootstrap files, skills) too.
@@ -39,6 +44,7 @@ pub enum ContextCommand {
     },
     /// Every compaction on the active branch.
     History {
+        /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
         #[arg(long)]
         session: String,
         #[arg(long)]
@@ -47,6 +53,7 @@ pub enum ContextCommand {
     /// The request exactly as the next model call would get it: system prompt sections,
     /// truncation notes, messages, with tokens per block and a breakdown that adds up.
     Inspect {
+        /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
         #[arg(long)]
         session: String,
         /// The agent's workspace (bootstrap files, skills); default agents.defaults.workspace.
@@ -57,16 +64,20 @@ pub enum ContextCommand {
     },
     /// Writes a portable bundle (latest summary, checkpoint data, recent entries, metadata).
     Export {
+        /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
         #[arg(long)]
         session: String,
+        /// The bundle to write.
         file: PathBuf,
         #[arg(long)]
         json: bool,
     },
     /// Starts a fresh session from a bundle.
     Import {
+        /// The bundle to read.
         file: PathBuf,
-        /// The new session (path or key); default `imported-<id>`.
+        /// The new session (a transcript path, or a key under $CTXHOST_HOME/sessions/);
+        /// default `imported-<id>`.
         #[arg(long)]
         session: Option<String>,
         #[arg(long)]
@@ -80,21 +91,39 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// "3h 2m ago" (to the minute; seconds for the last minute).
+/// "3 hours 2 minutes ago", "6 months 24 days ago": the two largest units are enough to
+/// place an event; more ("6months 24days 8h 48m 24s") is noise.
 fn ago(ms: u64) -> String {
     if ms == 0 {
         return "at an unknown time".into();
     }
-    let elapsed = now_ms().saturating_sub(ms) / 1000;
-    let rounded = if elapsed >= 60 {
-        elapsed - elapsed % 60
-    } else {
-        elapsed
-    };
-    format!(
-        "{} ago",
-        humantime::format_duration(Duration::from_secs(rounded))
-    )
+    elapsed_text(now_ms().saturating_sub(ms) / 1000)
+}
+
+fn elapsed_text(secs: u64) -> String {
+    const UNITS: [(u64, &str); 6] = [
+        (365 * 86_400, "year"),
+        (30 * 86_400, "month"),
+        (86_400, "day"),
+        (3_600, "hour"),
+        (60, "minute"),
+        (1, "second"),
+    ];
+    // Under a second: the last unit, so every answer reads "... ago".
+    let first = UNITS
+        .iter()
+        .position(|&(size, _)| secs >= size)
+        .unwrap_or(UNITS.len() - 1);
+    let plural = |n: u64, name: &str| format!("{n} {name}{}", if n == 1 { "" } else { "s" });
+    let (size, name) = UNITS[first];
+    let mut text = plural(secs / size, name);
+    if let Some(&(next, next_name)) = UNITS.get(first + 1) {
+        let n = secs % size / next;
+        if n > 0 {
+            text = format!("{text} {}", plural(n, next_name));
+        }
+    }
+    text + " ago"
 }
 
 pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow::Result<ExitCode> {
@@ -133,6 +162,7 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     "session": path.display().to_string(),
                     "sessionId": s.session_id,
                     "contextTokens": s.context_tokens,
+                    "contextTokensMethod": RECORDED_METHOD,
                     "systemTokens": system_tokens,
                     "contextWindow": window,
                     "utilisation": (s.context_tokens + system_tokens) as f64 / window.max(1) as f64,
@@ -148,9 +178,14 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                 }))?;
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("session       {} ({})", path.display(), s.session_id);
+            let mut out = Out::new();
+            out.line(format!(
+                "session       {} ({})",
+                path.display(),
+                s.session_id
+            ));
             let used = s.context_tokens + system_tokens;
-            println!(
+            out.line(format!(
                 "context       {} / {} tokens ({:.1}%), {} messages{}",
                 thousands(used),
                 thousands(window),
@@ -161,18 +196,22 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                 } else {
                     String::new()
                 }
-            );
-            println!(
+            ));
+            // Two commands, two measures: say which this is and where the other is.
+            out.line(format!(
+                "              by {RECORDED_METHOD_TEXT}; `context inspect` counts the whole request by chars/4"
+            ));
+            out.line(format!(
                 "compactions   {}{}",
                 s.compaction_count,
-                if s.count_source == status::CountSource::ByteSearch {
-                    " (byte search: every branch counted)"
+                if s.count_source.as_str() == "byte-search" {
+                    " (at most: abandoned branches counted too)"
                 } else {
                     ""
                 }
-            );
-            match &s.last_compaction {
-                Some(c) => println!(
+            ));
+            out.line(match &s.last_compaction {
+                Some(c) => format!(
                     "last          {} ({}), {} tokens before",
                     ago(c.timestamp_ms),
                     c.details
@@ -182,13 +221,13 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                         .unwrap_or("layer not recorded"),
                     thousands(c.tokens_before)
                 ),
-                None => println!("last          never compacted"),
-            }
-            println!(
+                None => "last          never compacted".into(),
+            });
+            out.line(format!(
                 "degradation   {} risk: {}",
                 d.risk.as_str(),
                 d.recommendation
-            );
+            ));
             Ok(ExitCode::SUCCESS)
         }
         ContextCommand::History { session, json } => {
@@ -223,26 +262,13 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                 print_json(&json!({"session": path.display().to_string(), "compactions": rows}))?;
                 return Ok(ExitCode::SUCCESS);
             }
+            let mut out = Out::new();
             if rows.is_empty() {
-                println!("{}: no compactions", path.display());
+                out.line(format!("{}: no compactions", path.display()));
+                return Ok(ExitCode::SUCCESS);
             }
-            let s = |v: &Value| match v {
-                Value::Null => "-".to_string(),
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            for (n, r) in rows.iter().enumerate() {
-                println!(
-                    "#{:<3} {} ({})  {:<9} {:<8} {} -> {} tokens, {} messages compacted",
-                    n + 1,
-                    s(&r["timestamp"]),
-                    s(&r["ago"]),
-                    s(&r["layer"]),
-                    s(&r["trigger"]),
-                    s(&r["tokensBefore"]),
-                    s(&r["tokensAfter"]),
-                    s(&r["messagesCompacted"]),
-                );
+            for line in history_table(&rows) {
+                out.line(line);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -252,7 +278,9 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             json,
         } => {
             let (_, path) = existing_path(&host, &session)?;
-            load(&path)?; // validate (file:line errors) before the engine sees it
+            // Validate (file:line errors) before the engine sees it; and the figure `status`
+            // shows, named beside this command's own count.
+            let recorded = load(&path)?.context_tokens();
             // The engine runs on a scratch copy: inspecting never rewrites the session.
             let scratch = super::scratch_dir()?;
             let copy = scratch
@@ -262,9 +290,14 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                 .with_context(|| format!("cannot copy {}", path.display()))?;
             let settings = prompt_settings(&host, workspace);
             let mut session = host.open_session(&SessionTarget::Path(copy)).await?;
+            // A request that does not fit is what needs inspecting: shown, and marked.
             let request = session
-                .prepare_request(&settings, &TurnOptions::default())
+                .inspect_request(&settings, &TurnOptions::default())
                 .await?;
+            let method = session
+                .transcript()
+                .token_counter()
+                .map_or("chars/4", |c| c.encoding().as_str());
             let blocks: Vec<Value> = {
                 let t = session.transcript();
                 request
@@ -311,15 +344,17 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     "blocks": blocks,
                     "breakdown": b,
                     "totalTokens": b.total,
+                    "totalTokensMethod": method,
+                    "recordedContextTokens": recorded,
+                    "recordedContextTokensMethod": RECORDED_METHOD,
+                    "overflow": request.overflow,
                     "overflowCompaction": request.overflow_compaction,
                     "flush": request.flush,
                 }))?;
                 return Ok(ExitCode::SUCCESS);
             }
-            // Piped into `head`, stop quietly.
-            let mut out = std::io::stdout().lock();
             let mut lines = vec![format!(
-                "{} through engine `{engine}`: {} tokens of a {}-token window ({} kept free for the response)",
+                "{} through engine `{engine}`: {} tokens (counted by {method}) of a {}-token window ({} kept free for the response)",
                 path.display(),
                 thousands(b.total),
                 thousands(b.window),
@@ -327,8 +362,26 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             )];
             lines.push(format!(
                 "  = system {} + bootstrap {} + skills {} + tools {} + history {} + engine {} + current message {}",
-                b.system, b.bootstrap, b.skills, b.tools, b.history, b.engine_additions, b.current_message
+                thousands(b.system),
+                thousands(b.bootstrap),
+                thousands(b.skills),
+                thousands(b.tools),
+                thousands(b.history),
+                thousands(b.engine_additions),
+                thousands(b.current_message)
             ));
+            lines.push(format!(
+                "  (`context status` shows {} tokens: {RECORDED_METHOD_TEXT})",
+                thousands(recorded)
+            ));
+            if let Some(o) = &request.overflow {
+                lines.push(format!(
+                    "OVERFLOW: the request needs {} tokens but the window leaves {} after the {}-token response reserve, even after compaction; the model call would fail",
+                    thousands(o.total),
+                    thousands(o.available),
+                    thousands(o.reserve)
+                ));
+            }
             for (file, chars) in &request.truncated {
                 lines.push(format!(
                     "note: {file} truncated from {} characters (agents.defaults.bootstrapMaxChars {})",
@@ -364,10 +417,9 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     clip(&b["message"].to_string(), 100)
                 ));
             }
+            let mut out = Out::new();
             for line in lines {
-                if writeln!(out, "{line}").is_err() {
-                    break;
-                }
+                out.line(line);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -391,7 +443,7 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             if json {
                 print_json(&summary)?;
             } else {
-                println!(
+                Out::new().line(format!(
                     "exported {} entries{} from {} to {}",
                     summary["entries"],
                     if summary["hasSummary"] == true {
@@ -401,7 +453,7 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     },
                     path.display(),
                     file.display()
-                );
+                ));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -419,15 +471,74 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     &json!({"session": key, "path": path.display().to_string(), "entries": entries}),
                 )?;
             } else {
-                println!(
+                Out::new().line(format!(
                     "imported {} into a fresh session `{key}` ({}, {entries} entries)",
                     file.display(),
                     path.display()
-                );
+                ));
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `context history` as a table: a header row, then one row per compaction; token figures with
+/// thousands separators, right-aligned.
+fn history_table(rows: &[Value]) -> Vec<String> {
+    let text = |v: &Value| match v {
+        Value::Null => "-".to_string(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.as_u64().map_or_else(|| n.to_string(), thousands),
+        other => other.to_string(),
+    };
+    let header = [
+        "#",
+        "when",
+        "",
+        "layer",
+        "trigger",
+        "tokens before",
+        "tokens after",
+        "messages compacted",
+    ];
+    let mut table: Vec<[String; 8]> = vec![header.map(str::to_string)];
+    for (n, r) in rows.iter().enumerate() {
+        table.push([
+            (n + 1).to_string(),
+            text(&r["timestamp"]),
+            format!("({})", text(&r["ago"])),
+            text(&r["layer"]),
+            text(&r["trigger"]),
+            text(&r["tokensBefore"]),
+            text(&r["tokensAfter"]),
+            text(&r["messagesCompacted"]),
+        ]);
+    }
+    let mut widths = [0; 8];
+    for row in &table {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    table
+        .iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(widths)
+                .enumerate()
+                .map(|(i, (cell, w))| {
+                    // Numbers right-aligned, words left-aligned.
+                    if i == 0 || i >= 5 {
+                        format!("{cell:>w$}")
+                    } else {
+                        format!("{cell:<w$}")
+                    }
+                })
+                .collect();
+            cells.join("  ").trim_end().to_string()
+        })
+        .collect()
 }
 
 /// The prompt settings of the config, with `--workspace` taking precedence.
@@ -486,9 +597,11 @@ fn export_bundle(t: &Transcript, path: &Path) -> Value {
         })
         .and_then(|e| serde_json::from_str::<Value>(e.line()).ok())
         .map(|v| json!({"customType": v.get("customType"), "data": v.get("data")}));
+    // Every context entry after the boundary is sent to the model — `custom_message` and
+    // `branch_summary` entries as much as messages — so each goes in, as its AgentMessage.
     let recent: Vec<Value> = ctx
         .iter()
-        .filter(|&&i| Some(i) != boundary && entries[i].entry_type() == "message")
+        .filter(|&&i| Some(i) != boundary)
         .filter_map(|&i| serde_json::from_str::<Value>(&entries[i].message_json()).ok())
         .collect();
     json!({
@@ -510,6 +623,36 @@ fn export_bundle(t: &Transcript, path: &Path) -> Value {
         "checkpoint": checkpoint,
         "entries": recent,
     })
+}
+
+/// Appends one bundled AgentMessage as the entry it came from: `custom` messages as
+/// `custom_message` entries and branch summaries as `branch_summary` entries (what pi writes
+/// for them), everything else as a `message` entry.
+fn append_bundled(
+    t: &mut Transcript,
+    message: &Value,
+    now: &str,
+) -> Result<usize, ctxhost::transcript::TranscriptError> {
+    let member = |k: &str| message.get(k).cloned().unwrap_or(Value::Null);
+    match message.get("role").and_then(Value::as_str) {
+        Some("custom") => {
+            let mut members = json!({
+                "customType": member("customType"),
+                "content": member("content"),
+                "display": message.get("display").cloned().unwrap_or(Value::Bool(true)),
+            });
+            if let Some(details) = message.get("details") {
+                members["details"] = details.clone();
+            }
+            t.append_other("custom_message", &members, now)
+        }
+        Some("branchSummary") => t.append_other(
+            "branch_summary",
+            &json!({"summary": member("summary"), "fromId": member("fromId")}),
+            now,
+        ),
+        _ => t.append_message(message, now),
+    }
 }
 
 /// A fresh session from a bundle: the recent messages, then (with a summary) a compaction
@@ -551,7 +694,7 @@ fn import_bundle(
         .to_string();
     let mut t = Transcript::new(&new_id, &cwd, &now);
     for (n, m) in messages.iter().enumerate() {
-        t.append_message(m, &now)
+        append_bundled(&mut t, m, &now)
             .map_err(|e| anyhow::anyhow!("{name}: entries[{n}]: {e}"))?;
     }
     if let Some(summary) = bundle.get("summary").and_then(Value::as_str)
@@ -591,4 +734,44 @@ fn import_bundle(
     }
     TranscriptFile::create(&path, &t)?;
     Ok((key, path, t.entries().len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_time_is_one_or_two_units() {
+        assert_eq!(elapsed_text(0), "0 seconds ago");
+        assert_eq!(elapsed_text(1), "1 second ago");
+        assert_eq!(elapsed_text(59), "59 seconds ago");
+        assert_eq!(
+            elapsed_text(3_600 * 3 + 60 * 2 + 5),
+            "3 hours 2 minutes ago"
+        );
+        assert_eq!(elapsed_text(86_400), "1 day ago");
+        // The "6months 24days 8h 48m 24s ago".
+        let secs = (6 * 30 + 24) * 86_400 + 8 * 3_600 + 48 * 60 + 24;
+        assert_eq!(elapsed_text(secs), "6 months 24 days ago");
+        assert_eq!(elapsed_text(400 * 86_400), "1 year 1 month ago");
+    }
+
+    #[test]
+    fn history_has_headers_and_separators() {
+        let rows = vec![json!({
+            "timestamp": "2025-01-01T00:00:00.000Z", "ago": "2 days ago", "layer": "summarize",
+            "trigger": "manual", "tokensBefore": 123_456, "tokensAfter": 20_000,
+            "messagesCompacted": 1_024,
+        })];
+        let lines = history_table(&rows);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("#  when"), "{}", lines[0]);
+        assert!(lines[0].contains("tokens before"), "{}", lines[0]);
+        assert!(
+            lines[1].contains("123,456") && lines[1].contains("20,000"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].contains("1,024"), "{}", lines[1]);
+    }
 }
