@@ -213,12 +213,8 @@ pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Resul
                     ));
                 }
                 out.line(format!(
-                    "{}    {}{} ({:.1}%)",
-                    if x.exact {
-                        "after           "
-                    } else {
-                        "estimated after "
-                    },
+                    "{:<19}{}{} ({:.1}%)",
+                    if x.exact { "after" } else { "estimated after" },
                     if x.exact { "" } else { "~" },
                     thousands(x.after),
                     pct(x.after)
