@@ -35,18 +35,38 @@ const SECRET_MARKER: &str = "CTXHOST-OUTSIDE-SECRET";
 const FAKE_KEY_VAR: &str = "CTXHOST_TEST_FAKE_API_KEY";
 const FAKE_KEY: &str = "sk-test-123";
 
+const SLOW_IMPORTS_PER_CALL: u32 = 4;
+const STATE_DIR_QUOTA_MIB: u64 = 16;
+
 fn config(faults_before_circuit_opens: u32) -> String {
+    config_with(faults_before_circuit_opens, "", "{}")
+}
+
+/// The suite's config with more `limits` keys (`extra`, a JSON5 fragment, which may replace
+/// the suite's `slowImportsPerCall`, `stateDirQuotaMiB` and `longCallTimeoutMs`) and an engine
+/// config.
+fn config_with(faults_before_circuit_opens: u32, extra: &str, engine_config: &str) -> String {
+    // The suite's own values of these keys, unless `extra` sets them.
+    let defaults: String = [
+        ("slowImportsPerCall", u64::from(SLOW_IMPORTS_PER_CALL)),
+        ("stateDirQuotaMiB", STATE_DIR_QUOTA_MIB),
+        ("longCallTimeoutMs", LONG_CALL_TIMEOUT.as_millis() as u64),
+    ]
+    .iter()
+    .filter(|(key, _)| !extra.contains(&format!("{key}:")))
+    .map(|(key, value)| format!("{key}: {value},"))
+    .collect();
     format!(
-        "{{ plugins: {{ slots: {{ contextEngine: 'hostile' }}, entries: {{ hostile: {{ limits: {{
+        "{{ plugins: {{ slots: {{ contextEngine: 'hostile' }}, entries: {{ hostile: {{ config: {engine_config}, limits: {{
+            {extra}
+            {defaults}
             memoryMiB: {MEMORY_MIB},
             callTimeoutMs: {},
-            longCallTimeoutMs: {},
             logBytesPerCall: {LOG_BYTES_PER_CALL},
             hostBytesPerCall: {HOST_BYTES_PER_CALL},
             faultsBeforeCircuitOpens: {faults_before_circuit_opens},
         }} }} }} }} }}",
         CALL_TIMEOUT.as_millis(),
-        LONG_CALL_TIMEOUT.as_millis(),
     )
 }
 
@@ -62,10 +82,14 @@ impl Rig {
     }
 
     fn with_breaker(faults_before_circuit_opens: u32) -> Self {
+        Self::with_config(&config(faults_before_circuit_opens))
+    }
+
+    fn with_config(config: &str) -> Self {
         capture_guest_logs();
         let scratch = Scratch::new();
         scratch.install("hostile", Path::new(HOSTILE_WASM));
-        let host = Arc::new(scratch.host(&config(faults_before_circuit_opens)));
+        let host = Arc::new(scratch.host(config));
         Self { scratch, host }
     }
 
@@ -218,6 +242,16 @@ impl Attack {
             }
             other => panic!("expected a {kind} fault in {function}, got {other:?}"),
         }
+    }
+
+    /// A host-side limit ended the call; returns the error's text, which names it.
+    #[track_caller]
+    fn assert_limit(&self, function: Function, limit_key: &str) -> String {
+        self.assert_fault(FaultKind::Limit, function);
+        let text = self.error.to_string();
+        assert!(text.contains(limit_key), "{text}");
+        assert!(text.contains("engine `hostile`"), "{text}");
+        text
     }
 
     #[track_caller]
@@ -607,6 +641,200 @@ fn a_compaction_pointing_outside_the_transcript_is_invalid_and_not_written() {
     outcome.report("bad-compaction");
 }
 
+// --- host-side work, wall time, disk and strings ---------------------------------------------
+
+/// Resident set of this process, in bytes (Linux; 0 elsewhere).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+#[test]
+fn a_flood_of_entry_references_is_refused_before_the_host_builds_it() {
+    let rig = Rig::new();
+    // ~1 KiB per message: a million copies would be gigabytes on the host.
+    let setup = vec!["r".repeat(1024)];
+    // Loaded (compiled) first, so the growth measured is the attack's.
+    assert_host_serves_blocking(&rig, "read-flood");
+    let before = rss_bytes();
+    let flood = attack_on(&rig, "read-flood", &setup, Call::Assemble);
+    let grown = rss_bytes().saturating_sub(before);
+    let text = flood.assert_limit(Function::Assemble, "limits.importBytesPerCall");
+    assert!(text.contains("`read-entries`"), "{text}");
+    flood.report("read-flood (10^6 refs)");
+    eprintln!("read-flood: host RSS grew by {} MiB", grown >> 20);
+    // Many smaller requests add up to the same per-call budget.
+    // A smaller budget, so the loop reaches it well within the deadline in a debug build.
+    let rig = Rig::with_config(&config_with(1000, "importBytesPerCall: 4194304,", "{}"));
+    let looped = attack_on(&rig, "read-loop", &setup, Call::Assemble);
+    looped.assert_limit(Function::Assemble, "limits.importBytesPerCall");
+    looped.report("read-loop (10^3 refs, repeated)");
+    assert!(
+        rss_bytes().saturating_sub(before) < 512 << 20,
+        "the host stayed within a few budgets"
+    );
+}
+
+#[test]
+fn a_count_of_cheap_imports_is_capped_per_call() {
+    let rig = Rig::with_config(&config_with(1000, "importCallsPerCall: 1000,", "{}"));
+    let outcome = attack_on(&rig, "slow-import", &["a".into()], Call::Assemble);
+    outcome.assert_limit(Function::Assemble, "limits.importCallsPerCall");
+    outcome.report("estimate-tokens x 10^7");
+}
+
+#[test]
+fn a_loop_of_delegated_compactions_hits_the_slow_import_cap() {
+    let setup: Vec<String> = (0..20)
+        .map(|i| format!("message {i} {}", "w ".repeat(200)))
+        .collect();
+    let outcome = attack("delegate-loop", &setup, Call::Compact);
+    let text = outcome.assert_limit(Function::Compact, "limits.slowImportsPerCall");
+    assert!(text.contains("more than 4 times"), "{text}");
+    outcome.report("delegate-loop (cap)");
+}
+
+#[test]
+fn time_inside_imports_is_bounded_by_the_wall_time_cap() {
+    const WALL: Duration = Duration::from_millis(1500);
+    let rig = Rig::with_config(&config_with(
+        1000,
+        &format!(
+            "slowImportsPerCall: 10000, wallTimeoutMs: {},",
+            WALL.as_millis()
+        ),
+        "{}",
+    ));
+    let setup: Vec<String> = (0..80)
+        .map(|i| format!("message {i} {}", "w ".repeat(400)))
+        .collect();
+    let outcome = attack_on(&rig, "delegate-loop", &setup, Call::Compact);
+    let text = outcome.assert_limit(Function::Compact, "limits.wallTimeoutMs");
+    assert!(text.contains("in host imports"), "{text}");
+    outcome.report("delegate-loop (wall)");
+    // The guest's own deadline (600 ms) excludes import time: only the wall cap stopped it.
+    assert!(
+        outcome.elapsed >= WALL.mul_f64(0.9),
+        "{:?}",
+        outcome.elapsed
+    );
+    assert!(outcome.elapsed < WALL * 3, "{:?}", outcome.elapsed);
+}
+
+/// Bytes under `dir`, symlinks not followed.
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() {
+            dir_bytes(&entry.path())
+        } else {
+            meta.len()
+        };
+    }
+    total
+}
+
+/// Opens `key` on `rig`; its bootstrap must fail.
+fn failed_open(rig: &Rig, key: &str) -> Attack {
+    block_on(async {
+        let started = Instant::now();
+        let error = rig.open(key).await.err().expect("the open failed");
+        Attack {
+            error,
+            elapsed: started.elapsed(),
+        }
+    })
+}
+
+#[test]
+fn the_state_dir_quota_stops_a_guest_filling_the_disk() {
+    let rig = Rig::new();
+    let quota = STATE_DIR_QUOTA_MIB << 20;
+    let outcome = failed_open(&rig, "disk-hog");
+    let text = outcome.assert_limit(Function::Bootstrap, "limits.stateDirQuotaMiB");
+    assert!(
+        text.contains(&format!("quota of {STATE_DIR_QUOTA_MIB} MiB")),
+        "{text}"
+    );
+    outcome.report("disk-hog");
+    let used = dir_bytes(&rig.state_dir());
+    eprintln!("disk-hog: {used} bytes in the state dir against a {quota}-byte quota");
+    assert!(used <= quota, "{used} bytes written past the quota");
+    assert!(
+        used >= quota / 2,
+        "the guest could use its quota ({used} bytes)"
+    );
+    // Another instance (another session) of the engine is held to the same quota.
+    let again = failed_open(&rig, "disk-hog");
+    again.assert_limit(Function::Bootstrap, "limits.stateDirQuotaMiB");
+    assert!(dir_bytes(&rig.state_dir()) <= quota);
+    assert_host_serves_blocking(&rig, "disk-hog");
+
+    // Empty files cost an entry each: a flood of them is stopped too.
+    // Creating a file is slow in a debug build: more guest time than the suite's deadline.
+    let rig = Rig::with_config(&config_with(
+        1000,
+        "stateDirQuotaMiB: 1, longCallTimeoutMs: 20000,",
+        "{}",
+    ));
+    let outcome = failed_open(&rig, "disk-files");
+    outcome.assert_limit(Function::Bootstrap, "quota of 1 MiB");
+    let files = std::fs::read_dir(rig.state_dir()).unwrap().count();
+    eprintln!("disk-files: {files} empty files before the quota of 1 MiB stopped it");
+    assert!(files <= (1 << 20) / 256, "{files} files");
+    outcome.report("disk-files");
+}
+
+fn assert_host_serves_blocking(rig: &Rig, name: &str) {
+    block_on(assert_host_serves(rig, name));
+}
+
+#[test]
+fn a_compaction_that_grows_the_context_is_invalid_and_not_written() {
+    let setup: Vec<String> = (0..6).map(|i| format!("message {i}")).collect();
+    let outcome = attack("bad-figures", &setup, Call::Compact);
+    outcome.assert_invalid(
+        Function::Compact,
+        "tokens-after 5000 is larger than tokens-before 1000",
+    );
+    outcome.report("bad-figures");
+}
+
+#[test]
+fn huge_or_escaping_engine_info_is_cut_before_it_is_kept_or_printed() {
+    const HUGE: usize = 16 << 20;
+    let rig = Rig::with_config(&config_with(1000, "", &format!("{{ hugeInfo: {HUGE} }}")));
+    block_on(async {
+        let engine = rig.host.engine("hostile").await.expect("it loads");
+        let info = engine.info();
+        assert!(
+            info.name.len() < 512,
+            "name of {} bytes kept",
+            info.name.len()
+        );
+        assert!(
+            info.version.len() < 512,
+            "version of {} bytes kept",
+            info.version.len()
+        );
+        assert!(!info.name.contains('\x1b'), "a terminal escape survived");
+        assert!(info.name.contains("more bytes"), "{}", info.name);
+    });
+    let rig = Rig::with_config(&config_with(1000, "", &format!("{{ hugeId: {HUGE} }}")));
+    block_on(async {
+        let err = rig
+            .open("benign-huge-id")
+            .await
+            .err()
+            .expect("the id does not match");
+        let text = err.to_string();
+        assert!(text.len() < 4096, "an error of {} bytes", text.len());
+    });
+}
+
 // --- the sandbox --------------------------------------------------------------------------
 
 #[test]
@@ -646,14 +874,22 @@ fn symlinks_in_the_state_dir_do_not_lead_outside() {
     let message = outcome.assert_blocked();
     assert!(message.contains("/planted-abs"), "{message}");
     assert!(message.contains("read /escape-rel:"), "{message}");
-    // The guest did plant its relative link (creating one is allowed; following it is not).
-    let planted = std::fs::symlink_metadata(state.join("escape-rel"));
-    if planted.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
-        eprintln!(
-            "fs-symlink: the guest planted escape-rel -> ../secret.txt; following it was refused"
+    // Creating links that lead out is refused (host tools and operators browsing the dir
+    // might follow them even though the guest cannot), relative or absolute.
+    for (link, target) in [
+        ("escape-rel", "../secret.txt"),
+        ("escape-rel2", "../../secret.txt"),
+        ("escape-dir", "../.."),
+        ("escape-abs-0", secrets[0].to_str().unwrap()),
+    ] {
+        assert!(
+            message.contains(&format!("symlink /{link} -> {target}: ")),
+            "{message}"
         );
-    } else {
-        assert!(message.contains("symlink /escape-rel ->"), "{message}");
+        assert!(
+            std::fs::symlink_metadata(state.join(link)).is_err(),
+            "{link} was created"
+        );
     }
     outcome.report("fs-symlink");
     assert_secrets_untouched(&secrets);

@@ -3,6 +3,7 @@
 //! Knows nothing about transcripts or the CLI; sessions reach it through `SessionServices`.
 
 mod cache;
+mod disk;
 mod error;
 mod guest_log;
 mod health;
@@ -103,6 +104,7 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        disk::add_to_linker(&mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         v0_1::ContextEngine::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let cache = options
@@ -177,9 +179,13 @@ impl Runtime {
                 origin: spec.origin.clone(),
                 detail: format!("{e:#}"),
             })?;
+        // Measured once per load; every instance of the engine then charges the same count.
+        let disk =
+            disk::DiskQuota::new(&spec.id, &spec.state_dir, spec.limits.state_dir_quota_bytes);
         let linked = Linked {
             engine: self.engine.clone(),
             pre,
+            disk,
             health: Arc::new(health::Health::new(spec.limits.faults_before_circuit_opens)),
             spec: Arc::new(spec),
         };
@@ -282,6 +288,7 @@ struct Linked {
     pre: v0_1::ContextEnginePre<StoreState>,
     spec: Arc<EngineSpec>,
     health: Arc<health::Health>,
+    disk: Arc<disk::DiskQuota>,
 }
 
 impl Linked {
@@ -314,6 +321,7 @@ impl Linked {
             clock: CallClock::new(),
             import_timeout: spec.limits.import_timeout,
             budget: ImportBudget::new(&spec.limits),
+            disk: self.disk.clone(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

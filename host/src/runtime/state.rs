@@ -36,6 +36,7 @@ pub struct StoreState {
     pub(super) clock: CallClock,
     pub(super) import_timeout: Duration,
     pub(super) budget: ImportBudget,
+    pub(super) disk: Arc<super::disk::DiskQuota>,
 }
 
 impl WasiView for StoreState {

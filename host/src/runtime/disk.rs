@@ -1,0 +1,372 @@
+//! The state dir's disk quota and symlink rule, enforced in the host's WASI filesystem layer.
+//!
+//! wasmtime-wasi has no pluggable filesystem, so the few `wasi:filesystem/types` functions that
+//! add data or entries are redefined over its own (the linker allows shadowing them): each
+//! charges the engine's quota *before* delegating to wasmtime-wasi's implementation, and the
+//! output streams a file hands out are wrapped so every byte written through them is charged
+//! first. What is enforced, and when:
+//! - bytes: `descriptor.write`, writes and zeroes through a file's output stream (also
+//!   `splice`, which writes through the same stream), and growth by `set-size`;
+//! - entries: creating a file (`open-at` with `create`), a directory or a link charges
+//!   [`ENTRY_BYTES`], so millions of empty files cannot exhaust inodes;
+//! - charges are conservative (overwriting counts as new bytes); when they would pass the quota,
+//!   the dir is measured for real (allocated blocks plus [`ENTRY_BYTES`] per entry, symlinks
+//!   never followed) and the write goes ahead if the real usage allows it.
+//!
+//! Going over traps the call with an error naming the engine and the quota: the instance is
+//! discarded, and what was written before stays (the operator decides what to delete).
+//! Symlinks whose target is absolute or climbs with `..` are refused (`not-permitted`): the
+//! guest cannot follow them anyway, but host tools and operators browsing the dir could.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    self, DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
+};
+use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError, StreamResult};
+
+use super::error::LimitExceeded;
+use super::state::StoreState;
+
+/// What one directory entry (file, directory, link) is charged, allocated blocks aside.
+pub const ENTRY_BYTES: u64 = 256;
+
+/// The `wasi:filesystem/types` instance wasmtime-wasi 48 defines (guests importing older 0.2.x
+/// versions resolve to it).
+const FS_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// One engine's state dir and what it may use; shared by all its instances.
+#[derive(Debug)]
+pub struct DiskQuota {
+    engine: String,
+    dir: PathBuf,
+    limit: u64,
+    /// Charged bytes: at least the real usage, reset to it whenever it is measured.
+    used: AtomicU64,
+}
+
+impl DiskQuota {
+    pub fn new(engine: &str, dir: &Path, limit: u64) -> Arc<Self> {
+        Arc::new(Self {
+            engine: engine.to_string(),
+            dir: dir.to_path_buf(),
+            limit,
+            used: AtomicU64::new(usage(dir)),
+        })
+    }
+
+    /// Charges `bytes` about to be written; refuses when even the real usage leaves no room.
+    pub fn charge(&self, bytes: u64) -> Result<(), LimitExceeded> {
+        let before = self.used.fetch_add(bytes, Ordering::Relaxed);
+        if before.saturating_add(bytes) <= self.limit {
+            return Ok(());
+        }
+        let real = usage(&self.dir);
+        self.used
+            .store(real.saturating_add(bytes), Ordering::Relaxed);
+        if real.saturating_add(bytes) <= self.limit {
+            return Ok(());
+        }
+        self.used.store(real, Ordering::Relaxed);
+        Err(LimitExceeded(format!(
+            "engine `{}` would use more than its state-dir quota of {} MiB ({} bytes in {}, {bytes} more asked; limits.stateDirQuotaMiB)",
+            self.engine,
+            self.limit >> 20,
+            real,
+            self.dir.display()
+        )))
+    }
+}
+
+/// Disk used under `dir`: allocated blocks plus [`ENTRY_BYTES`] per entry. Symlinks are counted
+/// as entries and never followed; unreadable parts count as nothing.
+pub fn usage(dir: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            // DirEntry::metadata does not traverse symlinks.
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            total = total.saturating_add(ENTRY_BYTES + allocated(&meta));
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
+#[cfg(unix)]
+fn allocated(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.blocks().saturating_mul(512)
+}
+
+#[cfg(not(unix))]
+fn allocated(meta: &std::fs::Metadata) -> u64 {
+    meta.len()
+}
+
+/// A symlink target that stays inside the dir it is created in, whatever that dir is.
+fn contained_target(target: &str) -> bool {
+    Path::new(target)
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// Redefines the filesystem functions that add data or entries; call after wasmtime-wasi's
+/// `add_to_linker_async`.
+pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let mut fs = linker.instance(FS_TYPES)?;
+    fs.func_wrap_async(
+        "[method]descriptor.write",
+        |mut store: StoreContextMut<'_, StoreState>,
+         (fd, buf, offset): (Resource<Descriptor>, Vec<u8>, u64)| {
+            Box::new(async move {
+                store.data().disk.charge(buf.len() as u64)?;
+                let mut view = store.data_mut().filesystem();
+                let result = HostDescriptor::write(&mut view, fd, buf, offset).await;
+                Ok((fs_result(&mut view, result)?,))
+            })
+        },
+    )?;
+    fs.func_wrap_async(
+        "[method]descriptor.set-size",
+        |mut store: StoreContextMut<'_, StoreState>, (fd, size): (Resource<Descriptor>, u64)| {
+            Box::new(async move {
+                let mut view = store.data_mut().filesystem();
+                let stat = HostDescriptor::stat(&mut view, Resource::new_borrow(fd.rep())).await;
+                let current = match fs_result(&mut view, stat)? {
+                    Ok(stat) => stat.size,
+                    Err(code) => return Ok((Err(code),)),
+                };
+                store.data().disk.charge(size.saturating_sub(current))?;
+                let mut view = store.data_mut().filesystem();
+                let result = HostDescriptor::set_size(&mut view, fd, size).await;
+                Ok((fs_result(&mut view, result)?,))
+            })
+        },
+    )?;
+    fs.func_wrap_async(
+        "[method]descriptor.write-via-stream",
+        |mut store: StoreContextMut<'_, StoreState>, (fd, offset): (Resource<Descriptor>, u64)| {
+            Box::new(async move {
+                let mut view = store.data_mut().filesystem();
+                let result = HostDescriptor::write_via_stream(&mut view, fd, offset);
+                Ok((charged_stream(&mut store, result)?,))
+            })
+        },
+    )?;
+    fs.func_wrap_async(
+        "[method]descriptor.append-via-stream",
+        |mut store: StoreContextMut<'_, StoreState>, (fd,): (Resource<Descriptor>,)| {
+            Box::new(async move {
+                let mut view = store.data_mut().filesystem();
+                let result = HostDescriptor::append_via_stream(&mut view, fd);
+                Ok((charged_stream(&mut store, result)?,))
+            })
+        },
+    )?;
+    fs.func_wrap_async(
+        "[method]descriptor.open-at",
+        |mut store: StoreContextMut<'_, StoreState>,
+         (fd, path_flags, path, open_flags, flags): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            OpenFlags,
+            DescriptorFlags,
+        )| {
+            Box::new(async move {
+                if open_flags.contains(OpenFlags::CREATE) {
+                    store.data().disk.charge(ENTRY_BYTES)?;
+                }
+                let mut view = store.data_mut().filesystem();
+                let result =
+                    HostDescriptor::open_at(&mut view, fd, path_flags, path, open_flags, flags)
+                        .await;
+                Ok((fs_result(&mut view, result)?,))
+            })
+        },
+    )?;
+    fs.func_wrap_async(
+        "[method]descriptor.create-directory-at",
+        |mut store: StoreContextMut<'_, StoreState>, (fd, path): (Resource<Descriptor>, String)| {
+            Box::new(async move {
+                store.data().disk.charge(ENTRY_BYTES)?;
+                let mut view = store.data_mut().filesystem();
+                let result = HostDescriptor::create_directory_at(&mut view, fd, path).await;
+                Ok((fs_result(&mut view, result)?,))
+            })
+        },
+    )?;
+    fs.func_wrap_async(
+        "[method]descriptor.link-at",
+        |mut store: StoreContextMut<'_, StoreState>,
+         (fd, old_flags, old_path, new_fd, new_path): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            Resource<Descriptor>,
+            String,
+        )| {
+            Box::new(async move {
+                store.data().disk.charge(ENTRY_BYTES)?;
+                let mut view = store.data_mut().filesystem();
+                let result =
+                    HostDescriptor::link_at(&mut view, fd, old_flags, old_path, new_fd, new_path)
+                        .await;
+                Ok((fs_result(&mut view, result)?,))
+            })
+        },
+    )?;
+    fs.func_wrap_async(
+        "[method]descriptor.symlink-at",
+        |mut store: StoreContextMut<'_, StoreState>,
+         (fd, target, link): (Resource<Descriptor>, String, String)| {
+            Box::new(async move {
+                if !contained_target(&target) {
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
+                store.data().disk.charge(ENTRY_BYTES)?;
+                let mut view = store.data_mut().filesystem();
+                let result = HostDescriptor::symlink_at(&mut view, fd, target, link).await;
+                Ok((fs_result(&mut view, result)?,))
+            })
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// wasmtime-wasi's result in the guest's terms: an error code, or a trap.
+fn fs_result<T>(
+    view: &mut wasmtime_wasi::filesystem::WasiFilesystemCtxView<'_>,
+    result: wasmtime_wasi::p2::FsResult<T>,
+) -> wasmtime::Result<Result<T, ErrorCode>> {
+    match result {
+        Ok(value) => Ok(Ok(value)),
+        Err(e) => Ok(Err(types::Host::convert_error_code(view, e)?)),
+    }
+}
+
+/// Swaps a file's output stream for one that charges the quota before each write.
+fn charged_stream(
+    store: &mut StoreContextMut<'_, StoreState>,
+    result: wasmtime_wasi::p2::FsResult<Resource<DynOutputStream>>,
+) -> wasmtime::Result<Result<Resource<DynOutputStream>, ErrorCode>> {
+    let stream = match fs_result(&mut store.data_mut().filesystem(), result)? {
+        Ok(stream) => stream,
+        Err(code) => return Ok(Err(code)),
+    };
+    let quota = store.data().disk.clone();
+    let table = &mut store.data_mut().table;
+    let inner = table.delete(stream)?;
+    let charged: DynOutputStream = Box::new(ChargedStream { inner, quota });
+    Ok(Ok(table.push(charged)?))
+}
+
+struct ChargedStream {
+    inner: DynOutputStream,
+    quota: Arc<DiskQuota>,
+}
+
+impl ChargedStream {
+    fn charge(&self, bytes: usize) -> StreamResult<()> {
+        self.quota
+            .charge(bytes as u64)
+            .map_err(|e| StreamError::Trap(e.into()))
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for ChargedStream {
+    async fn ready(&mut self) {
+        self.inner.ready().await
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl OutputStream for ChargedStream {
+    fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
+        self.charge(bytes.len())?;
+        self.inner.write(bytes)
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        self.inner.flush()
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        self.inner.check_write()
+    }
+
+    async fn blocking_write_and_flush(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
+        self.charge(bytes.len())?;
+        self.inner.blocking_write_and_flush(bytes).await
+    }
+
+    fn write_zeroes(&mut self, nelem: usize) -> StreamResult<()> {
+        self.charge(nelem)?;
+        self.inner.write_zeroes(nelem)
+    }
+
+    async fn write_ready(&mut self) -> StreamResult<usize> {
+        self.inner.write_ready().await
+    }
+
+    async fn cancel(&mut self) {
+        self.inner.cancel().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlink_targets_must_stay_below_the_link() {
+        for ok in ["a", "./a", "sub/dir/file"] {
+            assert!(contained_target(ok), "{ok}");
+        }
+        for bad in ["../secret.txt", "/etc/passwd", "a/../../b", "..", "sub/.."] {
+            assert!(!contained_target(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_quota_measures_for_real_before_refusing() {
+        let dir = tempfile::tempdir().unwrap();
+        let quota = DiskQuota::new("e", dir.path(), 1 << 20);
+        // Overwrites charged as new bytes pass once the real usage is measured.
+        for _ in 0..8 {
+            quota.charge(256 << 10).unwrap();
+        }
+        std::fs::write(dir.path().join("big"), vec![1u8; 900 << 10]).unwrap();
+        let err = quota.charge(200 << 10).unwrap_err().to_string();
+        assert!(err.contains("engine `e`"), "{err}");
+        assert!(err.contains("quota of 1 MiB"), "{err}");
+        assert!(err.contains("stateDirQuotaMiB"), "{err}");
+    }
+
+    #[test]
+    fn usage_never_follows_symlinks() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("huge"), vec![1u8; 4 << 20]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("huge"), dir.path().join("f")).unwrap();
+        assert!(usage(dir.path()) < 64 << 10, "{}", usage(dir.path()));
+    }
+}
