@@ -327,7 +327,30 @@ async fn run_actor(
     }
     let mut mirror: Option<Mirror> = None;
     while let Some(job) = queue.recv().await {
-        let result = methods::run(&host, &key, &mut mirror, job.call).await;
+        // Each call runs as its own task so a bug that panics answers its request with an
+        // error (and drops the session, which the client bootstraps again) instead of leaving
+        // the client waiting.
+        let (task_host, task_key) = (host.clone(), key.clone());
+        let mut slot = mirror.take();
+        let call = tokio::spawn(async move {
+            let result = methods::run(&task_host, &task_key, &mut slot, job.call).await;
+            (slot, result)
+        });
+        let result = match call.await {
+            Ok((slot, result)) => {
+                mirror = slot;
+                result
+            }
+            Err(e) => {
+                tracing::error!(session = %key, "a request failed inside the server: {e}");
+                Err(RpcError::new(
+                    code::HOST_ERROR,
+                    format!(
+                        "internal error in session `{key}` (the session was closed; bootstrap it again): {e}"
+                    ),
+                ))
+            }
+        };
         (job.reply)(result);
     }
     if let Some(mirror) = mirror
