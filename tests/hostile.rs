@@ -43,14 +43,14 @@ fn config(faults_before_circuit_opens: u32) -> String {
 }
 
 /// The suite's config with more `limits` keys (`extra`, a JSON5 fragment, which may replace
-/// the suite's `slowImportsPerCall`, `stateDirQuotaMiB` and `longCallTimeoutMs`) and an engine
-/// config.
+/// the suite's `slowImportsPerCall`, `stateDirQuotaMiB` and deadlines) and an engine config.
 fn config_with(faults_before_circuit_opens: u32, extra: &str, engine_config: &str) -> String {
     // The suite's own values of these keys, unless `extra` sets them.
     let defaults: String = [
         ("slowImportsPerCall", u64::from(SLOW_IMPORTS_PER_CALL)),
         ("stateDirQuotaMiB", STATE_DIR_QUOTA_MIB),
         ("longCallTimeoutMs", LONG_CALL_TIMEOUT.as_millis() as u64),
+        ("callTimeoutMs", CALL_TIMEOUT.as_millis() as u64),
     ]
     .iter()
     .filter(|(key, _)| !extra.contains(&format!("{key}:")))
@@ -61,12 +61,10 @@ fn config_with(faults_before_circuit_opens: u32, extra: &str, engine_config: &st
             {extra}
             {defaults}
             memoryMiB: {MEMORY_MIB},
-            callTimeoutMs: {},
             logBytesPerCall: {LOG_BYTES_PER_CALL},
             hostBytesPerCall: {HOST_BYTES_PER_CALL},
             faultsBeforeCircuitOpens: {faults_before_circuit_opens},
-        }} }} }} }} }}",
-        CALL_TIMEOUT.as_millis(),
+        }} }} }} }} }}"
     )
 }
 
@@ -702,7 +700,7 @@ fn time_inside_imports_is_bounded_by_the_wall_time_cap() {
     let rig = Rig::with_config(&config_with(
         1000,
         &format!(
-            "slowImportsPerCall: 10000, wallTimeoutMs: {},",
+            "slowImportsPerCall: 10000, longCallTimeoutMs: 30000, wallTimeoutMs: {},",
             WALL.as_millis()
         ),
         "{}",
@@ -714,7 +712,8 @@ fn time_inside_imports_is_bounded_by_the_wall_time_cap() {
     let text = outcome.assert_limit(Function::Compact, "limits.wallTimeoutMs");
     assert!(text.contains("in host imports"), "{text}");
     outcome.report("delegate-loop (wall)");
-    // The guest's own deadline (600 ms) excludes import time: only the wall cap stopped it.
+    // The guest's own deadline (30 s here, and it excludes import time) is far off: only the
+    // wall cap stopped it.
     assert!(
         outcome.elapsed >= WALL.mul_f64(0.9),
         "{:?}",
@@ -751,7 +750,8 @@ fn failed_open(rig: &Rig, key: &str) -> Attack {
 
 #[test]
 fn the_state_dir_quota_stops_a_guest_filling_the_disk() {
-    let rig = Rig::new();
+    // Writing is slow on a loaded debug build: a deadline far off, so only the quota decides.
+    let rig = Rig::with_config(&config_with(1000, "longCallTimeoutMs: 30000,", "{}"));
     let quota = STATE_DIR_QUOTA_MIB << 20;
     let outcome = failed_open(&rig, "disk-hog");
     let text = outcome.assert_limit(Function::Bootstrap, "limits.stateDirQuotaMiB");
@@ -777,7 +777,7 @@ fn the_state_dir_quota_stops_a_guest_filling_the_disk() {
     // Creating a file is slow in a debug build: more guest time than the suite's deadline.
     let rig = Rig::with_config(&config_with(
         1000,
-        "stateDirQuotaMiB: 1, longCallTimeoutMs: 20000,",
+        "stateDirQuotaMiB: 1, longCallTimeoutMs: 30000,",
         "{}",
     ));
     let outcome = failed_open(&rig, "disk-files");
@@ -806,7 +806,9 @@ fn a_compaction_that_grows_the_context_is_invalid_and_not_written() {
 #[test]
 fn huge_or_escaping_engine_info_is_cut_before_it_is_kept_or_printed() {
     const HUGE: usize = 16 << 20;
-    let rig = Rig::with_config(&config_with(1000, "", &format!("{{ hugeInfo: {HUGE} }}")));
+    // Generous deadlines: building and copying 2 x 16 MiB is slow on a loaded debug build.
+    let slow = "callTimeoutMs: 20000, longCallTimeoutMs: 20000,";
+    let rig = Rig::with_config(&config_with(1000, slow, &format!("{{ hugeInfo: {HUGE} }}")));
     block_on(async {
         let engine = rig.host.engine("hostile").await.expect("it loads");
         let info = engine.info();
@@ -823,7 +825,7 @@ fn huge_or_escaping_engine_info_is_cut_before_it_is_kept_or_printed() {
         assert!(!info.name.contains('\x1b'), "a terminal escape survived");
         assert!(info.name.contains("more bytes"), "{}", info.name);
     });
-    let rig = Rig::with_config(&config_with(1000, "", &format!("{{ hugeId: {HUGE} }}")));
+    let rig = Rig::with_config(&config_with(1000, slow, &format!("{{ hugeId: {HUGE} }}")));
     block_on(async {
         let err = rig
             .open("benign-huge-id")
@@ -892,6 +894,32 @@ fn symlinks_in_the_state_dir_do_not_lead_outside() {
         );
     }
     outcome.report("fs-symlink");
+    assert_secrets_untouched(&secrets);
+
+    // Links planted by someone else stay possible, so no host path may follow one: the quota's
+    // measurement counts them as entries (not their 4 MiB targets), and purging the engine
+    // removes the links, not what they point at.
+    let outside = rig.scratch.path("outside-dir");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("big"), vec![7u8; 4 << 20]).unwrap();
+    std::os::unix::fs::symlink(&outside, state.join("planted-dir")).unwrap();
+    std::os::unix::fs::symlink("../../../outside-dir", state.join("planted-dir-rel")).unwrap();
+    // With a 1 MiB quota, the guest still writes most of its MiB: the 4 MiB behind each link
+    // were not counted.
+    let tiny = rig.scratch.host(&config_with(
+        1000,
+        "stateDirQuotaMiB: 1, longCallTimeoutMs: 30000,",
+        "{}",
+    ));
+    let err = block_on(tiny.open_session(&SessionTarget::Key("disk-hog".into())))
+        .err()
+        .expect("the hog is stopped");
+    assert!(err.to_string().contains("quota of 1 MiB"), "{err}");
+    let hogged = std::fs::metadata(state.join("hog.bin")).unwrap().len();
+    assert!(hogged >= 512 << 10, "only {hogged} bytes written");
+    ctxhost::plugin_ops::uninstall(&rig.host, "hostile", true).unwrap();
+    assert!(!state.exists(), "the state dir was purged");
+    assert_eq!(std::fs::read(outside.join("big")).unwrap().len(), 4 << 20);
     assert_secrets_untouched(&secrets);
 }
 

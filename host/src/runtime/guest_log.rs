@@ -60,6 +60,17 @@ impl LogSink {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        // Escape sequences from a guest must not reach an operator's terminal.
+        let cleaned;
+        let text = if text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+        {
+            cleaned = super::text::message(text, usize::MAX);
+            cleaned.as_str()
+        } else {
+            text
+        };
         let (engine, session) = (&*self.engine, self.session.as_str());
         match level {
             Level::Trace => tracing::trace!(engine, session, stream, "{text}"),
