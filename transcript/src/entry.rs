@@ -110,7 +110,8 @@ pub struct Entry {
     id: String,
     parent_id: Option<String>,
     kind: String,
-    timestamp_ms: u64,
+    /// None when absent or not a readable ISO-8601 time.
+    timestamp_ms: Option<u64>,
     /// Byte range of the `message` member's value inside `line`.
     message: Option<Range<usize>>,
     /// AgentMessage synthesised for summary/custom entries.
@@ -122,6 +123,8 @@ pub struct Entry {
     tokens_before: u64,
     /// For compaction entries: what `details` says about the compaction itself.
     meta: Option<Box<CompactionMeta>>,
+    /// A value that was ignored as implausible, for the reader to report as a warning.
+    note: Option<String>,
     /// Set by the transcript when a compaction on the active branch pruned this tool result.
     pub(crate) pruned: bool,
     // Resolved by the transcript once every id is known.
@@ -130,6 +133,7 @@ pub struct Entry {
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "an entry object")]
 struct RawEntry<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
@@ -166,7 +170,7 @@ struct RawEntry<'a> {
 /// What a compaction entry's `details` records about how it was made (all optional: entries
 /// written by other tools have none of it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", expecting = "an object")]
 pub struct CompactionMeta {
     /// Tool results whose output this compaction replaced by [`PRUNED_TEXT`] in the context.
     #[serde(default)]
@@ -205,12 +209,14 @@ impl<'a> Member<'a> {
 impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
+        #[serde(expecting = "a string or null")]
         struct Wrap<'a>(#[serde(borrow)] Option<Cow<'a, str>>);
         Ok(Member::Present(Wrap::deserialize(d)?.0))
     }
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "an entry object")]
 struct MessageOnly<'a> {
     #[serde(borrow)]
     message: Option<&'a RawValue>,
@@ -222,9 +228,20 @@ fn range_in(line: &str, part: &str) -> Range<usize> {
     start..start + part.len()
 }
 
-fn json_problem(e: serde_json::Error) -> String {
+fn json_problem(line: &str, e: serde_json::Error) -> String {
     match e.classify() {
-        serde_json::error::Category::Data => format!("malformed entry: {e}"),
+        serde_json::error::Category::Data => {
+            // Valid JSON of the wrong shape is named as such, not as a decoding failure.
+            let kind = match line.trim_start().as_bytes().first() {
+                Some(b'[') => "an array",
+                Some(b'"') => "a string",
+                Some(b'{') => return format!("malformed entry: {e}"),
+                Some(b't' | b'f') => "a boolean",
+                Some(b'n') => "null",
+                _ => "a number",
+            };
+            format!("entry is {kind}, not a JSON object")
+        }
         _ => format!("not valid JSON: {e}"),
     }
 }
@@ -268,7 +285,7 @@ pub(crate) struct Decode {
 impl Entry {
     /// Decode one line; the error is the problem text (the caller adds file and line).
     pub(crate) fn decode(line: String, line_no: usize, d: &Decode) -> Result<Entry, String> {
-        let raw: RawEntry<'_> = serde_json::from_str(&line).map_err(json_problem)?;
+        let raw: RawEntry<'_> = serde_json::from_str(&line).map_err(|e| json_problem(&line, e))?;
         let kind = match raw.kind.as_deref() {
             Some("") | None => return Err("entry has no \"type\"".into()),
             Some("session") => return Err("a second session header".into()),
@@ -284,11 +301,12 @@ impl Entry {
         } else {
             (v1_id(d.index), d.index.checked_sub(1).map(v1_id))
         };
-        let timestamp_ms = field::<Cow<'_, str>>(raw.timestamp, "timestamp")
+        let timestamp = field::<Cow<'_, str>>(raw.timestamp, "timestamp")
             .ok()
             .flatten()
-            .and_then(|t| parse_iso_ms(&t))
-            .unwrap_or(0);
+            .and_then(|t| parse_iso_ms(&t));
+        let timestamp_ms = timestamp.unwrap_or(0);
+        let mut note = None;
 
         let mut message = raw.message.map(|m| range_in(&line, m.get()));
         let mut info = None;
@@ -312,8 +330,15 @@ impl Entry {
                 } else {
                     v1_first_kept(&raw, d)?
                 });
-                tokens_before = field::<f64>(raw.tokens_before, "tokensBefore")?
-                    .map_or(0, |t| t.max(0.0) as u64);
+                tokens_before = match field::<f64>(raw.tokens_before, "tokensBefore")? {
+                    None => 0,
+                    Some(t) => tokens::plausible(t).unwrap_or_else(|| {
+                        note = Some(format!(
+                            "tokensBefore {t} is not a plausible token count; ignored"
+                        ));
+                        0
+                    }),
+                };
                 // Details are free-form for other writers: a shape we do not know is no error.
                 meta = raw
                     .details
@@ -352,6 +377,9 @@ impl Entry {
         if let Some(json) = &synth {
             info = Some(tokens::summarize(json)?);
         }
+        if let Some(problem) = info.as_ref().and_then(|i| i.usage_problem.clone()) {
+            note = Some(problem);
+        }
         let hook = info.as_ref().is_some_and(|i| i.role_name == "hookMessage");
 
         // Migrate to the v3 line.
@@ -388,7 +416,8 @@ impl Entry {
                     hook_to_custom: hook,
                 },
             )?;
-            let parsed: MessageOnly<'_> = serde_json::from_str(&new).map_err(json_problem)?;
+            let parsed: MessageOnly<'_> =
+                serde_json::from_str(&new).map_err(|e| json_problem(&new, e))?;
             message = parsed.message.map(|m| range_in(&new, m.get()));
             (new, Some(line))
         } else {
@@ -406,7 +435,7 @@ impl Entry {
             id,
             parent_id,
             kind,
-            timestamp_ms,
+            timestamp_ms: timestamp,
             message,
             synth,
             role,
@@ -415,6 +444,7 @@ impl Entry {
             first_kept_id,
             tokens_before,
             meta,
+            note,
             pruned: false,
             parent: None,
             first_kept: None,
@@ -457,7 +487,18 @@ impl Entry {
 
     /// Entry timestamp in Unix milliseconds (0 when absent or unreadable).
     pub fn timestamp_ms(&self) -> u64 {
+        self.timestamp_ms.unwrap_or(0)
+    }
+
+    /// Entry timestamp in Unix milliseconds; None when absent or unreadable (so it is shown as
+    /// unknown rather than as 1970-01-01).
+    pub fn timestamp(&self) -> Option<u64> {
         self.timestamp_ms
+    }
+
+    /// A value ignored while decoding (an implausible usage figure), taken once for a warning.
+    pub(crate) fn take_note(&mut self) -> Option<String> {
+        self.note.take()
     }
 
     /// Estimated tokens this entry adds to the context (0 for entries not sent to the model;
@@ -551,7 +592,7 @@ impl Entry {
     pub fn view(&self) -> Option<MessageView> {
         self.role?;
         let json = self.message_json();
-        message::view(&json, self.timestamp_ms).ok().flatten()
+        message::view(&json, self.timestamp_ms()).ok().flatten()
     }
 }
 

@@ -15,12 +15,12 @@ pub enum TranscriptError {
         line: usize,
         problem: String,
     },
-    /// Reading or writing the file failed.
+    /// Reading or writing the file failed. The OS error is part of the message and is not
+    /// also reported as the `source`: error chains (`{:#}`) would print it twice.
     #[error("{file}: {action}: {error}")]
     Io {
         file: String,
         action: &'static str,
-        #[source]
         error: std::io::Error,
     },
 }
@@ -88,5 +88,23 @@ mod tests {
             message: "torn".into(),
         };
         assert_eq!(w.to_string(), "b.jsonl:3: torn");
+    }
+
+    #[test]
+    fn the_os_cause_is_shown_once() {
+        let e = TranscriptError::io(
+            std::path::Path::new("/x/s.jsonl"),
+            "cannot read transcript",
+            std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        );
+        // What an error-chain printer (anyhow's `{:#}`) shows: the message and its sources.
+        let mut chain = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            chain.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        assert_eq!(chain.matches("permission denied").count(), 1, "{chain}");
+        assert_eq!(chain.matches("/x/s.jsonl").count(), 1, "{chain}");
     }
 }

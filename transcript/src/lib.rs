@@ -12,6 +12,7 @@ mod error;
 pub mod generate;
 mod message;
 mod migrate;
+mod read;
 mod role;
 pub mod status;
 pub mod store;

@@ -36,6 +36,7 @@ pub struct MessageView {
 
 /// A message as borrowed from its JSON text, for building views. Unknown fields are skipped.
 #[derive(Deserialize)]
+#[serde(expecting = "a message object")]
 struct RawMessage<'a> {
     #[serde(borrow)]
     role: Option<Cow<'a, str>>,
@@ -58,6 +59,7 @@ struct RawMessage<'a> {
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "a content block object")]
 struct RawBlock<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,

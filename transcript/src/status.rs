@@ -2,21 +2,23 @@
 //! branch and the entries after its boundary are found by scanning backwards from the end, so
 //! `context status` on a 1 GB transcript reads only its tail.
 //!
-//! How it works: lines are read from the end in 1 MiB blocks. Each is decoded lightly (`type`,
-//! `id`, `parentId`, `firstKeptEntryId`) to follow the active branch from the leaf back to the
-//! latest compaction on it, then on to that compaction's first kept entry. The bytes from that
-//! entry to the end, behind the file's header, are then parsed as a transcript of their own,
-//! so the context size follows exactly the same rules as [`Transcript::context_tokens`].
+//! How it works: lines are read from the end in 1 MiB blocks. Each is skimmed for its
+//! top-level `type`, `id` and `parentId` (any JSON spelling; nested data is skipped, not
+//! searched) to follow the active branch from the leaf back to the latest compaction on it,
+//! then on to that compaction's first kept entry. The bytes from that entry to the end, behind
+//! the file's header, are then parsed as a transcript of their own, so the context size
+//! follows exactly the same rules as [`Transcript::context_tokens`].
 //!
 //! The compaction count: compactions written by ctxhost record the running count in their
 //! `details` (`compactionCount`, `summaryCount`), so the latest one gives it exactly. For a
-//! file written by another tool the count comes from a byte search for `"type":"compaction"`
-//! over the whole file (no JSON parsing; ~0.1-0.3 s per GB from the page cache): it counts
-//! compactions on every branch, so on a branched file it is an upper bound
-//! ([`CountSource::ByteSearch`]).
+//! file written by another tool the walk goes on along the active branch to its root,
+//! counting the compactions on it ([`CountSource::ActiveBranch`]); a skim stops reading a line
+//! once it has the three members, so this costs little more than reading the file.
 //!
-//! Version 1 files have no ids (a v1 boundary is a line index), so they are parsed whole; a
-//! session opened by ctxhost is rewritten as v3 on first open.
+//! Whatever the walk cannot settle (a boundary or parent that is not where a valid file has
+//! it) is answered by a full load, so `status` accepts and rejects exactly what every other
+//! command does. Version 1 files have no ids (a v1 boundary is a line index), so they are
+//! parsed whole; a session opened by ctxhost is rewritten as v3 on first open.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -25,22 +27,23 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::entry::Header;
+use crate::entry::CompactionMeta;
 use crate::error::{LoadWarning, TranscriptError};
 use crate::transcript::Transcript;
 
 const BLOCK: usize = 1 << 20;
-/// Longest header line read.
-const MAX_HEADER: usize = 1 << 20;
 
 /// How the compaction count was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CountSource {
     /// Recorded by ctxhost in the latest compaction's details: exact.
     Details,
-    /// The whole transcript was parsed (v1 files): exact.
+    /// The whole transcript was parsed (v1 files, irregular files): exact.
     FullParse,
-    /// A byte search over the whole file: every branch counted, an upper bound.
+    /// The active branch was walked to its root and its compactions counted: exact.
+    ActiveBranch,
+    /// Not produced any more (a byte search counted every branch and nested data); kept so
+    /// callers comparing against it still build.
     ByteSearch,
 }
 
@@ -49,6 +52,7 @@ impl CountSource {
         match self {
             CountSource::Details => "details",
             CountSource::FullParse => "full-parse",
+            CountSource::ActiveBranch => "active-branch",
             CountSource::ByteSearch => "byte-search",
         }
     }
@@ -58,8 +62,11 @@ impl CountSource {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LastCompaction {
     pub id: String,
-    /// Unix milliseconds (0 when the entry has none).
+    /// Unix milliseconds (0 when the entry has none or it is unreadable; see `timestamp`).
     pub timestamp_ms: u64,
+    /// Unix milliseconds; None when the entry has no readable timestamp (show it as unknown,
+    /// not as 1970-01-01).
+    pub timestamp: Option<u64>,
     pub tokens_before: u64,
     pub first_kept_entry_id: String,
     pub summary_chars: usize,
@@ -90,16 +97,139 @@ pub struct Status {
     pub warnings: Vec<LoadWarning>,
 }
 
+/// What the backward walk needs from one entry line.
+#[derive(Debug, Default, PartialEq)]
+struct Light {
+    kind: Option<String>,
+    id: Option<String>,
+    parent_id: Option<String>,
+}
+
+/// The members of a compaction line the walk needs (it is decoded fully: compactions are few).
 #[derive(Deserialize)]
-struct Light<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(rename = "parentId", borrow)]
-    parent_id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(rename = "firstKeptEntryId", borrow)]
-    first_kept: Option<std::borrow::Cow<'a, str>>,
+struct CompactionLine {
+    #[serde(rename = "firstKeptEntryId")]
+    first_kept: Option<String>,
+    details: Option<Value>,
+}
+
+/// A JSON string literal starting at `b[i]` (`"`): its end (one past the closing quote).
+fn skip_string(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        j += memchr::memchr2(b'"', b'\\', &b[j..])?;
+        if b[j] == b'\\' {
+            j += 2;
+        } else {
+            return Some(j + 1);
+        }
+    }
+}
+
+/// Any JSON value starting at `b[i]`: its end. Strings inside are skipped as strings, so
+/// brackets in text do not count.
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match b.get(i)? {
+        b'"' => skip_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match b.get(j)? {
+                    b'"' => {
+                        j = skip_string(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let n = b[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(b.len() - i);
+            (n > 0).then_some(i + n)
+        }
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// A string literal's value; escapes (`"typ\u0065"`) are decoded, so any spelling matches.
+fn string_value(lit: &[u8]) -> Option<String> {
+    if lit.contains(&b'\\') {
+        serde_json::from_slice(lit).ok()
+    } else {
+        std::str::from_utf8(&lit[1..lit.len() - 1])
+            .ok()
+            .map(str::to_string)
+    }
+}
+
+/// The top-level `type`, `id` and `parentId` of an entry line. Reading stops once all three
+/// are known, unless the entry is a compaction (whose line is then decoded in full).
+fn skim(line: &[u8]) -> Result<Light, String> {
+    let bad = || "not valid JSON".to_string();
+    let mut light = Light::default();
+    let mut i = skip_ws(line, 0);
+    match line.get(i) {
+        Some(b'{') => {}
+        Some(b'[') => return Err("entry is an array, not a JSON object".into()),
+        _ => return Err(bad()),
+    }
+    i = skip_ws(line, i + 1);
+    if line.get(i) == Some(&b'}') {
+        return Ok(light);
+    }
+    let (mut seen_kind, mut seen_id, mut seen_parent) = (false, false, false);
+    loop {
+        if line.get(i) != Some(&b'"') {
+            return Err(bad());
+        }
+        let key_end = skip_string(line, i).ok_or_else(bad)?;
+        let key = string_value(&line[i..key_end]).ok_or_else(bad)?;
+        i = skip_ws(line, key_end);
+        if line.get(i) != Some(&b':') {
+            return Err(bad());
+        }
+        i = skip_ws(line, i + 1);
+        let end = skip_value(line, i).ok_or_else(bad)?;
+        let value = &line[i..end];
+        let text = || {
+            (value.first() == Some(&b'"'))
+                .then(|| string_value(value))
+                .flatten()
+        };
+        match key.as_str() {
+            "type" => (light.kind, seen_kind) = (text(), true),
+            "id" => (light.id, seen_id) = (text(), true),
+            "parentId" => (light.parent_id, seen_parent) = (text(), true),
+            _ => {}
+        }
+        if seen_kind && seen_id && seen_parent && light.kind.as_deref() != Some("compaction") {
+            return Ok(light);
+        }
+        i = skip_ws(line, end);
+        match line.get(i) {
+            Some(b',') => i = skip_ws(line, i + 1),
+            Some(b'}') => return Ok(light),
+            _ => return Err(bad()),
+        }
+    }
 }
 
 fn io<'a>(path: &'a Path, action: &'static str) -> impl Fn(std::io::Error) -> TranscriptError + 'a {
@@ -176,31 +306,6 @@ fn line_number_at(path: &Path, offset: u64) -> Result<usize, TranscriptError> {
     Ok(lines)
 }
 
-/// Occurrences of `needle` in the file, streamed (the needle may straddle two blocks).
-pub fn count_occurrences(path: &Path, needle: &[u8]) -> Result<u64, TranscriptError> {
-    let mut f = File::open(path).map_err(io(path, "cannot open transcript"))?;
-    let finder = memchr::memmem::Finder::new(needle);
-    let keep = needle.len().saturating_sub(1);
-    let mut buf = vec![0u8; 4 * BLOCK + keep];
-    let mut filled = 0;
-    let mut count = 0u64;
-    loop {
-        let n = f
-            .read(&mut buf[filled..])
-            .map_err(io(path, "cannot read transcript"))?;
-        if n == 0 {
-            break;
-        }
-        filled += n;
-        count += finder.find_iter(&buf[..filled]).count() as u64;
-        // Carry the last needle-1 bytes so a match across blocks is found once.
-        let tail = filled.saturating_sub(keep);
-        buf.copy_within(tail..filled, 0);
-        filled -= tail;
-    }
-    Ok(count)
-}
-
 /// The status of the transcript at `path`, reading only its tail (see the module docs).
 pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
     let source = path.display().to_string();
@@ -209,26 +314,13 @@ pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
         .metadata()
         .map_err(io(path, "cannot stat transcript"))?
         .len();
-    let mut head = Vec::new();
-    (&mut file)
-        .take(MAX_HEADER as u64)
-        .read_to_end(&mut head)
-        .map_err(io(path, "cannot read transcript"))?;
-    if head.iter().all(u8::is_ascii_whitespace) {
-        return Err(TranscriptError::invalid(
-            &source,
-            1,
-            "empty file: no session header",
-        ));
-    }
-    let header_end = memchr::memchr(b'\n', &head).unwrap_or(head.len());
-    let header_text = std::str::from_utf8(&head[..header_end])
-        .map_err(|_| TranscriptError::invalid(&source, 1, "first line is not UTF-8"))?;
-    let header = Header::parse(header_text.trim_end_matches('\r'))
-        .map_err(|p| TranscriptError::invalid(&source, 1, p))?;
-    if header.version() == 1 {
+    let head = crate::read::read_head(&mut file, path)?;
+    let full = || -> Result<Status, TranscriptError> {
         let t = Transcript::load(path)?;
-        return Ok(from_transcript(&t, file_bytes, CountSource::FullParse));
+        Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
+    };
+    if head.header.version() == 1 {
+        return full();
     }
 
     let mut lines = Backwards {
@@ -246,67 +338,88 @@ pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
             .map_err(io(path, "cannot read transcript"))?;
         last[0] == b'\n'
     };
-    let mut want: Option<String> = None;
-    let mut first = true;
+    let mut want: Option<String> = None; // the next entry of the active branch, going back
+    let mut first = true; // no entry read yet: the next one is the leaf
+    let mut torn_seen = false;
+    let mut chain_done = false; // the active branch's root was reached
     let mut boundary: Option<String> = None; // first kept id of the latest compaction
+    let mut boundary_found = false;
+    let mut recorded = false; // the latest compaction records the running counts
+    let (mut total, mut prunes) = (0u64, 0u64);
     let mut start = file_bytes; // where the tail parsed as a transcript starts
+    let mut at_header = false;
     while let Some((offset, line)) = lines.prev()? {
-        if offset == 0 {
-            start = header_end as u64 + 1;
+        if offset < head.body_start {
+            at_header = true;
             break;
         }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let light: Light<'_> = match serde_json::from_slice(&line) {
+        let light = match skim(&line) {
             Ok(l) => l,
             // A torn last line: the parse below reports it as loading does.
-            Err(_) if first && !ends_with_newline => {
-                first = false;
+            Err(_) if first && !torn_seen && !ends_with_newline => {
+                torn_seen = true;
                 start = offset;
                 continue;
             }
-            Err(e) => {
+            Err(problem) => {
                 let line_no = line_number_at(path, offset)?;
-                return Err(TranscriptError::invalid(
-                    &source,
-                    line_no,
-                    format!("not valid JSON: {e}"),
-                ));
+                return Err(TranscriptError::invalid(&source, line_no, problem));
             }
         };
-        start = offset;
+        if !boundary_found {
+            start = offset;
+        }
         let id = light.id.as_deref().unwrap_or("");
         if first {
             first = false;
             want = Some(id.to_string());
         }
-        if let Some(b) = &boundary {
-            if id == b {
-                break;
+        if boundary.as_deref() == Some(id) {
+            boundary_found = true;
+        }
+        if !chain_done && want.as_deref() == Some(id) {
+            want = light.parent_id;
+            chain_done = want.is_none();
+            if light.kind.as_deref() == Some("compaction") {
+                let c: CompactionLine = serde_json::from_slice(&line).map_err(|e| {
+                    let line_no = line_number_at(path, offset).unwrap_or(0);
+                    TranscriptError::invalid(&source, line_no, format!("not valid JSON: {e}"))
+                })?;
+                let meta = c
+                    .details
+                    .and_then(|d| CompactionMeta::deserialize(d).ok())
+                    .unwrap_or_default();
+                if boundary.is_none() {
+                    // The latest compaction: its boundary, and maybe the counts so far.
+                    boundary = Some(c.first_kept.unwrap_or_default());
+                    recorded = meta.compaction_count.is_some() && meta.summary_count.is_some();
+                }
+                total += 1;
+                prunes += u64::from(meta.layer.as_deref() == Some("prune"));
             }
-            continue;
         }
-        if want.as_deref() != Some(id) {
-            continue; // a sibling branch
-        }
-        want = light.parent_id.as_deref().map(str::to_string);
-        if light.kind.as_deref() == Some("compaction")
-            && let Some(k) = light.first_kept.as_deref()
-        {
-            boundary = Some(k.to_string());
-        }
-        if want.is_none() && boundary.is_none() {
-            // The root of the active branch and no compaction on it: what remains before it
-            // is other branches, which the context does not include.
+        let tail_known = boundary_found || (boundary.is_none() && chain_done);
+        if tail_known && (recorded || chain_done) {
             break;
+        }
+    }
+    if at_header {
+        if first {
+            start = head.body_start; // a header and nothing else
+        } else if (boundary.is_some() && !boundary_found) || !chain_done {
+            // A boundary not before its compaction, a missing parent, a parent written after
+            // its child: what the full load says about such a file is the answer.
+            return full();
         }
     }
 
     // Parse header + tail as one transcript: same rules as a full load.
     let bytes_scanned = file_bytes - start;
-    let mut text = String::with_capacity(header_text.len() + 1 + bytes_scanned as usize);
-    text.push_str(header_text);
+    let mut text = String::with_capacity(head.text.len() + 1 + bytes_scanned as usize);
+    text.push_str(&head.text);
     text.push('\n');
     let mut f = File::open(path).map_err(io(path, "cannot open transcript"))?;
     f.seek(SeekFrom::Start(start))
@@ -314,74 +427,69 @@ pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
     let mut tail = Vec::with_capacity(bytes_scanned as usize);
     f.read_to_end(&mut tail)
         .map_err(io(path, "cannot read transcript"))?;
-    let tail = String::from_utf8(tail).map_err(|e| {
-        let at = start + e.utf8_error().valid_up_to() as u64;
-        let line = line_number_at(path, at).unwrap_or(0);
-        TranscriptError::invalid(&source, line, "not UTF-8")
-    })?;
-    text.push_str(&tail);
     // Line numbers of the tail are only needed for errors and warnings: counting the newlines
     // before it reads the whole file, so it is done only then.
     let first_line = || -> Result<usize, TranscriptError> {
-        if start <= header_end as u64 + 1 {
-            Ok(2)
+        if start <= head.body_start {
+            Ok(head.line + 1)
         } else {
             line_number_at(path, start)
         }
     };
+    let shift = |line: usize| -> Result<usize, TranscriptError> {
+        Ok(first_line()? + line.saturating_sub(2))
+    };
+    let tail = match crate::read::text_of(tail, &source) {
+        Ok(t) => t,
+        Err(e) => {
+            let line = shift(e.line().unwrap_or(1) + 1)?;
+            return Err(TranscriptError::invalid(&source, line, problem_of(e)));
+        }
+    };
+    text.push_str(&tail);
     let t = match Transcript::parse_tail(&text, &source) {
         Ok(t) => t,
         Err(TranscriptError::Invalid { line, problem, .. }) => {
-            return Err(TranscriptError::invalid(
-                &source,
-                first_line()? + line.saturating_sub(2),
-                problem,
-            ));
+            return Err(TranscriptError::invalid(&source, shift(line)?, problem));
         }
         Err(e) => return Err(e),
     };
     let mut status = from_transcript(&t, file_bytes, CountSource::Details);
     status.bytes_scanned = bytes_scanned;
-    if !status.warnings.is_empty() {
-        let first = first_line()?;
-        for w in &mut status.warnings {
-            w.line = first + w.line.saturating_sub(2);
-        }
+    for w in &mut status.warnings {
+        w.line = shift(w.line)?;
     }
-    let recorded = status
+    let details = status
         .last_compaction
         .as_ref()
-        .and_then(|c| c.details.as_ref())
-        .and_then(|d| {
-            Some((
-                d.get("compactionCount")?.as_u64()?,
-                d.get("summaryCount")?.as_u64()?,
-            ))
-        });
-    match (recorded, &status.last_compaction) {
-        (Some((total, summaries)), _) => {
+        .and_then(|c| c.details.as_ref());
+    let counts = details.and_then(|d| {
+        Some((
+            d.get("compactionCount")?.as_u64()?,
+            d.get("summaryCount")?.as_u64()?,
+        ))
+    });
+    match counts {
+        Some((total, summaries)) => {
             // Compactions after the latest boundary cannot exist (it is the latest).
             status.compaction_count = total;
             status.summary_count = summaries;
             status.count_source = CountSource::Details;
         }
-        (None, None) => {
-            // No compaction on the branch; a full-file search would only find other branches'.
-            status.count_source = if start <= header_end as u64 + 1 {
-                CountSource::FullParse
-            } else {
-                CountSource::ByteSearch
-            };
-        }
-        (None, Some(_)) => {
-            let total = count_occurrences(path, b"\"type\":\"compaction\"")?;
-            let prunes = count_occurrences(path, b"\"layer\":\"prune\"")?;
+        None => {
             status.compaction_count = total;
-            status.summary_count = total.saturating_sub(prunes);
-            status.count_source = CountSource::ByteSearch;
+            status.summary_count = total - prunes;
+            status.count_source = CountSource::ActiveBranch;
         }
     }
     Ok(status)
+}
+
+fn problem_of(e: TranscriptError) -> String {
+    match e {
+        TranscriptError::Invalid { problem, .. } => problem,
+        other => other.to_string(),
+    }
 }
 
 fn from_transcript(t: &Transcript, file_bytes: u64, source: CountSource) -> Status {
@@ -397,6 +505,7 @@ fn from_transcript(t: &Transcript, file_bytes: u64, source: CountSource) -> Stat
             LastCompaction {
                 id: e.id().to_string(),
                 timestamp_ms: e.timestamp_ms(),
+                timestamp: e.timestamp(),
                 tokens_before: e.tokens_before(),
                 first_kept_entry_id: e.first_kept_entry_id().unwrap_or("").to_string(),
                 summary_chars: e.view().map_or(0, |v| v.text.chars().count()),

@@ -51,8 +51,7 @@ impl TranscriptFile {
     /// one kept as `<file>.bak`), and so is a file whose last line lacks its newline, so that
     /// appends always start on a fresh line.
     pub fn open(path: &Path) -> Result<(TranscriptFile, Transcript), TranscriptError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| TranscriptError::io(path, "cannot read transcript", e))?;
+        let text = crate::read::read_text(path)?;
         let mut transcript = Transcript::parse(&text, &path.display().to_string())?;
         if transcript.is_migrated() || !text.ends_with('\n') {
             rewrite_atomically(path, &transcript.to_v3_string())?;

@@ -67,7 +67,18 @@ pub struct Usage {
     pub total_tokens: u64,
 }
 
+/// Far above any model's context window: a token figure beyond it is garbage (a corrupt or
+/// hand-edited file, `2^64-1`), and taking it at face value shows absurd utilisation.
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
+
+/// A token count written as a JSON number, if plausible: a whole number from 0 to
+/// [`MAX_PLAUSIBLE_TOKENS`].
+pub(crate) fn plausible(v: f64) -> Option<u64> {
+    (v >= 0.0 && v.fract() == 0.0 && v <= MAX_PLAUSIBLE_TOKENS as f64).then_some(v as u64)
+}
+
 #[derive(Deserialize)]
+#[serde(expecting = "a usage object")]
 pub(crate) struct RawUsage {
     input: Option<f64>,
     output: Option<f64>,
@@ -80,13 +91,28 @@ pub(crate) struct RawUsage {
 }
 
 impl RawUsage {
+    /// The usage, implausible figures treated as absent.
     pub(crate) fn to_usage(&self) -> Usage {
-        // `as` saturates on out-of-range floats: a garbage number cannot panic here.
-        let n = |v: Option<f64>| v.map_or(0, |v| v.max(0.0) as u64);
-        let (input, output) = (n(self.input), n(self.output));
-        let (cache_read, cache_write) = (n(self.cache_read), n(self.cache_write));
-        let total = n(self.total_tokens);
-        Usage {
+        self.checked().0
+    }
+
+    /// The usage and, when a figure was ignored as implausible, what was wrong.
+    pub(crate) fn checked(&self) -> (Usage, Option<String>) {
+        let mut problem = None;
+        let mut n = |name: &str, v: Option<f64>| match v {
+            None => 0,
+            Some(v) => plausible(v).unwrap_or_else(|| {
+                problem.get_or_insert_with(|| {
+                    format!("usage.{name} {v} is not a plausible token count; ignored")
+                });
+                0
+            }),
+        };
+        let (input, output) = (n("input", self.input), n("output", self.output));
+        let cache_read = n("cacheRead", self.cache_read);
+        let cache_write = n("cacheWrite", self.cache_write);
+        let total = n("totalTokens", self.total_tokens);
+        let usage = Usage {
             input,
             output,
             cache_read,
@@ -99,7 +125,8 @@ impl RawUsage {
                     .saturating_add(cache_read)
                     .saturating_add(cache_write)
             },
-        }
+        };
+        (usage, problem)
     }
 }
 
@@ -112,6 +139,8 @@ pub(crate) struct Summary {
     pub tokens: u32,
     /// Set only for an assistant message whose usage may be trusted as a context size.
     pub valid_usage: Option<u64>,
+    /// A usage figure ignored as implausible.
+    pub usage_problem: Option<String>,
     pub excluded: bool,
 }
 
@@ -170,6 +199,7 @@ fn chars(c: &Option<Chars>) -> usize {
 
 /// A content block, reduced to what it costs in context.
 #[derive(Deserialize)]
+#[serde(expecting = "a content block object")]
 struct BlockChars<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
@@ -223,6 +253,7 @@ impl<'de> Deserialize<'de> for ContentChars {
 /// The hot-path decoding done for every message at parse/append time: role, token estimate
 /// and usage, without building strings.
 #[derive(Deserialize)]
+#[serde(expecting = "a message object")]
 struct MessageStats<'a> {
     #[serde(borrow)]
     role: Option<Cow<'a, str>>,
@@ -254,12 +285,13 @@ pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
     let m: MessageStats<'_> = serde_json::from_str(json).map_err(|e| format!("message: {e}"))?;
     let role = m.role.as_deref().and_then(Role::parse);
     let excluded = role == Some(Role::BashExecution) && m.exclude_from_context == Some(true);
-    let valid_usage = match (role, &m.usage) {
+    let (usage, usage_problem) = m.usage.as_ref().map(RawUsage::checked).unzip();
+    let valid_usage = match (role, usage) {
         (Some(Role::Assistant), Some(u))
             if !matches!(m.stop_reason.as_deref(), Some("error" | "aborted")) =>
         {
             // A zero total carries no measurement (pi writes zeros on failed turns).
-            Some(u.to_usage().total_tokens).filter(|t| *t > 0)
+            Some(u.total_tokens).filter(|t| *t > 0)
         }
         _ => None,
     };
@@ -271,6 +303,7 @@ pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
             _ => 0,
         },
         valid_usage,
+        usage_problem: usage_problem.flatten(),
         excluded,
     })
 }
@@ -450,6 +483,44 @@ mod tests {
                 r#"{{"role":"assistant","content":[],"usage":{{"totalTokens":500}},"stopReason":"{stop}"}}"#
             );
             assert_eq!(summarize(&json).unwrap().valid_usage, None, "{stop}");
+        }
+    }
+
+    #[test]
+    fn implausible_usage_is_absent_and_named() {
+        let json = |usage: &str| {
+            format!(r#"{{"role":"assistant","content":[],"usage":{usage},"stopReason":"stop"}}"#)
+        };
+        let s = summarize(&json(r#"{"totalTokens":18446744073709551615}"#)).unwrap();
+        assert_eq!(s.valid_usage, None);
+        let problem = s.usage_problem.unwrap();
+        assert!(
+            problem.starts_with("usage.totalTokens 1844674407370955"),
+            "{problem}"
+        );
+        // an absurd total falls back to the parts, as an absent one does
+        let s = summarize(&json(r#"{"input":10,"output":5,"totalTokens":1e300}"#)).unwrap();
+        assert_eq!(s.valid_usage, Some(15));
+        assert!(s.usage_problem.is_some());
+        for bad in ["-5", "2.5", "100000001"] {
+            let s = summarize(&json(&format!(r#"{{"output":{bad},"input":3}}"#))).unwrap();
+            assert_eq!(s.valid_usage, Some(3), "{bad}");
+            assert!(s.usage_problem.unwrap().contains("usage.output"), "{bad}");
+        }
+        let s = summarize(&json(r#"{"totalTokens":100000000}"#)).unwrap();
+        assert_eq!((s.valid_usage, s.usage_problem), (Some(100_000_000), None));
+    }
+
+    #[test]
+    fn shape_errors_do_not_name_rust_types() {
+        for json in [
+            "5",
+            r#"{"role":"user","content":[5]}"#,
+            r#"{"role":"assistant","content":[],"usage":7}"#,
+        ] {
+            let e = summarize(json).unwrap_err();
+            assert!(!e.contains("struct"), "{e}");
+            assert!(e.contains("object"), "{e}");
         }
     }
 

@@ -51,6 +51,21 @@ fn quote(s: &str) -> String {
     Value::String(s.to_string()).to_string()
 }
 
+/// The JSON objects of a line holding two or more written without a line break between them
+/// (pi opens such files, skipping the line); None for anything else.
+pub(crate) fn split_concatenated(line: &str) -> Option<Vec<&str>> {
+    let mut parts = Vec::new();
+    for value in serde_json::Deserializer::from_str(line).into_iter::<&serde_json::value::RawValue>()
+    {
+        let part = value.ok()?.get();
+        if !part.starts_with('{') {
+            return None;
+        }
+        parts.push(part);
+    }
+    (parts.len() >= 2).then_some(parts)
+}
+
 impl Transcript {
     /// An empty version 3 transcript.
     pub fn new(session_id: &str, cwd: &str, timestamp_iso: &str) -> Transcript {
@@ -64,10 +79,10 @@ impl Transcript {
         }
     }
 
-    /// Read a load from disk; errors name the path.
+    /// Read a transcript from disk; errors name the path. The header is checked before the
+    /// rest of the file is read.
     pub fn load(path: &Path) -> Result<Transcript, TranscriptError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| TranscriptError::io(path, "cannot read transcript", e))?;
+        let text = crate::read::read_text(path)?;
         Transcript::parse(&text, &path.display().to_string())
     }
 
@@ -84,6 +99,8 @@ impl Transcript {
     }
 
     fn parse_inner(text: &str, source: &str, partial: bool) -> Result<Transcript, TranscriptError> {
+        // Windows editors start UTF-8 files with a byte order mark; it is not content.
+        let text = text.strip_prefix(crate::read::BOM).unwrap_or(text);
         let mut lines: Vec<(usize, &str)> = text
             .split('\n')
             .enumerate()
@@ -92,10 +109,13 @@ impl Transcript {
             .collect();
         let mut warnings = Vec::new();
         // A crash mid-write leaves a last line without its newline; if it is not JSON it is
-        // the torn tail of an append, not corruption of what came before.
+        // the torn tail of an append, not corruption of what came before. A lone line is the
+        // header, judged as such (a torn header would otherwise read as an empty file).
         if !text.ends_with('\n')
+            && lines.len() > 1
             && let Some(&(line, last)) = lines.last()
             && serde_json::from_str::<IgnoredAny>(last).is_err()
+            && split_concatenated(last).is_none()
         {
             warnings.push(LoadWarning {
                 source: source.to_string(),
@@ -114,16 +134,64 @@ impl Transcript {
         let header = Header::parse(header_text)
             .map_err(|p| TranscriptError::invalid(source, header_line, p))?;
         let entry_count = lines.len() - 1;
-        let mut entries = Vec::with_capacity(entry_count);
-        for (index, &(line_no, text)) in lines[1..].iter().enumerate() {
+        let mut entries: Vec<Entry> = Vec::with_capacity(entry_count);
+        let warn = |warnings: &mut Vec<LoadWarning>, line: usize, message: String| {
+            warnings.push(LoadWarning {
+                source: source.to_string(),
+                line,
+                message,
+            });
+        };
+        for &(line_no, text) in &lines[1..] {
             let decode = Decode {
                 version: header.version(),
-                index,
+                // v1 ids and parents follow the position among the entries read.
+                index: entries.len(),
                 entry_count,
             };
-            let entry = Entry::decode(text.to_string(), line_no, &decode)
-                .map_err(|p| TranscriptError::invalid(source, line_no, p))?;
-            entries.push(entry);
+            let mut decoded = match Entry::decode(text.to_string(), line_no, &decode) {
+                Ok(e) => vec![e],
+                Err(problem) => match split_concatenated(text) {
+                    None => return Err(TranscriptError::invalid(source, line_no, problem)),
+                    // v1 boundaries count entries by position; pi skips such a line, so the
+                    // positions only agree with pi's if it is skipped here too.
+                    Some(parts) if header.version() == 1 => {
+                        warn(
+                            &mut warnings,
+                            line_no,
+                            format!(
+                                "{} JSON entries on one line (no line break between them); \
+                                 line skipped, as pi skips it",
+                                parts.len()
+                            ),
+                        );
+                        continue;
+                    }
+                    Some(parts) => {
+                        warn(
+                            &mut warnings,
+                            line_no,
+                            format!(
+                                "{} JSON entries on one line (no line break between them); \
+                                 read as {} entries",
+                                parts.len(),
+                                parts.len()
+                            ),
+                        );
+                        parts
+                            .into_iter()
+                            .map(|part| Entry::decode(part.to_string(), line_no, &decode))
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(|p| TranscriptError::invalid(source, line_no, p))?
+                    }
+                },
+            };
+            for e in &mut decoded {
+                if let Some(note) = e.take_note() {
+                    warn(&mut warnings, line_no, note);
+                }
+            }
+            entries.extend(decoded);
         }
         let mut t = Transcript {
             source: source.to_string(),
@@ -267,10 +335,12 @@ impl Transcript {
         &self.warnings
     }
 
-    /// After a rewrite dropped a torn last line, say where its bytes are kept.
+    /// After a rewrite changed lines the reader repaired (a torn last line dropped, entries
+    /// on one line split or skipped), say where the original bytes are kept.
     pub(crate) fn note_torn_tail_backup(&mut self, backup: &Path) {
         for w in &mut self.warnings {
-            if w.message.starts_with("torn last line") {
+            if w.message.starts_with("torn last line") || w.message.contains("entries on one line")
+            {
                 w.message
                     .push_str(&format!("; its bytes are kept in {}", backup.display()));
             }
@@ -467,6 +537,13 @@ impl Transcript {
         let line_no = self.next_line_number();
         let mut entry = Entry::decode(line, 0, &decode)
             .map_err(|p| TranscriptError::invalid(&self.source, line_no, p))?;
+        if let Some(note) = entry.take_note() {
+            self.warnings.push(LoadWarning {
+                source: self.source.clone(),
+                line: line_no,
+                message: note,
+            });
+        }
         entry.parent = self.leaf();
         entry.first_kept = entry.first_kept_entry_id().and_then(|k| self.index_of(k));
         if let Some(counter) = &self.counter

@@ -78,7 +78,7 @@ fn foreign_compactions_are_counted_by_byte_search_and_torn_tails_reported() {
     f.write_all(b"{\"type\":\"message\",\"id\":\"zz").unwrap();
     drop(f);
     let s = scan(&path).unwrap();
-    assert_eq!(s.count_source, CountSource::ByteSearch);
+    assert_eq!(s.count_source, CountSource::ActiveBranch);
     assert_eq!(s.compaction_count, 1);
     assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
     let lines = text.lines().count();
@@ -132,16 +132,176 @@ fn v1_files_are_parsed_whole() {
     assert_eq!(s.count_source, CountSource::FullParse);
 }
 
+/// `value` written with a space after every colon and comma: the same JSON, spelled otherwise.
+fn spaced(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let members: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), spaced(v)))
+                .collect();
+            format!("{{ {} }}", members.join(", "))
+        }
+        Value::Array(a) => {
+            let items: Vec<String> = a.iter().map(spaced).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A file as another writer would leave it: no counters in the compactions' details.
+fn foreign(t: &Transcript) -> String {
+    t.to_v3_string()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if let Some(d) = v.get_mut("details").and_then(Value::as_object_mut) {
+                d.remove("compactionCount");
+                d.remove("summaryCount");
+            }
+            v.to_string() + "\n"
+        })
+        .collect()
+}
+
 #[test]
-fn counting_finds_needles_across_block_edges() {
+fn compaction_count_is_right_on_any_json_spelling() {
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("n.txt");
-    let mut data = vec![b'x'; 4 * BLOCK - 3];
-    data.extend_from_slice(b"\"type\":\"compaction\"");
-    data.extend_from_slice(b"\"type\":\"compaction\"");
-    std::fs::write(&p, &data).unwrap();
+    let (path, t) = compacted(dir.path(), 3);
+    let text = foreign(&t);
+    std::fs::write(&path, &text).unwrap();
+    let plain = scan(&path).unwrap();
+    assert_eq!((plain.compaction_count, plain.summary_count), (3, 3));
+    assert_eq!(plain.count_source, CountSource::ActiveBranch);
+
+    // re-serialised with spaces after colons: the same answer
+    let spaced_text: String = text
+        .lines()
+        .map(|l| spaced(&serde_json::from_str(l).unwrap()) + "\n")
+        .collect();
+    assert!(spaced_text.contains("\"type\": \"compaction\""));
+    std::fs::write(&path, &spaced_text).unwrap();
+    let s = scan(&path).unwrap();
+    assert_eq!((s.compaction_count, s.summary_count), (3, 3));
+    assert_eq!(s.context_tokens, plain.context_tokens);
+    assert_eq!(s.context_messages, plain.context_messages);
+
+    // member names and values spelled with escapes
+    let escaped = text.replace(
+        "\"type\":\"compaction\"",
+        r#""typ\u0065":"compactio\u006e""#,
+    );
+    assert_ne!(escaped, text);
+    std::fs::write(&path, &escaped).unwrap();
+    assert_eq!(scan(&path).unwrap().compaction_count, 3);
+    assert_eq!(Transcript::load(&path).unwrap().compaction_count(), 3);
+}
+
+#[test]
+fn compactions_on_other_branches_or_in_nested_data_are_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.jsonl");
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    let user = |id: &str, parent: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"message":{{"role":"user","content":"hello"}}}}"#
+        )
+    };
+    let compaction = |id: &str, parent: &str, kept: &str| {
+        format!(
+            r#"{{"type":"compaction","id":"{id}","parentId":"{parent}","summary":"s","firstKeptEntryId":"{kept}","tokensBefore":10,"timestamp":"2025-01-01T00:00:00.000Z"}}"#
+        )
+    };
+    let lines = [
+        header.to_string(),
+        user("a", "null"),
+        user("b", "\"a\""),
+        // an abandoned branch with two compactions of its own
+        compaction("x1", "b", "b"),
+        compaction("x2", "x1", "b"),
+        // nested data that looks like a compaction
+        r#"{"type":"custom","id":"n","parentId":"b","customType":"k","data":{"type":"compaction","id":"q","parentId":"b","summary":"s","firstKeptEntryId":"b"}}"#.to_string(),
+        compaction("c", "n", "b"),
+        user("d", "\"c\""),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let s = scan(&path).unwrap();
+    let t = Transcript::load(&path).unwrap();
+    assert_eq!(t.compaction_count(), 1);
+    assert_eq!(s.compaction_count, 1);
+    assert_eq!(s.summary_count, 1);
+    assert_eq!(s.last_compaction.unwrap().id, "c");
+    assert_eq!(s.context_tokens, t.context_tokens());
+}
+
+#[test]
+fn status_rejects_what_loading_rejects() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, t) = compacted(dir.path(), 1);
+    // the latest compaction keeps an entry that is not in the file
+    let c = t.context()[0];
+    let kept = t.entries()[c].first_kept_entry_id().unwrap().to_string();
+    let text = t.to_v3_string().replace(
+        &format!("\"firstKeptEntryId\":\"{kept}\""),
+        "\"firstKeptEntryId\":\"gone0000\"",
+    );
+    std::fs::write(&path, &text).unwrap();
+    let loaded = Transcript::load(&path).unwrap_err().to_string();
+    let scanned = scan(&path).unwrap_err().to_string();
+    assert_eq!(scanned, loaded);
+    assert!(scanned.contains("\"gone0000\""), "{scanned}");
+}
+
+#[test]
+fn status_reads_concatenated_lines_boms_and_names_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let text = coding_session(4, 30);
+    let mut lines: Vec<&str> = text.lines().collect();
+    let joined = format!("{}{}", lines[5], lines[6]);
+    lines.splice(5..7, [joined.as_str()]);
+    let glued = format!("\u{feff}{}\n", lines.join("\n"));
+    std::fs::write(&path, &glued).unwrap();
+    let t = Transcript::load(&path).unwrap();
+    let s = scan(&path).unwrap();
+    assert_eq!(s.context_tokens, t.context_tokens());
+    assert_eq!(s.context_messages, t.context().len());
+    assert_eq!(s.warnings, t.warnings());
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert_eq!(s.warnings[0].line, 6);
+
+    // a line that is valid JSON but an array is named as such
+    let mut bad: Vec<&str> = text.lines().collect();
+    bad.insert(3, "[1, 2]");
+    std::fs::write(&path, bad.join("\n") + "\n").unwrap();
+    let e = scan(&path).unwrap_err().to_string();
+    assert!(
+        e.contains(":4: entry is an array, not a JSON object"),
+        "{e}"
+    );
+    let e = Transcript::load(&path).unwrap_err().to_string();
+    assert!(
+        e.contains(":4: entry is an array, not a JSON object"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_unreadable_compaction_timestamp_is_unknown_not_1970() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, t) = compacted(dir.path(), 1);
+    let text = t.to_v3_string().replace(
+        "\"timestamp\":\"2026-01-01T00:00:00.000Z\"",
+        "\"timestamp\":\"yesterday\"",
+    );
+    std::fs::write(&path, &text).unwrap();
+    let last = scan(&path).unwrap().last_compaction.unwrap();
+    assert_eq!(last.timestamp, None);
+    std::fs::write(&path, t.to_v3_string()).unwrap();
+    let last = scan(&path).unwrap().last_compaction.unwrap();
     assert_eq!(
-        count_occurrences(&p, b"\"type\":\"compaction\"").unwrap(),
-        2
+        last.timestamp,
+        Some(crate::time::parse_iso_ms("2026-01-01T00:00:00.000Z").unwrap())
     );
 }

@@ -1,0 +1,212 @@
+//! Reading transcript files. The session header is read and checked before anything else, so
+//! a file that is not a transcript (a 2 GB sparse file, a binary) is refused after at most
+//! [`MAX_HEADER`] bytes instead of being read whole. A UTF-8 byte order mark (Windows editors
+//! write one) is accepted; invalid UTF-8 is reported with its line.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use crate::entry::Header;
+use crate::error::TranscriptError;
+
+/// Longest header line accepted (real headers are a few hundred bytes).
+pub(crate) const MAX_HEADER: usize = 1 << 20;
+
+/// The UTF-8 byte order mark.
+pub(crate) const BOM: &str = "\u{feff}";
+
+/// The header line of a file and where it sits.
+pub(crate) struct Head {
+    pub header: Header,
+    /// The header line without BOM, `\r` or newline.
+    pub text: String,
+    /// 1-based line of the header (blank lines may precede it).
+    pub line: usize,
+    /// Byte offset just after the header line's newline (the file length without one).
+    pub body_start: u64,
+}
+
+fn io<'a>(path: &'a Path, action: &'static str) -> impl Fn(std::io::Error) -> TranscriptError + 'a {
+    move |e| TranscriptError::io(path, action, e)
+}
+
+/// Read and check the header at the start of `file`.
+pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, TranscriptError> {
+    let source = path.display().to_string();
+    file.seek(SeekFrom::Start(0))
+        .map_err(io(path, "cannot seek"))?;
+    let mut head = Vec::new();
+    file.take((MAX_HEADER + BOM.len()) as u64)
+        .read_to_end(&mut head)
+        .map_err(io(path, "cannot read transcript"))?;
+    let mut pos = if head.starts_with(BOM.as_bytes()) {
+        BOM.len()
+    } else {
+        0
+    };
+    let mut line = 1;
+    loop {
+        let end = memchr::memchr(b'\n', &head[pos..]).map(|n| pos + n);
+        let bytes = &head[pos..end.unwrap_or(head.len())];
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            if let Some(end) = end {
+                pos = end + 1;
+                line += 1;
+                continue;
+            }
+            if head.len() > MAX_HEADER {
+                break; // a megabyte of blanks is no transcript either; reported below
+            }
+            return Err(TranscriptError::invalid(
+                &source,
+                1,
+                "empty file: no session header",
+            ));
+        }
+        if end.is_none() && head.len() > MAX_HEADER {
+            break;
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            TranscriptError::invalid(
+                &source,
+                line,
+                format!(
+                    "first line is not a session header (not valid UTF-8 at byte {})",
+                    e.valid_up_to() + 1
+                ),
+            )
+        })?;
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let header = Header::parse(text).map_err(|p| TranscriptError::invalid(&source, line, p))?;
+        return Ok(Head {
+            header,
+            text: text.to_string(),
+            line,
+            body_start: end.map_or(head.len(), |e| e + 1) as u64,
+        });
+    }
+    Err(TranscriptError::invalid(
+        &source,
+        line,
+        format!(
+            "first line is not a session header (no line break in the first {} MiB)",
+            MAX_HEADER >> 20
+        ),
+    ))
+}
+
+/// The whole file as text, once its header has been checked. A BOM is kept (parsing skips
+/// it); invalid UTF-8 is an error naming the line.
+pub(crate) fn read_text(path: &Path) -> Result<String, TranscriptError> {
+    let mut file = File::open(path).map_err(io(path, "cannot open transcript"))?;
+    read_head(&mut file, path)?;
+    let len = file
+        .metadata()
+        .map_err(io(path, "cannot stat transcript"))?
+        .len();
+    file.seek(SeekFrom::Start(0))
+        .map_err(io(path, "cannot seek"))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.read_to_end(&mut bytes)
+        .map_err(io(path, "cannot read transcript"))?;
+    text_of(bytes, &path.display().to_string())
+}
+
+/// Bytes as UTF-8 text; the error names the line and the byte within it.
+pub(crate) fn text_of(bytes: Vec<u8>, source: &str) -> Result<String, TranscriptError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let bad = e.utf8_error().valid_up_to();
+        let line_start = memchr::memrchr(b'\n', &bytes[..bad]).map_or(0, |n| n + 1);
+        let line = 1 + memchr::memchr_iter(b'\n', &bytes[..bad]).count();
+        TranscriptError::invalid(
+            source,
+            line,
+            format!(
+                "not valid UTF-8 at byte {} of the line",
+                bad - line_start + 1
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        (dir, path)
+    }
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s","cwd":"/w"}"#;
+
+    #[test]
+    fn invalid_utf8_names_its_line_once() {
+        let mut bytes =
+            format!("{HEADER}\n{{\"type\":\"custom\",\"id\":\"a\",\"x\":\"ab").into_bytes();
+        bytes.extend_from_slice(b"\xff\"}\n");
+        let (_d, path) = write(&bytes);
+        let e = read_text(&path).unwrap_err();
+        assert_eq!(e.line(), Some(2), "{e}");
+        let shown = e.to_string();
+        assert!(
+            shown.ends_with(":2: not valid UTF-8 at byte 34 of the line"),
+            "{shown}"
+        );
+        assert_eq!(shown.matches("UTF-8").count(), 1, "{shown}");
+        assert!(std::error::Error::source(&e).is_none());
+    }
+
+    #[test]
+    fn a_bom_is_accepted() {
+        let (_d, path) = write(format!("{BOM}{HEADER}\n").as_bytes());
+        let mut f = File::open(&path).unwrap();
+        let head = read_head(&mut f, &path).unwrap();
+        assert_eq!(head.text, HEADER);
+        assert_eq!(
+            (head.line, head.body_start),
+            (1, 3 + HEADER.len() as u64 + 1)
+        );
+        assert_eq!(head.header.id(), "s");
+    }
+
+    #[test]
+    fn a_huge_file_without_a_header_is_refused_after_the_first_megabyte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.jsonl");
+        // 4 GiB of zeros without using the disk: only the header check may read it.
+        let f = File::create(&path).unwrap();
+        f.set_len(4 << 30).unwrap();
+        drop(f);
+        let started = std::time::Instant::now();
+        let e = read_text(&path).unwrap_err();
+        assert!(started.elapsed().as_secs() < 5);
+        assert_eq!(e.line(), Some(1));
+        assert!(e.to_string().contains("not a session header"), "{e}");
+        // a header that is JSON but not a header is refused the same way, before the rest
+        let (_d, path) = write(b"[1,2]\n{}\n");
+        let e = read_text(&path).unwrap_err();
+        assert!(e.to_string().contains("not a session header"), "{e}");
+    }
+
+    #[test]
+    fn a_lone_unterminated_line_is_judged_as_a_header_not_as_empty() {
+        let (_d, path) = write(br#"{"type":"session","version":3,"id""#);
+        let e = read_text(&path).unwrap_err();
+        assert!(!e.to_string().contains("empty"), "{e}");
+        assert!(e.to_string().contains("not a session header"), "{e}");
+        let (_d, path) = write(HEADER.as_bytes());
+        assert_eq!(read_text(&path).unwrap(), HEADER);
+        let (_d, path) = write(b"\n \n");
+        assert!(
+            read_text(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("empty file")
+        );
+    }
+}
