@@ -14,6 +14,16 @@ import { estimateTokens, fitToBudget } from "./tokens.js";
 
 /** @typedef {Record<string, any>} AgentMessage */
 /** @typedef {{ info: (m: string) => void, warn: (m: string) => void }} Log */
+/**
+ * What assemble answered for a session in the current turn.
+ * @typedef {object} LastOutput
+ * @property {AgentMessage[]} messages what it returned
+ * @property {(string | undefined)[]} fingerprints of `messages`, computed when needed
+ * @property {number} estimatedTokens
+ * @property {string} [systemPromptAddition]
+ * @property {AgentMessage[]} [history] the runtime history it was assembled from (in step with the mirror)
+ * @property {Record<string, unknown>} [request] the assemble request, without the budget
+ */
 
 export const ENGINE_ID = "ctxhost";
 
@@ -46,7 +56,7 @@ export class Bridge {
     /**
      * What assemble last returned per session, until the turn is committed: OpenClaw hands it
      * back before each model call.
-     * @type {Map<string, { messages: AgentMessage[], fingerprints: (string | undefined)[], estimatedTokens: number, systemPromptAddition?: string }>}
+     * @type {Map<string, LastOutput>}
      */
     this.lastOutput = new Map();
   }
@@ -275,42 +285,83 @@ export class CtxhostContextEngine {
       const budget = params.tokenBudget;
 
       const own = this.#ownOutput(key, messages);
-      if (own) {
-        const extra = messages.slice(own.messages.length).reduce((s, m) => s + estimateTokens(m), 0);
-        return this.#finish(key, messages, own.estimatedTokens + extra, own.systemPromptAddition, budget);
-      }
+      if (own) return this.#answerOwn(key, messages, own, budget);
 
+      const request = compactParams({
+        sessionKey: key,
+        prompt: params.prompt,
+        model: params.model,
+        availableTools: params.availableTools ? [...params.availableTools] : undefined,
+      });
       try {
-        const request = compactParams({
-          sessionKey: key,
-          tokenBudget: budget,
-          prompt: params.prompt,
-          model: params.model,
-          availableTools: params.availableTools ? [...params.availableTools] : undefined,
-        });
-        let res = await this.#assembleOnce(key, messages, request);
-        if (res.status === "mismatch") {
-          await this.#resync(key, messages, res);
-          res = await this.#assembleOnce(key, messages, request);
-          if (res.status === "mismatch") {
-            throw new Error(
-              `mirror still out of step after sync (mirror ${res.messageCount}, history ${messages.length})`,
-            );
-          }
-        }
-        if (res.compaction?.compacted) {
-          this.#log.info(
-            `ctxhost: compacted ${key} before assembling: ${res.compaction.tokensBefore} → ${res.compaction.tokensAfter} tokens`,
-          );
-        }
-        const out = this.#fromItems(messages, res.items ?? []);
-        return this.#finish(key, out, res.estimatedTokens, res.systemPromptAddition ?? undefined, budget);
+        const r = await this.#serverAssemble(key, messages, { ...request, ...compactParams({ tokenBudget: budget }) }, true);
+        return this.#finish(key, r.messages, r.estimatedTokens, r.systemPromptAddition, budget, { history: messages, request });
       } catch (err) {
         this.#log.warn(`ctxhost: assemble of ${key} failed (${describe(err)}); passing the history through`);
         const total = messages.reduce((s, m) => s + estimateTokens(m), 0);
         return this.#finish(key, messages, total, undefined, budget);
       }
     }, (r) => `in=${(params.messages ?? []).length} out=${r.messages.length} inserted=${r.messages.filter(isInserted).length} tokens=${r.estimatedTokens} budget=${params.tokenBudget}`);
+  }
+
+  /**
+   * The context ctxhost assembles for `history` (the runtime's whole history), syncing the
+   * mirror first when `resync` allows and it is out of step.
+   * @param {string} key
+   * @param {AgentMessage[]} history
+   * @param {Record<string, unknown>} request
+   * @param {boolean} resync
+   */
+  async #serverAssemble(key, history, request, resync) {
+    let res = await this.#assembleOnce(key, history, request);
+    if (res.status === "mismatch") {
+      if (!resync) throw new Error(`the mirror moved (mirror ${res.messageCount}, history ${history.length})`);
+      await this.#resync(key, history, res);
+      res = await this.#assembleOnce(key, history, request);
+      if (res.status === "mismatch") {
+        throw new Error(`mirror still out of step after sync (mirror ${res.messageCount}, history ${history.length})`);
+      }
+    }
+    if (res.compaction?.compacted) {
+      this.#log.info(
+        `ctxhost: compacted ${key} before assembling: ${res.compaction.tokensBefore} → ${res.compaction.tokensAfter} tokens`,
+      );
+    }
+    return {
+      messages: this.#fromItems(history, res.items ?? []),
+      estimatedTokens: res.estimatedTokens,
+      systemPromptAddition: res.systemPromptAddition ?? undefined,
+    };
+  }
+
+  /**
+   * Answers the runtime handing back what assemble returned earlier in the turn, followed by the
+   * turn's newer messages if any. When it no longer fits the budget (a long tool loop), ctxhost
+   * assembles the turn's history again for what the budget leaves (compacting if need be); only
+   * if that fails are the oldest messages dropped client-side.
+   * @param {string} key
+   * @param {AgentMessage[]} messages
+   * @param {LastOutput} own
+   * @param {number | undefined} budget
+   */
+  async #answerOwn(key, messages, own, budget) {
+    const newer = messages.slice(own.messages.length);
+    const extra = newer.reduce((s, m) => s + estimateTokens(m), 0);
+    const total = own.estimatedTokens + extra;
+    if (budget !== undefined && budget > 0 && total > budget && own.history) {
+      try {
+        const r = await this.#serverAssemble(
+          key,
+          own.history,
+          { ...own.request, tokenBudget: Math.max(1, budget - extra) },
+          false,
+        );
+        return this.#finish(key, [...r.messages, ...newer], r.estimatedTokens + extra, r.systemPromptAddition, budget, own);
+      } catch (err) {
+        this.#log.warn(`ctxhost: assembling ${key} again for a budget of ${budget} failed (${describe(err)})`);
+      }
+    }
+    return this.#finish(key, messages, total, own.systemPromptAddition, budget, own);
   }
 
   /**
@@ -436,8 +487,10 @@ export class CtxhostContextEngine {
    * @param {number} estimatedTokens
    * @param {string | undefined} systemPromptAddition
    * @param {number | undefined} budget
+   * @param {{ history?: AgentMessage[], request?: Record<string, unknown> }} [source] the history
+   *   ctxhost assembled this from (in step with the mirror) and the request it used
    */
-  #finish(key, messages, estimatedTokens, systemPromptAddition, budget) {
+  #finish(key, messages, estimatedTokens, systemPromptAddition, budget, source = {}) {
     let out = messages;
     let total = estimatedTokens;
     if (budget !== undefined && budget > 0 && estimatedTokens > budget) {
@@ -458,6 +511,8 @@ export class CtxhostContextEngine {
       fingerprints: [],
       estimatedTokens: total,
       systemPromptAddition,
+      history: source.history,
+      request: source.request,
     });
     /** @type {{ messages: AgentMessage[], estimatedTokens: number, systemPromptAddition?: string }} */
     const result = { messages: out, estimatedTokens: total };
