@@ -39,6 +39,23 @@ export function isInserted(message) {
 }
 
 /**
+ * Gives inserted messages that lack one the timestamp of their nearest neighbour (the next
+ * message, else the previous, else now): OpenClaw requires a timestamp on every message and
+ * prints it in front of user messages, so a missing one shows the model "1970-01-01".
+ * @param {AgentMessage[]} messages
+ * @returns {AgentMessage[]}
+ */
+export function withTimestamps(messages) {
+  const has = (/** @type {AgentMessage | undefined} */ m) => typeof m?.timestamp === "number" && m.timestamp > 0;
+  return messages.map((m, i) => {
+    if (!isInserted(m) || has(m)) return m;
+    const next = messages.slice(i + 1).find(has);
+    const previous = messages.slice(0, i).reverse().find(has);
+    return { ...m, timestamp: (next ?? previous)?.timestamp ?? Date.now() };
+  });
+}
+
+/**
  * State shared by every engine instance of one sidecar (OpenClaw builds an engine per turn).
  */
 export class Bridge {
@@ -328,7 +345,7 @@ export class CtxhostContextEngine {
       );
     }
     return {
-      messages: this.#fromItems(history, res.items ?? []),
+      messages: withTimestamps(this.#fromItems(history, res.items ?? [])),
       estimatedTokens: res.estimatedTokens,
       systemPromptAddition: res.systemPromptAddition ?? undefined,
     };

@@ -171,6 +171,7 @@ describe("ctxhost serve behind the OpenClaw engine", { skip, concurrency: false 
     assert.ok(["user", "assistant", "toolResult"].includes(inserted[0].role));
     assert.ok(first.messages.length < history.length, "older messages were compacted away");
     assert.ok(first.estimatedTokens <= 4000, `within the window (${first.estimatedTokens})`);
+    assert.ok(first.messages.every((m) => typeof m.timestamp === "number" && m.timestamp > 0), "every message has a timestamp");
 
     // OpenClaw's loop hook: the engine's own output, before the model call.
     s.reset();
@@ -188,6 +189,24 @@ describe("ctxhost serve behind the OpenClaw engine", { skip, concurrency: false 
     assert.ok(next.messages.some((m) => m.__ctxhost?.inserted));
     assert.equal(files(join(home, "sessions")).filter((f) => f.includes(".reset-")).length, 0);
     assert.equal(markers(mirrorOf(home)).length, 5);
+  });
+
+  test("checkpoint-manager: its gauge reaches the system prompt, its restore follows a compaction, stamped with a time", async (t) => {
+    const home = tempHome(smallWindow("checkpoint-manager", 4000));
+    const s = setup({ home });
+    t.after(s.cleanup);
+    await s.engine.bootstrap({ sessionId: SID, sessionKey: KEY, sessionFile: KEY });
+    const turns = [bigTurn("alpha"), bigTurn("beta"), bigTurn("gamma")];
+    let history = await commitAll(s.engine, turns);
+    const gauge = await s.engine.assemble({ sessionId: SID, sessionKey: KEY, messages: history, tokenBudget: 100_000 });
+    assert.match(gauge.systemPromptAddition ?? "", /\[Context: \d+% \| /, "the gauge line at ~75% of the window");
+    const turn4 = bigTurn("delta");
+    await s.engine.commitTurn({ sessionId: SID, sessionKey: KEY, advancementKey: "turn-3", messages: turn4 });
+    history = [...history, ...turn4];
+    const out = await s.engine.assemble({ sessionId: SID, sessionKey: KEY, messages: history, tokenBudget: 100_000 });
+    const texts = out.messages.filter((m) => m.__ctxhost?.inserted).map((m) => JSON.stringify(m.content));
+    assert.ok(texts.some((x) => x.includes("[Checkpoint ")), `a checkpoint restore among ${texts.length} inserted messages`);
+    assert.ok(out.messages.every((m) => typeof m.timestamp === "number" && m.timestamp > 0), "every message has a timestamp");
   });
 
   test("OpenClaw's tokenBudget bounds what assemble returns, also when a tool loop grows the turn", async (t) => {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import test from "node:test";
 import plugin from "../index.js";
 import { resolveConfig } from "../src/config.js";
-import { isInserted } from "../src/engine.js";
+import { isInserted, withTimestamps } from "../src/engine.js";
 import { fingerprint, lastFingerprint } from "../src/fingerprint.js";
 import { estimateTokens, fitToBudget, units } from "../src/tokens.js";
 import { PACKAGE_DIR, assistant, toolResult, user } from "../test-support/harness.js";
@@ -142,4 +142,17 @@ test("fitToBudget drops the oldest units, never inserted messages nor the newest
   assert.ok(tight.total > 10, "what cannot go stays, reported over budget");
   const fits = fitToBudget(msgs, total, total, isInserted);
   assert.equal(fits.dropped, 0);
+});
+
+test("inserted messages without a timestamp get their neighbour's, so OpenClaw never prints 1970", () => {
+  const restore = { role: "user", content: [{ type: "text", text: "[Checkpoint cp_1 …]" }], __ctxhost: { inserted: true, kind: "custom" } };
+  const kept = user("kept");
+  const out = withTimestamps([restore, kept]);
+  assert.equal(out[0].timestamp, kept.timestamp);
+  assert.equal(out[1], kept, "kept messages are the runtime's own objects");
+  assert.equal(restore.timestamp, undefined, "the input is not mutated");
+  const alone = withTimestamps([restore]);
+  assert.ok(Math.abs(alone[0].timestamp - Date.now()) < 5000);
+  const stamped = { ...restore, timestamp: 42 };
+  assert.equal(withTimestamps([stamped])[0], stamped);
 });
