@@ -130,6 +130,9 @@ check(
   `the model saw ctxhost's compaction summary (${JSON.stringify(summaryLine?.slice(0, 60))})`,
 );
 
+const epoch = requests.filter((r) => (r.body?.messages ?? []).some((m) => /^\[\w{3} 1970-01-01 /.test(text(m))));
+check(epoch.length === 0, `no message reached the model dated 1970 (a missing timestamp): ${epoch.length} request(s)`);
+
 if (engine === "checkpoint-manager") {
   const gauge = requests.some((r) =>
     (r.body?.messages ?? []).some((m) => (m.role === "system" || m.role === "developer") && /\[Context: \d+% \| /.test(text(m))),
