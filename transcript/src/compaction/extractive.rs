@@ -1,39 +1,354 @@
-//! A summarizer that needs no model: it extracts the goal, the files touched, tool failures,
-//! open questions and the last exchanges into markdown sections. Deterministic and bounded, so
-//! the whole product works offline and repeated compactions never grow the summary unbounded.
+//! A summarizer that needs no model: it extracts what a resumed agent must not lose — the
+//! current task, the user's requests and standing instructions, why tools failed, the files
+//! touched — into markdown sections, and merges them with the previous summary section by
+//! section, so nothing decays from one compaction to the next.
+//!
+//! The summary is bounded ([`MAX_CHARS`]). When it would grow past that, the past gives way
+//! (the oldest exchanges, requests, files and resolved failures are elided with a count), never
+//! the present (the current task and the standing instructions).
 
 use serde_json::Value;
 
 use crate::message::MessageView;
 use crate::role::Role;
 
-/// Upper bound on the summary, in characters (~2,000 tokens).
-pub const MAX_CHARS: usize = 8000;
+/// Upper bound on the summary, in characters (~1,200 tokens at chars / 4).
+pub const MAX_CHARS: usize = 4800;
 
-const MAX_FILES: usize = 40;
-const MAX_FAILURES: usize = 10;
-const MAX_QUESTIONS: usize = 5;
-const RECENT: usize = 6;
+/// The current task is quoted verbatim up to this many characters.
+const CURRENT_CHARS: usize = 500;
+/// The first request of the session.
+const STARTED_CHARS: usize = 200;
+/// Each entry of the request ledger: enough to recognise the request by its opening words.
+const REQUEST_CHARS: usize = 64;
+/// Each standing instruction, and at most this many of them.
+const INSTRUCTION_CHARS: usize = 160;
+const MAX_INSTRUCTIONS: usize = 10;
+/// The error line of a failure, and the command head or path it names.
+const FAILURE_LINE_CHARS: usize = 110;
+const TARGET_CHARS: usize = 48;
+/// Files are listed in full until their grouped lines pass these budgets (characters); then
+/// the oldest are elided with a count. Roughly 60–100 modified paths fit.
+pub const MODIFIED_FILES_BUDGET: usize = 1400;
+pub const READ_FILES_BUDGET: usize = 600;
+/// The request ledger's own budget, before the global cap.
+const REQUESTS_BUDGET: usize = 1600;
+const RECENT: usize = 3;
+const RECENT_CHARS: usize = 160;
+const PROGRESS_CHARS: usize = 240;
 
 /// One line, at most `max` chars, with an ellipsis when shortened.
 fn clip(text: &str, max: usize) -> String {
-    let flat: String = text
-        .trim()
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
+    let flat = fold(text);
     if flat.chars().count() <= max {
         return flat;
     }
     let mut s: String = flat.chars().take(max.saturating_sub(1)).collect();
+    s.truncate(s.trim_end().len());
     s.push('…');
     s
+}
+
+/// Whitespace (newlines included) folded to single spaces.
+fn fold(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn push_unique(list: &mut Vec<String>, item: String) {
     if !item.is_empty() && !list.contains(&item) {
         list.push(item);
     }
+}
+
+/// Moves `item` to the end (newest), adding it when absent.
+fn push_newest(list: &mut Vec<String>, item: String) {
+    if item.is_empty() {
+        return;
+    }
+    list.retain(|x| *x != item);
+    list.push(item);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the user asked
+
+/// Words that, alone or together, only acknowledge or wave the agent on.
+const ACK_WORDS: &[&str] = &[
+    "ok", "okay", "k", "kk", "yes", "y", "yep", "yeah", "yup", "sure", "continue", "go", "on",
+    "ahead", "proceed", "do", "it", "all", "thanks", "thank", "you", "ty", "thx", "great", "nice",
+    "cool", "good", "done", "next", "lgtm", "sounds", "perfect", "alright", "right", "please",
+    "pls", "fine", "that", "works", "keep", "going", "carry",
+];
+
+/// A user message that asks for nothing: an acknowledgement (`ok`, `yes, do it`, `continue`)
+/// or a bare slash command (`/mode`), which the agent runtime handles itself.
+pub fn is_acknowledgement(text: &str) -> bool {
+    let t = text.trim();
+    if t.is_empty() || (t.starts_with('/') && !t.contains(char::is_whitespace)) {
+        return true;
+    }
+    let words: Vec<String> = t
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    !words.is_empty() && words.len() <= 6 && words.iter().all(|w| ACK_WORDS.contains(&w.as_str()))
+}
+
+/// Openings of a clause that make it an instruction meant to last.
+const CLAUSE_CUES: &[&str] = &[
+    "don't ",
+    "dont ",
+    "do not ",
+    "never ",
+    "always ",
+    "use ",
+    "stop ",
+    "avoid ",
+    "only ",
+    "prefer ",
+    "make sure ",
+    "remember to ",
+    "no ",
+    "please don't ",
+    "please never ",
+    "please always ",
+    "please use ",
+];
+/// Words that make a clause an instruction wherever they stand.
+const ANYWHERE_CUES: &[&str] = &[
+    " must ",
+    " must not ",
+    " should never ",
+    " never ",
+    " always ",
+];
+
+/// The sentences of a user message that state a lasting rule (`don't …`, `never …`,
+/// `always …`, `use X not Y`, `… must …`). Questions are not rules.
+pub fn standing_instructions(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for sentence in text.split_inclusive(['.', '!', '?', '\n']) {
+        let s = sentence.trim();
+        if s.ends_with('?') || s.chars().count() < 8 {
+            continue;
+        }
+        let lower = format!(" {} ", s.to_lowercase().replace('’', "'"));
+        let clause_start = lower
+            .split([',', ';', ':', '—', '('])
+            .map(|c| c.trim_start_matches(|ch: char| !ch.is_alphanumeric()))
+            .any(|c| {
+                CLAUSE_CUES.iter().any(|cue| {
+                    c.starts_with(cue)
+                        && c[cue.len()..]
+                            .chars()
+                            .next()
+                            .is_some_and(char::is_alphanumeric)
+                })
+            });
+        let anywhere = ANYWHERE_CUES.iter().any(|cue| lower.contains(cue));
+        if clause_start || anywhere {
+            out.push(clip(s, INSTRUCTION_CHARS));
+        }
+    }
+    out
+}
+
+/// Content words of an instruction, to tell when a newer one is about the same thing.
+fn subject(instruction: &str) -> Vec<String> {
+    const STOP: &[&str] = &[
+        "the", "and", "not", "don't", "dont", "never", "always", "use", "must", "should", "make",
+        "sure", "please", "only", "any", "all", "for", "with", "from", "this", "that", "our",
+        "your", "you", "instead", "rather", "than", "are", "was", "will", "avoid", "stop",
+        "prefer", "just", "also", "into", "when", "then", "them", "its", "it's", "need",
+    ];
+    let mut words: Vec<String> = instruction
+        .to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_' || c == '-'))
+        .filter(|w| w.len() >= 3 && !STOP.contains(w))
+        .map(str::to_string)
+        .collect();
+    words.dedup();
+    words
+}
+
+/// Adds a standing instruction; an older one about the same subject (two content words in
+/// common, or most of the shorter one's) is superseded by it.
+fn add_instruction(list: &mut Vec<String>, instruction: String) {
+    let new = subject(&instruction);
+    list.retain(|old| {
+        let old_words = subject(old);
+        let shared = old_words.iter().filter(|w| new.contains(w)).count();
+        let smaller = old_words.len().min(new.len()).max(1);
+        !(shared >= 2 || shared * 2 > smaller) || *old == instruction
+    });
+    push_newest(list, instruction);
+    let excess = list.len().saturating_sub(MAX_INSTRUCTIONS);
+    list.drain(..excess);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Why tools failed
+
+/// A failed tool call: the tool, the command head or path it ran on, and the line of its
+/// output that names the error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Failure {
+    tool: String,
+    target: String,
+    line: String,
+    resolved: bool,
+}
+
+const RESOLVED: &str = " — resolved";
+
+impl Failure {
+    fn render(&self) -> String {
+        let mut s = self.tool.clone();
+        if !self.target.is_empty() {
+            s.push_str(&format!(" `{}`", self.target));
+        }
+        s.push_str(": ");
+        s.push_str(&self.line);
+        if self.resolved {
+            s.push_str(RESOLVED);
+        }
+        s
+    }
+
+    fn parse(item: &str) -> Failure {
+        let (item, resolved) = match item.strip_suffix(RESOLVED) {
+            Some(rest) => (rest, true),
+            None => (item, false),
+        };
+        // `tool `target`: line`, or `tool: line`; a target may itself hold ": ".
+        let quoted = item.split_once(" `").and_then(|(tool, rest)| {
+            let (target, line) = rest.split_once("`: ")?;
+            Some((tool, target, line))
+        });
+        let (tool, target, line) = quoted.unwrap_or_else(|| {
+            let (tool, line) = item.split_once(": ").unwrap_or((item, ""));
+            (tool, "", line)
+        });
+        Failure {
+            tool: tool.to_string(),
+            target: target.to_string(),
+            line: line.to_string(),
+            resolved,
+        }
+    }
+
+    fn same(&self, other: &Failure) -> bool {
+        self.tool == other.tool && self.target == other.target && self.line == other.line
+    }
+}
+
+/// Lines that open a tool's output without saying anything about the error: npm's script
+/// echo, git's remote banner, shell prompts, separators.
+fn boilerplate(line: &str) -> bool {
+    let l = line.trim();
+    l.starts_with("> ")
+        || l == ">"
+        || l.starts_with("To http")
+        || l.starts_with("To git@")
+        || l.starts_with("$ ")
+        || l.starts_with("+ ")
+        || l.starts_with("Command exited")
+        || l.starts_with("npm ERR! A complete log")
+        || l.starts_with("npm error A complete log")
+        || l.chars().all(|c| !c.is_alphanumeric())
+}
+
+const ERROR_WORDS: &[&str] = &[
+    "error",
+    "fail",
+    "cannot",
+    "can't",
+    "could not",
+    "couldn't",
+    "not found",
+    "no such",
+    "denied",
+    "rejected",
+    "refused",
+    "invalid",
+    "unexpected",
+    "exception",
+    "panic",
+    "fatal",
+    "enoent",
+    "eacces",
+    "timed out",
+    "timeout",
+    "not allowed",
+    "does not exist",
+    "missing",
+    "undefined",
+    "mismatch",
+    "conflict",
+    "abort",
+];
+
+/// The line of a failed tool's output that names the error: the first non-boilerplate line
+/// with an error word, else the first non-boilerplate line.
+pub fn error_line(output: &str) -> String {
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let named = lines.iter().find(|l| {
+        let lower = l.to_lowercase();
+        !boilerplate(l) && ERROR_WORDS.iter().any(|w| lower.contains(w))
+    });
+    let line = named
+        .or_else(|| lines.iter().find(|l| !boilerplate(l)))
+        .or(lines.first())
+        .copied()
+        .unwrap_or("(no output)");
+    clip(line, FAILURE_LINE_CHARS)
+}
+
+/// What a tool call ran on: the path it names, else the first line of its command, else its
+/// first string argument.
+fn call_target(arguments: &str) -> String {
+    let Ok(args) = serde_json::from_str::<Value>(arguments) else {
+        return String::new();
+    };
+    let pick = [
+        "path",
+        "file_path",
+        "command",
+        "cmd",
+        "url",
+        "query",
+        "pattern",
+    ]
+    .iter()
+    .find_map(|k| args.get(k).and_then(Value::as_str))
+    .or_else(|| {
+        args.as_object()
+            .and_then(|o| o.values().find_map(Value::as_str))
+    })
+    .unwrap_or("");
+    let first = pick.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    clip(first, TARGET_CHARS).replace('`', "'")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+/// Paths that say nothing durable about the work: scratch files and directories.
+fn transient_path(path: &str) -> bool {
+    let p = path.trim();
+    p.is_empty()
+        || p.ends_with('/')
+        || p == "."
+        || p.starts_with("/tmp/")
+        || p.starts_with("/var/folders/")
+        || p.starts_with("/private/var/folders/")
+        || p.starts_with("/private/tmp/")
+        || p.contains("/TemporaryItems/")
 }
 
 /// Files read and files modified, from tool-call arguments (`path` / `file_path`) of read vs
@@ -50,6 +365,9 @@ pub fn file_operations(messages: &[MessageView]) -> (Vec<String>, Vec<String>) {
         else {
             continue;
         };
+        if transient_path(path) {
+            continue;
+        }
         match call.name.to_ascii_lowercase().as_str() {
             "read" | "read_file" | "view" => push_unique(&mut read, path.to_string()),
             "edit" | "write" | "edit_file" | "write_file" | "multiedit" | "multi_edit" => {
@@ -62,42 +380,406 @@ pub fn file_operations(messages: &[MessageView]) -> (Vec<String>, Vec<String>) {
     (read, modified)
 }
 
-/// The bullets of a previous extractive summary, by section, so a new summary merges them
-/// instead of nesting the old text.
-#[derive(Default)]
-struct Previous {
-    goal: Vec<String>,
-    read: Vec<String>,
-    modified: Vec<String>,
-    failures: Vec<String>,
-    questions: Vec<String>,
-    structured: bool,
+/// `a/b/x.ts, a/b/y.ts, c.md` → `a/b/{x.ts, y.ts}` and `c.md`: one line per directory, in the
+/// order directories first appear.
+fn grouped(paths: &[String]) -> Vec<String> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for path in paths {
+        let (dir, file) = match path.rfind('/') {
+            Some(slash) => path.split_at(slash + 1),
+            None => ("", path.as_str()),
+        };
+        match groups.iter_mut().find(|(d, _)| *d == dir) {
+            Some((_, files)) => files.push(file),
+            None => groups.push((dir, vec![file])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(dir, files)| match files.as_slice() {
+            [one] => format!("{dir}{one}"),
+            _ => format!("{dir}{{{}}}", files.join(", ")),
+        })
+        .collect()
 }
 
-impl Previous {
-    fn parse(text: &str) -> Previous {
-        let mut p = Previous::default();
-        let mut section = "";
+/// The paths of one grouped line.
+fn ungrouped(line: &str) -> Vec<String> {
+    match line.find('{') {
+        Some(open) if line.ends_with('}') => {
+            let dir = &line[..open];
+            line[open + 1..line.len() - 1]
+                .split(", ")
+                .map(|f| format!("{dir}{f}"))
+                .collect()
+        }
+        _ => vec![line.to_string()],
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The summary, as sections
+
+/// A summary's content, by section. Lists are oldest first; `*_elided` count what the budget
+/// left out of them, so the count survives the next merge.
+#[derive(Debug, Clone, Default)]
+struct Sections {
+    current: Option<String>,
+    started: Option<String>,
+    focus: Option<String>,
+    /// A model-written summary merged in: kept under its own heading.
+    earlier: Option<String>,
+    instructions: Vec<String>,
+    requests: Vec<String>,
+    requests_elided: usize,
+    progress: Option<String>,
+    failures: Vec<Failure>,
+    failures_elided: usize,
+    modified: Vec<String>,
+    modified_elided: usize,
+    read: Vec<String>,
+    read_elided: usize,
+    recent: Vec<String>,
+}
+
+/// The sections [`Sections::parse`] reads back.
+const KNOWN: &[&str] = &[
+    "Current task",
+    "Started with",
+    "Goal",
+    "Focus",
+    "Earlier context",
+    "Standing instructions",
+    "User requests",
+    "Open questions",
+    "Progress",
+    "Tool failures",
+    "Files modified",
+    "Files read",
+    "Recent exchanges",
+];
+/// A model's earlier summary is kept up to this many characters.
+const EARLIER_CHARS: usize = 2000;
+
+/// `(+12 earlier …)` → 12.
+fn elided_count(item: &str) -> Option<usize> {
+    item.strip_prefix("(+")?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+impl Sections {
+    /// Reads a summary this module wrote (older layouts too: `Goal`, `Open questions`).
+    fn parse(text: &str) -> Sections {
+        let mut p = Sections::default();
+        let mut section = String::new();
+        // Lines outside the sections this module writes: a model's prose, pinned messages.
+        let mut free: Vec<&str> = Vec::new();
         for line in text.lines() {
             if let Some(h) = line.strip_prefix("## ") {
-                section = h.trim();
+                section = h.trim().to_string();
                 continue;
             }
-            let Some(item) = line.strip_prefix("- ") else {
+            let Some(item) = line
+                .strip_prefix("- ")
+                .filter(|_| KNOWN.contains(&section.as_str()))
+            else {
+                if !line.trim().is_empty() {
+                    free.push(line.trim());
+                }
                 continue;
             };
-            let list = match section {
-                "Goal" => &mut p.goal,
-                "Files read" => &mut p.read,
-                "Files modified" => &mut p.modified,
-                "Tool failures" => &mut p.failures,
-                "Open questions" => &mut p.questions,
+            let item = item.trim().to_string();
+            let elided = elided_count(&item);
+            match (section.as_str(), elided) {
+                ("Current task", _) => p.current = Some(item),
+                ("Started with" | "Goal", _) => {
+                    p.started.get_or_insert(item);
+                }
+                ("Focus", _) => p.focus = Some(item),
+                ("Earlier context", _) => p.earlier = Some(item),
+                ("Standing instructions", _) => push_unique(&mut p.instructions, item),
+                ("User requests", Some(n)) => p.requests_elided += n,
+                ("User requests" | "Open questions", None) => push_unique(&mut p.requests, item),
+                ("Progress", _) => p.progress = Some(item),
+                ("Tool failures", Some(n)) => p.failures_elided += n,
+                ("Tool failures", None) => {
+                    let f = Failure::parse(&item);
+                    if !p.failures.iter().any(|x| x.same(&f)) {
+                        p.failures.push(f);
+                    }
+                }
+                ("Files modified", Some(n)) => p.modified_elided += n,
+                ("Files modified", None) => {
+                    ungrouped(&item)
+                        .into_iter()
+                        .for_each(|f| push_unique(&mut p.modified, f));
+                }
+                ("Files read", Some(n)) => p.read_elided += n,
+                ("Files read", None) => {
+                    ungrouped(&item)
+                        .into_iter()
+                        .for_each(|f| push_unique(&mut p.read, f));
+                }
+                ("Recent exchanges", _) => p.recent.push(item),
                 _ => continue,
-            };
-            p.structured = true;
-            push_unique(list, item.trim().to_string());
+            }
+        }
+        p.read.retain(|f| !p.modified.contains(f));
+        if !free.is_empty() {
+            let mut earlier = p.earlier.take().unwrap_or_default();
+            if !earlier.is_empty() {
+                earlier.push(' ');
+            }
+            earlier.push_str(&free.join(" "));
+            p.earlier = Some(clip(&earlier, EARLIER_CHARS));
+        }
+        // "Started with" is left out when it equals the current task.
+        if p.started.is_none() {
+            p.started = p.current.clone();
         }
         p
+    }
+
+    /// Folds `later` (what came after `self`) in: the later current task and progress win,
+    /// lists are unioned in order, counts add up.
+    fn absorb(&mut self, later: Sections) {
+        if later.current.is_some() {
+            self.current = later.current;
+        }
+        if self.started.is_none() {
+            self.started = later.started;
+        }
+        if later.focus.is_some() {
+            self.focus = later.focus;
+        }
+        if self.earlier.is_none() {
+            self.earlier = later.earlier;
+        }
+        for i in later.instructions {
+            add_instruction(&mut self.instructions, i);
+        }
+        self.requests_elided += later.requests_elided;
+        for r in later.requests {
+            push_newest(&mut self.requests, r);
+        }
+        if later.progress.is_some() {
+            self.progress = later.progress;
+        }
+        self.failures_elided += later.failures_elided;
+        for f in later.failures {
+            self.add_failure(f);
+        }
+        self.modified_elided += later.modified_elided;
+        for f in later.modified {
+            push_unique(&mut self.modified, f);
+        }
+        self.read_elided += later.read_elided;
+        for f in later.read {
+            push_unique(&mut self.read, f);
+        }
+        self.read.retain(|f| !self.modified.contains(f));
+        if !later.recent.is_empty() {
+            self.recent = later.recent;
+        }
+    }
+
+    fn add_failure(&mut self, f: Failure) {
+        match self.failures.iter().position(|x| x.same(&f)) {
+            Some(i) => {
+                // Failing again: it is open again, and the newest.
+                self.failures.remove(i);
+                self.failures.push(f);
+            }
+            None => self.failures.push(f),
+        }
+    }
+
+    /// A success of `tool` on `target` resolves the earlier failures of the same call.
+    fn resolve(&mut self, tool: &str, target: &str) {
+        for f in &mut self.failures {
+            if f.tool == tool && f.target == target {
+                f.resolved = true;
+            }
+        }
+    }
+
+    /// Learns from the messages of this span, oldest first.
+    fn learn(&mut self, messages: &[MessageView]) {
+        let mut pending: Vec<(String, String)> = Vec::new();
+        for m in messages {
+            match m.role {
+                Role::User => {
+                    let text = m.text.trim();
+                    if is_acknowledgement(text) {
+                        continue;
+                    }
+                    self.started
+                        .get_or_insert_with(|| clip(text, STARTED_CHARS));
+                    self.current = Some(clip(text, CURRENT_CHARS));
+                    push_newest(&mut self.requests, clip(text, REQUEST_CHARS));
+                    for i in standing_instructions(text) {
+                        add_instruction(&mut self.instructions, i);
+                    }
+                }
+                Role::Assistant => {
+                    pending = m
+                        .tool_calls
+                        .iter()
+                        .map(|c| (c.name.clone(), call_target(&c.arguments)))
+                        .collect();
+                    if !m.text.trim().is_empty() {
+                        self.progress = Some(clip(&m.text, PROGRESS_CHARS));
+                    }
+                }
+                Role::ToolResult => {
+                    let tool = m.tool_name.clone().unwrap_or_else(|| "tool".into());
+                    // Results follow their calls in order; pair by tool name.
+                    let target = pending
+                        .iter()
+                        .position(|(name, _)| *name == tool)
+                        .map(|i| pending.remove(i).1)
+                        .unwrap_or_default();
+                    if m.is_error {
+                        self.add_failure(Failure {
+                            tool,
+                            target,
+                            line: error_line(&m.text),
+                            resolved: false,
+                        });
+                    } else {
+                        self.resolve(&tool, &target);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (read, modified) = file_operations(messages);
+        for f in modified {
+            push_unique(&mut self.modified, f);
+        }
+        for f in read {
+            push_unique(&mut self.read, f);
+        }
+        self.read.retain(|f| !self.modified.contains(f));
+        let recent: Vec<String> = messages
+            .iter()
+            .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.text.trim().is_empty())
+            .map(|m| format!("**{}**: {}", m.role.as_str(), clip(&m.text, RECENT_CHARS)))
+            .collect();
+        if !recent.is_empty() {
+            self.recent = last_n(recent, RECENT);
+        }
+    }
+
+    /// Elides the oldest items of a list while its rendered lines pass `budget`.
+    fn fit_files(list: &mut Vec<String>, elided: &mut usize, budget: usize) {
+        while list.len() > 1 && grouped(list).iter().map(|l| l.len() + 3).sum::<usize>() > budget {
+            list.remove(0);
+            *elided += 1;
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        let one = |out: &mut String, title: &str, item: &Option<String>| {
+            if let Some(i) = item {
+                section(out, title, std::slice::from_ref(i));
+            }
+        };
+        one(&mut out, "Current task", &self.current);
+        if self.started != self.current {
+            one(&mut out, "Started with", &self.started);
+        }
+        one(&mut out, "Focus", &self.focus);
+        section(&mut out, "Standing instructions", &self.instructions);
+        let mut requests = Vec::new();
+        if self.requests_elided > 0 {
+            requests.push(format!("(+{} earlier requests)", self.requests_elided));
+        }
+        requests.extend(self.requests.iter().cloned());
+        section(&mut out, "User requests", &requests);
+        one(&mut out, "Progress", &self.progress);
+        let mut failures = Vec::new();
+        if self.failures_elided > 0 {
+            failures.push(format!("(+{} earlier failures)", self.failures_elided));
+        }
+        failures.extend(self.failures.iter().map(Failure::render));
+        section(&mut out, "Tool failures", &failures);
+        for (title, list, elided) in [
+            ("Files modified", &self.modified, self.modified_elided),
+            ("Files read", &self.read, self.read_elided),
+        ] {
+            let mut lines = Vec::new();
+            if elided > 0 {
+                lines.push(format!("(+{elided} earlier files)"));
+            }
+            lines.extend(grouped(list));
+            section(&mut out, title, &lines);
+        }
+        one(&mut out, "Earlier context", &self.earlier);
+        section(&mut out, "Recent exchanges", &self.recent);
+        if out.is_empty() {
+            out.push_str("## Current task\n- (no user requests in the compacted part)\n");
+        }
+        out.trim_end().to_string()
+    }
+
+    /// Renders within [`MAX_CHARS`], taking from the past first: recent exchanges, the model's
+    /// earlier text, read files, the oldest requests, resolved failures, modified files, open
+    /// failures. The current task, focus and standing instructions are never cut.
+    fn render_bounded(mut self) -> String {
+        Self::fit_files(
+            &mut self.modified,
+            &mut self.modified_elided,
+            MODIFIED_FILES_BUDGET,
+        );
+        Self::fit_files(&mut self.read, &mut self.read_elided, READ_FILES_BUDGET);
+        while self.requests.len() > 1
+            && self.requests.iter().map(|r| r.len() + 3).sum::<usize>() > REQUESTS_BUDGET
+        {
+            self.requests.remove(0);
+            self.requests_elided += 1;
+        }
+        loop {
+            let out = self.render();
+            let over = out.chars().count().saturating_sub(MAX_CHARS);
+            if over == 0 {
+                return out;
+            }
+            if !self.recent.is_empty() {
+                self.recent.remove(0);
+            } else if let Some(e) = self.earlier.take() {
+                let keep = e.chars().count().saturating_sub(over + 2);
+                if keep > 200 {
+                    self.earlier = Some(clip(&e, keep));
+                }
+            } else if self.progress.take().is_some() {
+            } else if !self.read.is_empty() {
+                self.read.remove(0);
+                self.read_elided += 1;
+            } else if self.requests.len() > 5 {
+                self.requests.remove(0);
+                self.requests_elided += 1;
+            } else if let Some(i) = self.failures.iter().position(|f| f.resolved) {
+                self.failures.remove(i);
+                self.failures_elided += 1;
+            } else if self.modified.len() > 1 {
+                self.modified.remove(0);
+                self.modified_elided += 1;
+            } else if !self.failures.is_empty() {
+                self.failures.remove(0);
+                self.failures_elided += 1;
+            } else if self.requests.len() > 1 {
+                self.requests.remove(0);
+                self.requests_elided += 1;
+            } else {
+                // Only the present is left; it is bounded by construction.
+                return out;
+            }
+        }
     }
 }
 
@@ -122,6 +804,15 @@ fn last_n(mut items: Vec<String>, n: usize) -> Vec<String> {
     items
 }
 
+/// The summary's state before this span: the previous summary's sections, or a model's text.
+fn previous(previous_summary: Option<&str>) -> Sections {
+    let Some(text) = previous_summary.filter(|t| !t.trim().is_empty()) else {
+        return Sections::default();
+    };
+    // A model's prose comes back as `earlier`: its opening is the best account of the past.
+    Sections::parse(text)
+}
+
 /// Summarize `messages` (oldest first), merging `previous_summary`; `focus` is the operator's
 /// custom instruction, recorded so the reader knows what the compaction was asked to keep.
 pub fn summarize(
@@ -129,149 +820,97 @@ pub fn summarize(
     previous_summary: Option<&str>,
     focus: Option<&str>,
 ) -> String {
-    let prev = previous_summary.map(Previous::parse).unwrap_or_default();
-    let users = || {
-        messages
-            .iter()
-            .filter(|m| m.role == Role::User && !m.text.trim().is_empty())
-    };
-
-    let goal = if prev.goal.is_empty() {
-        users().take(3).map(|m| clip(&m.text, 400)).collect()
-    } else {
-        prev.goal.clone()
-    };
-
-    let (read_new, modified_new) = file_operations(messages);
-    let mut modified = prev.modified.clone();
-    modified_new
-        .into_iter()
-        .for_each(|p| push_unique(&mut modified, p));
-    let mut read = prev.read.clone();
-    read_new.into_iter().for_each(|p| push_unique(&mut read, p));
-    read.retain(|p| !modified.contains(p));
-
-    let mut failures = prev.failures.clone();
-    for m in messages
-        .iter()
-        .filter(|m| m.role == Role::ToolResult && m.is_error)
-    {
-        let first = m
-            .text
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("(no output)");
-        let tool = m.tool_name.as_deref().unwrap_or("tool");
-        push_unique(&mut failures, format!("{tool}: {}", clip(first, 160)));
-    }
-
-    let mut questions = prev.questions.clone();
-    for m in users().filter(|m| m.text.trim_end().ends_with('?')) {
-        push_unique(&mut questions, clip(&m.text, 300));
-    }
-
-    let recent: Vec<String> = messages
-        .iter()
-        .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.text.trim().is_empty())
-        .map(|m| format!("**{}**: {}", m.role.as_str(), clip(&m.text, 240)))
-        .collect();
-
-    let mut out = String::new();
-    section(&mut out, "Goal", &goal);
-    if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
-        section(&mut out, "Focus", &[clip(f, 400)]);
-    }
-    if let Some(text) = previous_summary.filter(|t| !prev.structured && !t.trim().is_empty()) {
-        // A summary written by a model: keep its opening, it is the best account of the past.
-        section(&mut out, "Earlier context", &[clip(text, 2000)]);
-    }
-    section(&mut out, "Files read", &last_n(read, MAX_FILES));
-    section(&mut out, "Files modified", &last_n(modified, MAX_FILES));
-    section(&mut out, "Tool failures", &last_n(failures, MAX_FAILURES));
-    section(
-        &mut out,
-        "Open questions",
-        &last_n(questions, MAX_QUESTIONS),
-    );
-    section(&mut out, "Recent exchanges", &last_n(recent, RECENT));
-    if out.is_empty() {
-        out.push_str("## Goal\n- (no user messages in the compacted part)\n");
-    }
-    let out = out.trim_end().to_string();
-    if out.chars().count() <= MAX_CHARS {
-        return out;
-    }
-    let mut cut: String = out.chars().take(MAX_CHARS - 24).collect();
-    cut.push_str("\n…(summary truncated)");
-    cut
+    summarize_at(messages, previous_summary, focus, None)
 }
 
-/// One summary from partial extractive summaries (oldest first): the goal of the first, the
-/// union of every list (files, failures, questions, decisions, pinned), the latest exchanges;
-/// bounded like [`summarize`]. Free text (a model's summary) is kept under its own heading.
-pub fn merge(parts: &[String]) -> String {
-    let mut order: Vec<String> = Vec::new();
-    let mut items: Vec<Vec<String>> = Vec::new();
-    for part in parts {
-        let mut current: Option<usize> = None;
-        for line in part.lines() {
-            if let Some(h) = line.strip_prefix("## ") {
-                let title = h.trim().to_string();
-                let idx = match order.iter().position(|t| *t == title) {
-                    Some(i) => i,
-                    None => {
-                        order.push(title);
-                        items.push(Vec::new());
-                        order.len() - 1
-                    }
-                };
-                // The goal is the first part's; later parts restate their own opening.
-                current = (order[idx] != "Goal" || items[idx].is_empty()).then_some(idx);
-                continue;
-            }
-            let text = line.trim();
-            if text.is_empty() {
-                continue;
-            }
-            let idx = match current {
-                Some(i) => i,
-                None if order.iter().all(|t| t != "Goal") || !text.starts_with("- ") => {
-                    let title = "Earlier context".to_string();
-                    let i = match order.iter().position(|t| *t == title) {
-                        Some(i) => i,
-                        None => {
-                            order.push(title);
-                            items.push(Vec::new());
-                            order.len() - 1
-                        }
-                    };
-                    current = Some(i);
-                    i
-                }
-                None => continue,
-            };
-            let item = text.strip_prefix("- ").unwrap_or(text).to_string();
-            push_unique(&mut items[idx], item);
+/// [`summarize`], told the user's newest request when it lies in the part that stays verbatim
+/// (`current_request`): the summary then names the task the user is on at compaction time.
+pub fn summarize_at(
+    messages: &[MessageView],
+    previous_summary: Option<&str>,
+    focus: Option<&str>,
+    current_request: Option<&str>,
+) -> String {
+    let mut s = previous(previous_summary);
+    s.learn(messages);
+    if let Some(text) = current_request.filter(|t| !is_acknowledgement(t)) {
+        s.current = Some(clip(text, CURRENT_CHARS));
+        push_newest(&mut s.requests, clip(text, REQUEST_CHARS));
+        for i in standing_instructions(text) {
+            add_instruction(&mut s.instructions, i);
         }
     }
-    let mut out = String::new();
-    for (title, list) in order.iter().zip(items) {
-        let cap = match title.as_str() {
-            "Files read" | "Files modified" => MAX_FILES,
-            "Tool failures" => MAX_FAILURES,
-            "Open questions" => MAX_QUESTIONS,
-            "Recent exchanges" => RECENT,
-            _ => 40,
-        };
-        section(&mut out, title, &last_n(list, cap));
+    if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
+        s.focus = Some(clip(f, 400));
     }
-    let out = out.trim_end().to_string();
-    if out.chars().count() <= MAX_CHARS {
-        return out;
+    s.render_bounded()
+}
+
+/// The parts of a summary that are facts, not prose — the current task, standing
+/// instructions, tool failures and files — for a model-written summary to be completed with
+/// (a model may drop or garble them; the host appends them mechanically).
+pub fn mechanical(
+    messages: &[MessageView],
+    previous_summary: Option<&str>,
+    current_request: Option<&str>,
+) -> String {
+    let mut s = Sections::parse(previous_summary.unwrap_or(""));
+    s.learn(messages);
+    if let Some(text) = current_request.filter(|t| !is_acknowledgement(t)) {
+        s.current = Some(clip(text, CURRENT_CHARS));
     }
-    let mut cut: String = out.chars().take(MAX_CHARS - 24).collect();
-    cut.push_str("\n…(summary truncated)");
-    cut
+    facts(s)
+}
+
+/// [`mechanical`] of partial summaries merged (oldest first).
+pub fn mechanical_merge(parts: &[String]) -> String {
+    let mut all = Sections::default();
+    for part in parts {
+        all.absorb(Sections::parse(part));
+    }
+    facts(all)
+}
+
+fn facts(s: Sections) -> String {
+    let facts = Sections {
+        current: s.current,
+        instructions: s.instructions,
+        failures: s.failures,
+        failures_elided: s.failures_elided,
+        modified: s.modified,
+        modified_elided: s.modified_elided,
+        read: s.read,
+        read_elided: s.read_elided,
+        ..Sections::default()
+    };
+    if facts.current.is_none()
+        && facts.instructions.is_empty()
+        && facts.failures.is_empty()
+        && facts.modified.is_empty()
+        && facts.read.is_empty()
+    {
+        return String::new();
+    }
+    facts.render_bounded()
+}
+
+/// The files a summary lists (read, modified), directory groups expanded; elided ones are
+/// only counted in the summary, so they are not here.
+pub fn files_in(summary: &str) -> (Vec<String>, Vec<String>) {
+    let s = Sections::parse(summary);
+    (s.read, s.modified)
+}
+
+/// One summary from partial extractive summaries (oldest first): the first one's start, the
+/// last one's current task and progress, the union of every list (requests, instructions with
+/// supersession, failures, files); bounded like [`summarize`]. Free text (a model's summary)
+/// is kept under its own heading.
+pub fn merge(parts: &[String]) -> String {
+    let mut all = Sections::default();
+    for part in parts {
+        all.absorb(previous(Some(part)));
+    }
+    all.render_bounded()
 }
 
 #[cfg(test)]
@@ -303,33 +942,316 @@ mod tests {
         m
     }
 
+    fn result(tool: &str, text: &str, is_error: bool) -> MessageView {
+        let mut m = msg(Role::ToolResult, text);
+        m.tool_name = Some(tool.into());
+        m.is_error = is_error;
+        m
+    }
+
+    fn section_of<'a>(summary: &'a str, title: &str) -> &'a str {
+        let start = summary
+            .find(&format!("## {title}\n"))
+            .unwrap_or_else(|| panic!("no {title} in {summary}"));
+        let rest = &summary[start..];
+        &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+    }
+
     #[test]
     fn sections_from_messages() {
-        let mut fail = msg(Role::ToolResult, "\nENOENT: no such file\nmore");
-        fail.is_error = true;
-        fail.tool_name = Some("read".into());
         let msgs = vec![
             msg(Role::User, "Port the selector to the new theme"),
             call("read", r#"{"path":"src/a.ts"}"#),
+            result("read", "...", false),
             call("read", r#"{"path":"src/b.ts"}"#),
             call("edit", r#"{"path":"src/b.ts","oldText":"x","newText":"y"}"#),
             call("write", r#"{"file_path":"src/c.ts","content":""}"#),
-            fail,
+            call("read", r#"{"path":"/tmp/scratch.txt"}"#),
+            call("read", r#"{"path":"docs/"}"#),
+            call("read", r#"{"path":"src/missing.ts"}"#),
+            result("read", "\nENOENT: no such file\nmore", true),
             msg(Role::User, "Should we keep the old colors?"),
             msg(Role::Assistant, "Done."),
         ];
         let s = summarize(&msgs, None, Some("keep the API notes"));
         assert!(
-            s.starts_with("## Goal\n- Port the selector to the new theme\n"),
+            s.starts_with("## Current task\n- Should we keep the old colors?\n"),
             "{s}"
         );
+        assert!(s.contains("## Started with\n- Port the selector to the new theme\n"));
         assert!(s.contains("## Focus\n- keep the API notes"));
-        assert!(s.contains("## Files read\n- src/a.ts\n\n"), "{s}");
-        assert!(s.contains("## Files modified\n- src/b.ts\n- src/c.ts\n"));
-        assert!(s.contains("## Tool failures\n- read: ENOENT: no such file\n"));
-        assert!(s.contains("## Open questions\n- Should we keep the old colors?"));
+        assert!(
+            s.contains("## Files read\n- src/{a.ts, missing.ts}\n\n"),
+            "{s}"
+        );
+        assert!(s.contains("## Files modified\n- src/{b.ts, c.ts}\n"), "{s}");
+        assert!(!s.contains("/tmp/") && !s.contains("docs/"), "{s}");
+        assert!(
+            s.contains("## Tool failures\n- read `src/missing.ts`: ENOENT: no such file\n"),
+            "{s}"
+        );
         assert!(s.contains("**assistant**: Done."));
         assert_eq!(s, summarize(&msgs, None, Some("keep the API notes")));
+    }
+
+    #[test]
+    fn the_current_task_is_the_last_real_request_and_survives_ten_merges() {
+        let task = "Rewrite the tokenizer so that multi-byte input is counted per character, \
+                    and keep the public API unchanged";
+        let mut summary = summarize(
+            &[
+                msg(Role::User, "Set up the repo"),
+                msg(Role::User, task),
+                msg(Role::Assistant, "On it."),
+                msg(Role::User, "ok"),
+                msg(Role::User, "continue"),
+            ],
+            None,
+            None,
+        );
+        for i in 0..10 {
+            // Ten more compactions of tool work with acknowledgements only.
+            let span: Vec<MessageView> = (0..20)
+                .flat_map(|j| {
+                    [
+                        call("edit", &format!(r#"{{"path":"src/m{i}/f{j}.rs"}}"#)),
+                        result("edit", "ok", false),
+                    ]
+                })
+                .chain([msg(Role::User, "yes, go ahead")])
+                .collect();
+            summary = summarize(&span, Some(&summary), None);
+        }
+        assert_eq!(
+            section_of(&summary, "Current task"),
+            format!("## Current task\n- {}", clip(task, CURRENT_CHARS))
+        );
+        assert!(section_of(&summary, "User requests").contains("- Set up the repo"));
+        assert!(!summary.contains("- yes, go ahead"), "{summary}");
+        assert!(summary.chars().count() <= MAX_CHARS);
+        // the same through the staged merge of partial summaries
+        let parts: Vec<String> = (0..10)
+            .map(|i| {
+                summarize(
+                    &[msg(Role::User, &format!("request number {i}"))],
+                    None,
+                    None,
+                )
+            })
+            .collect();
+        let merged = merge(&parts);
+        assert!(merged.starts_with("## Current task\n- request number 9\n"));
+        assert!(merged.contains("## Started with\n- request number 0\n"));
+        for i in 0..10 {
+            assert!(
+                merged.contains(&format!("- request number {i}\n")),
+                "{merged}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_current_request_in_the_kept_part_is_named() {
+        let s = summarize_at(
+            &[msg(Role::User, "Fix the build")],
+            None,
+            None,
+            Some("Now add a CHANGELOG entry"),
+        );
+        assert!(s.starts_with("## Current task\n- Now add a CHANGELOG entry\n"));
+        assert!(
+            s.contains("- Fix the build\n- Now add a CHANGELOG entry\n"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn acknowledgements_and_slash_commands_are_not_requests() {
+        for ack in [
+            "ok",
+            "Yes, do it",
+            "continue",
+            "/mode",
+            "yeah do it all",
+            "k",
+            "",
+        ] {
+            assert!(is_acknowledgement(ack), "{ack}");
+        }
+        for ask in [
+            "ok, make muted a little brighter",
+            "no, the block should stay as is",
+            "f0c674",
+        ] {
+            assert!(!is_acknowledgement(ask), "{ask}");
+        }
+    }
+
+    #[test]
+    fn an_instruction_given_in_turn_two_survives_until_superseded() {
+        let mut summary = summarize(
+            &[
+                msg(Role::User, "Add retry logic to the client"),
+                msg(Role::Assistant, "Sure."),
+                msg(
+                    Role::User,
+                    "Good. Never push to main directly. Also, use anyhow not unwrap in the CLI.",
+                ),
+                msg(Role::User, "I don't understand why this fails?"),
+            ],
+            None,
+            None,
+        );
+        for i in 0..10 {
+            let span = [
+                msg(Role::User, &format!("Now handle case {i} in the parser")),
+                call("bash", r#"{"command":"cargo test"}"#),
+                result("bash", "ok", false),
+            ];
+            summary = summarize(&span, Some(&summary), None);
+        }
+        let rules = section_of(&summary, "Standing instructions");
+        assert!(rules.contains("- Never push to main directly."), "{rules}");
+        assert!(
+            rules.contains("- Also, use anyhow not unwrap in the CLI."),
+            "{rules}"
+        );
+        assert!(!rules.contains("understand"), "{rules}");
+        // A newer rule on the same subject replaces the old one.
+        let summary = summarize(
+            &[msg(
+                Role::User,
+                "Change of plan: use thiserror not anyhow in the CLI.",
+            )],
+            Some(&summary),
+            None,
+        );
+        let rules = section_of(&summary, "Standing instructions");
+        assert!(
+            rules.contains("use thiserror not anyhow in the CLI"),
+            "{rules}"
+        );
+        assert!(!rules.contains("use anyhow not unwrap"), "{rules}");
+        assert!(rules.contains("Never push to main directly"), "{rules}");
+    }
+
+    #[test]
+    fn a_boilerplate_first_line_is_not_the_failure() {
+        let npm = "\n> pi-monorepo@0.0.3 check\n> biome check && tsc\n\nsrc/theme.ts(12,3): error TS2304: Cannot find name 'chalk'.\n";
+        let git = "To https://github.com/x/y.git\n ! [rejected]        main -> main (fetch first)\nerror: failed to push some refs";
+        let msgs = vec![
+            call("bash", r#"{"command":"npm run check\nnpm test"}"#),
+            result("bash", npm, true),
+            call("bash", r#"{"command":"git push origin main"}"#),
+            result("bash", git, true),
+            call("edit", r#"{"path":"src/a.ts","oldText":"x"}"#),
+            result("edit", "Could not find the exact text in src/a.ts", true),
+            call("edit", r#"{"path":"src/a.ts","oldText":"y"}"#),
+            result("edit", "Successfully replaced text", false),
+        ];
+        let s = summarize(&msgs, None, None);
+        let failures = section_of(&s, "Tool failures");
+        assert!(
+            failures.contains(
+                "- bash `npm run check`: src/theme.ts(12,3): error TS2304: Cannot find name 'chalk'.\n"
+            ),
+            "{failures}"
+        );
+        assert!(
+            failures.contains("- bash `git push origin main`: ! [rejected]"),
+            "{failures}"
+        );
+        assert!(
+            failures.contains(
+                "- edit `src/a.ts`: Could not find the exact text in src/a.ts — resolved"
+            ),
+            "{failures}"
+        );
+        assert!(!failures.contains("> pi-monorepo"), "{failures}");
+        // unresolved failures are carried through later compactions
+        let later = summarize(&[msg(Role::User, "next thing")], Some(&s), None);
+        assert!(
+            later.contains("bash `npm run check`: src/theme.ts(12,3)"),
+            "{later}"
+        );
+        assert!(!later.contains("`npm run check`: src/theme.ts(12,3): error TS2304: Cannot find name 'chalk'. — resolved"));
+    }
+
+    #[test]
+    fn files_are_complete_and_grouped_until_their_budget_then_the_oldest_are_counted() {
+        let span = |from: usize, to: usize| -> Vec<MessageView> {
+            (from..to)
+                .map(|i| {
+                    call(
+                        "edit",
+                        &format!(r#"{{"path":"src/mod{}/file{i}.rs"}}"#, i % 4),
+                    )
+                })
+                .collect()
+        };
+        let mut summary = summarize(&span(0, 20), None, None);
+        summary = summarize(&span(20, 40), Some(&summary), None);
+        let files = section_of(&summary, "Files modified");
+        for i in 0..40 {
+            assert!(files.contains(&format!("file{i}.rs")), "{files}");
+        }
+        assert_eq!(files.lines().count(), 5, "one line per directory: {files}");
+        // Past the budget: the newest stay, the oldest are counted, across merges.
+        for k in 0..10 {
+            summary = summarize(&span(40 + k * 40, 80 + k * 40), Some(&summary), None);
+        }
+        let files = section_of(&summary, "Files modified");
+        assert!(files.contains("file439.rs"), "{files}");
+        assert!(!files.contains("file0.rs,"), "{files}");
+        let elided = files
+            .lines()
+            .find_map(|l| elided_count(l.trim_start_matches("- ")))
+            .expect("a count of the elided files");
+        let listed: usize = files
+            .lines()
+            .skip(2)
+            .map(|l| ungrouped(l.trim_start_matches("- ")).len())
+            .sum();
+        assert_eq!(elided + listed, 440, "{files}");
+        assert!(files.len() <= MODIFIED_FILES_BUDGET + 60, "{}", files.len());
+    }
+
+    #[test]
+    fn the_budget_truncates_the_past_never_the_present() {
+        let task = format!("The real task: {}", "keep this ".repeat(60));
+        let mut msgs: Vec<MessageView> = (0..300)
+            .flat_map(|i| {
+                [
+                    msg(Role::User, &format!("request {i} {}", "y".repeat(90))),
+                    call(
+                        "edit",
+                        &format!(r#"{{"path":"src/very/long/path/{i}.rs"}}"#),
+                    ),
+                    call("bash", &format!(r#"{{"command":"make target{i}"}}"#)),
+                    result(
+                        "bash",
+                        &format!("error: target{i} {}", "z".repeat(200)),
+                        true,
+                    ),
+                ]
+            })
+            .collect();
+        msgs.push(msg(Role::User, "Never force-push the release branch."));
+        msgs.push(msg(Role::User, &task));
+        let s = summarize(&msgs, Some(&"z".repeat(50_000)), Some(&"f".repeat(10_000)));
+        assert!(s.chars().count() <= MAX_CHARS, "{}", s.chars().count());
+        assert!(s.starts_with(&format!(
+            "## Current task\n- {}",
+            clip(&task, CURRENT_CHARS)
+        )));
+        assert!(s.contains("- Never force-push the release branch."), "{s}");
+        assert!(s.contains("request 299"), "the newest request stays: {s}");
+        assert!(
+            s.contains("src/very/long/path/299.rs"),
+            "the newest file stays"
+        );
+        assert!(s.contains("make target299"), "the newest failure stays");
+        assert!(s.contains("earlier requests)"), "{s}");
     }
 
     #[test]
@@ -343,60 +1265,38 @@ mod tests {
             None,
         );
         let second = summarize(&[call("write", r#"{"path":"y.rs"}"#)], Some(&first), None);
-        assert!(second.contains("## Goal\n- Goal one\n"), "{second}");
-        assert!(second.contains("- x.rs\n- y.rs"), "{second}");
-        assert_eq!(second.matches("## Goal").count(), 1);
+        assert!(second.contains("## Current task\n- Goal one\n"), "{second}");
+        assert!(second.contains("- {x.rs, y.rs}"), "{second}");
+        assert_eq!(second.matches("## Current task").count(), 1);
         let free = summarize(&[], Some("The model wrote this."), None);
         assert!(free.contains("## Earlier context\n- The model wrote this."));
+        // a summary in the older layout is read too
+        let old = "## Goal\n- Old goal\n\n## Files modified\n- a.rs\n\n## Open questions\n- Why?";
+        let s = summarize(&[], Some(old), None);
+        assert!(s.contains("## Started with\n- Old goal"), "{s}");
+        assert!(s.contains("- Why?") && s.contains("- a.rs"), "{s}");
     }
 
     #[test]
-    fn merge_unions_sections_and_keeps_the_first_goal() {
-        let a = summarize(
-            &[
-                msg(Role::User, "Goal A"),
-                call("edit", r#"{"path":"a.rs"}"#),
-            ],
-            None,
-            None,
-        );
-        let b = summarize(
-            &[
-                msg(Role::User, "Later ask?"),
-                call("edit", r#"{"path":"b.rs"}"#),
-            ],
-            None,
-            None,
-        );
-        let m = merge(&[a, b]);
-        assert!(m.starts_with("## Goal\n- Goal A\n\n"), "{m}");
-        assert!(m.contains("- a.rs\n- b.rs"), "{m}");
-        assert!(m.contains("## Open questions\n- Later ask?"), "{m}");
+    fn mechanical_facts_for_a_model_summary() {
+        let msgs = vec![
+            msg(Role::User, "Don't touch the lockfile. Fix the flaky test"),
+            call("edit", r#"{"path":"tests/a.rs"}"#),
+            call("bash", r#"{"command":"cargo test"}"#),
+            result(
+                "bash",
+                "running 3 tests\nthread 'x' panicked at tests/a.rs:3",
+                true,
+            ),
+        ];
+        let m = mechanical(&msgs, None, None);
         assert!(
-            !m.contains("- Later ask?\n\n## Files"),
-            "the second goal is not kept: {m}"
+            m.starts_with("## Current task\n- Don't touch the lockfile."),
+            "{m}"
         );
-        let free = merge(&["A model wrote this.".into(), "## Goal\n- g".into()]);
-        assert!(
-            free.contains("## Earlier context\n- A model wrote this."),
-            "{free}"
-        );
-    }
-
-    #[test]
-    fn bounded_in_size() {
-        let long: Vec<MessageView> = (0..500)
-            .map(|i| {
-                let mut m = call(
-                    "edit",
-                    &format!(r#"{{"path":"src/very/long/path/number/{i}.rs"}}"#),
-                );
-                m.text = "x".repeat(1000);
-                m
-            })
-            .chain((0..50).map(|i| msg(Role::User, &format!("{} question {i}?", "y".repeat(500)))))
-            .collect();
-        let s = summarize(&long, Some(&"z".repeat(50_000)), Some(&"f".repeat(10_000)));
-        assert!(s.chars().count() <= MAX_CHARS, "{}", s.chars().count());
+        assert!(m.contains("## Standing instructions\n- Don't touch the lockfile."));
+        assert!(m.contains("bash `cargo test`: thread 'x' panicked at tests/a.rs:3"));
+        assert!(m.contains("## Files modified\n- tests/a.rs"));
+        assert!(!m.contains("Recent exchanges"));
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::extractive;
 use super::summarizer::{SummarizeError, Summarizer, SummaryRequest};
 use crate::message::MessageView;
 
@@ -64,9 +65,26 @@ impl fmt::Debug for OpenAiCompatible {
     }
 }
 
-const SYSTEM: &str = "You summarize the earlier part of a conversation between a user and a coding agent so the agent can continue without it. Write a structured markdown summary with sections: Goal, Decisions, Files read, Files modified, Tool failures, TODOs, Open questions, Constraints, Recent exchanges. Keep exact file paths, identifiers, commands and error messages. Be concise.";
+const SYSTEM: &str = "You summarize the earlier part of a conversation between a user and a coding agent so the agent can continue without it. Write a structured markdown summary with these sections, in this order: Current task (the user's latest substantive request, quoted), Started with (the first request), Standing instructions (rules the user gave that still hold: don't/never/always/use X not Y; drop one only when the user replaced it), User requests (every request, oldest first, one line each; leave out acknowledgements like ok/yes/continue), Progress (what is done and what is next), Tool failures (the command or path, and the line naming the error), Files modified, Files read, Recent exchanges. Merge the previous summary in without losing any of its requests or instructions. Keep exact file paths, identifiers, commands and error messages. Be concise.";
 
-const MERGE: &str = "Merge these partial summaries of consecutive parts of one conversation into a single summary with the same sections. Preserve every decision, TODO, open question and constraint; drop only repetition.";
+const MERGE: &str = "Merge these partial summaries of consecutive parts of one conversation into a single summary with the same sections. The current task is the last part's; keep every user request, standing instruction, failure and file; drop only repetition.";
+
+/// Heading of the facts the host appends to a model's summary.
+const FACTS: &str = "## Facts extracted by the host";
+
+/// The model's summary with the mechanical facts appended (a model may drop or garble paths
+/// and errors; these are copied from the messages).
+fn with_facts(model: String, facts: String) -> String {
+    // A previous summary's appended facts are re-extracted, not repeated.
+    let prose = match model.find(FACTS) {
+        Some(i) => model[..i].trim_end().to_string(),
+        None => model,
+    };
+    if facts.is_empty() {
+        return prose;
+    }
+    format!("{prose}\n\n{FACTS}\n\n{facts}")
+}
 
 fn excerpt(text: &str) -> String {
     let flat: String = text.chars().take(200).collect();
@@ -232,9 +250,16 @@ impl Summarizer for OpenAiCompatible {
         if let Some(f) = r.focus {
             prompt.push_str(&format!("Focus on: {f}\n\n"));
         }
+        if let Some(current) = r.current_request {
+            prompt.push_str(&format!(
+                "The user's latest request (kept verbatim after this part): {current}\n\n"
+            ));
+        }
         prompt.push_str("Conversation:\n\n");
         prompt.push_str(&transcript_text(r.messages));
-        self.chat(Some(SYSTEM), &prompt, None)
+        let model = self.chat(Some(SYSTEM), &prompt, None)?;
+        let facts = extractive::mechanical(r.messages, r.previous_summary, r.current_request);
+        Ok(with_facts(model, facts))
     }
 
     fn merge(&self, parts: &[String], focus: Option<&str>) -> Result<String, SummarizeError> {
@@ -245,7 +270,8 @@ impl Summarizer for OpenAiCompatible {
         for (i, p) in parts.iter().enumerate() {
             prompt.push_str(&format!("## Part {}\n{p}\n\n", i + 1));
         }
-        self.chat(Some(MERGE), &prompt, None)
+        let model = self.chat(Some(MERGE), &prompt, None)?;
+        Ok(with_facts(model, extractive::mechanical_merge(parts)))
     }
 
     fn complete(

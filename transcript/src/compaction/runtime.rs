@@ -232,6 +232,10 @@ struct Summarize {
     kept_tokens: u64,
     kept_pruned: Vec<String>,
     prev_details: Option<Value>,
+    /// The user's newest request in the kept part, for the summary's current task.
+    current_request: Option<String>,
+    /// The cut fell inside the newest turn (it alone was bigger than what may be kept).
+    split_turn: bool,
 }
 
 /// A prepared compaction: everything read from the transcript, nothing written.
@@ -434,12 +438,19 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
             "everything fits in the {keep} recent tokens kept: nothing to summarize"
         )));
     };
-    let cut = (0..=reached)
+    // A cut never lands on a tool result: a call and its result stay on the same side.
+    let cuttable = |j: usize| entries[messages[j]].context_role() != Some(Role::ToolResult);
+    let before = (0..=reached)
         .rev()
-        .find(|&j| entries[messages[j]].context_role() != Some(Role::ToolResult))
-        .filter(|&c| c > 0)
+        .find(|&j| cuttable(j))
+        .filter(|&c| c > 0);
+    // No such point before the kept budget: the newest turn alone is bigger than what may be
+    // kept. Cut inside it, at its latest step that keeps something, and summarize the prefix.
+    let split_turn = before.is_none();
+    let cut = before
+        .or_else(|| (reached + 1..messages.len()).find(|&j| cuttable(j)))
         .ok_or_else(|| {
-            skip("no cut point before the kept messages: nothing to summarize".into())
+            skip("no cut point: the newest turn is one tool call batch and its results".into())
         })?;
 
     let to_summarize: Vec<Entry> = messages[..cut]
@@ -477,7 +488,19 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
         .map(|&i| entries[i].id().to_string())
         .collect();
     let first = messages[cut];
+    let current_request = messages[cut..]
+        .iter()
+        .rev()
+        .filter(|&&i| entries[i].context_role() == Some(Role::User))
+        .filter_map(|&i| entries[i].view())
+        .map(|v| v.text)
+        .find(|text| !extractive::is_acknowledgement(text));
     let mut warnings = Vec::new();
+    if split_turn {
+        warnings.push(format!(
+            "the newest turn alone exceeds the {keep} tokens kept: it was cut between its steps and its beginning summarized"
+        ));
+    }
     if layer == Layer::Full {
         warnings.push(format!(
             "the context reached {:.0}% of the window: full compaction kept only the last {keep} tokens (and pinned messages) verbatim",
@@ -495,6 +518,8 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
             kept_tokens,
             kept_pruned,
             prev_details,
+            current_request,
+            split_turn,
         }),
         warnings,
         ..base
@@ -537,8 +562,16 @@ fn prune_candidates(t: &Transcript, messages: &[usize], policy: &Policy) -> (Vec
                     tool_tokens += tokens;
                     continue;
                 }
-                let tool = e.view().and_then(|v| v.tool_name).unwrap_or_default();
-                let protected = BUILTIN_PROTECTED_TOOLS.contains(&tool.as_str())
+                let view = e.view();
+                let tool = view
+                    .as_ref()
+                    .and_then(|v| v.tool_name.clone())
+                    .unwrap_or_default();
+                // An error result is why something failed: a placeholder would hide it from
+                // the model and from the summary, and it is short as a rule.
+                let failed = view.as_ref().is_some_and(|v| v.is_error);
+                let protected = failed
+                    || BUILTIN_PROTECTED_TOOLS.contains(&tool.as_str())
                     || policy.prune_protected_tools.contains(&tool);
                 if protected || tokens <= placeholder {
                     continue;
@@ -647,11 +680,15 @@ impl Job {
                         done += n;
                         progress(done.min(total_calls), total_calls);
                     };
+                    let request = SummaryRequest {
+                        messages: &messages,
+                        previous_summary: s.previous_summary.as_deref(),
+                        focus: self.focus.as_deref(),
+                        current_request: s.current_request.as_deref(),
+                    };
                     let (mut text, tier, errors) = summarize_in_stages(
                         summarizer,
-                        &messages,
-                        s.previous_summary.as_deref(),
-                        self.focus.as_deref(),
+                        &request,
                         self.context_window,
                         &self.policy,
                         &mut tick,
@@ -665,6 +702,9 @@ impl Job {
                         text = text.trim_end().to_string();
                     }
                     details.insert("summaryTier".into(), tier.as_str().into());
+                    if s.split_turn {
+                        details.insert("splitTurn".into(), true.into());
+                    }
                     if !errors.is_empty() {
                         details.insert("summarizerErrors".into(), json!(errors));
                     }
@@ -811,13 +851,12 @@ pub fn split_by_token_share(messages: &[MessageView], parts: usize) -> Vec<&[Mes
 /// worst tier used and the summarizer errors met (texts carry no credentials).
 pub fn summarize_in_stages(
     summarizer: &dyn Summarizer,
-    messages: &[MessageView],
-    previous_summary: Option<&str>,
-    focus: Option<&str>,
+    request: &SummaryRequest<'_>,
     window: u64,
     policy: &Policy,
     tick: &mut dyn FnMut(usize),
 ) -> (String, Tier, Vec<String>) {
+    let messages = request.messages;
     let total: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
     let ratio = adaptive_chunk_ratio(messages, window, policy);
     let budget = (window as f64 * ratio) as u64;
@@ -826,14 +865,7 @@ pub fn summarize_in_stages(
         || messages.len() < 4
         || (total as f64 * policy.safety_margin) as u64 <= budget;
     if whole {
-        let (s, tier) = summarize_with_fallback(
-            summarizer,
-            messages,
-            previous_summary,
-            focus,
-            window,
-            &mut errors,
-        );
+        let (s, tier) = summarize_with_fallback(summarizer, request, window, &mut errors);
         tick(policy.parts.max(1) + 1);
         return (s, tier, errors);
     }
@@ -841,9 +873,14 @@ pub fn summarize_in_stages(
     let mut partials = Vec::with_capacity(chunks.len());
     let mut worst = Tier::Full;
     for (n, chunk) in chunks.iter().enumerate() {
-        let prev = if n == 0 { previous_summary } else { None };
-        let (s, tier) =
-            summarize_with_fallback(summarizer, chunk, prev, focus, window, &mut errors);
+        let part = SummaryRequest {
+            messages: chunk,
+            previous_summary: request.previous_summary.filter(|_| n == 0),
+            // The task the user is on belongs to the newest part.
+            current_request: request.current_request.filter(|_| n + 1 == chunks.len()),
+            ..*request
+        };
+        let (s, tier) = summarize_with_fallback(summarizer, &part, window, &mut errors);
         worst = worst.max(tier);
         partials.push(s);
         tick(1);
@@ -851,7 +888,7 @@ pub fn summarize_in_stages(
     let merged = if partials.len() == 1 {
         partials.pop().unwrap_or_default()
     } else {
-        match summarizer.merge(&partials, focus) {
+        match summarizer.merge(&partials, request.focus) {
             Ok(s) => s,
             Err(e) => {
                 errors.push(format!("merge: {e}"));
@@ -869,18 +906,12 @@ pub fn summarize_in_stages(
 /// which needs no model, so the context keeps the facts).
 pub fn summarize_with_fallback(
     summarizer: &dyn Summarizer,
-    messages: &[MessageView],
-    previous_summary: Option<&str>,
-    focus: Option<&str>,
+    request: &SummaryRequest<'_>,
     window: u64,
     errors: &mut Vec<String>,
 ) -> (String, Tier) {
-    let request = SummaryRequest {
-        messages,
-        previous_summary,
-        focus,
-    };
-    let first_error: SummarizeError = match summarizer.summarize(&request) {
+    let messages = request.messages;
+    let first_error: SummarizeError = match summarizer.summarize(request) {
         Ok(s) => return (s, Tier::Full),
         Err(e) => e,
     };
@@ -890,12 +921,11 @@ pub fn summarize_with_fallback(
         messages.iter().partition(|m| u64::from(m.tokens) > limit);
     if !large.is_empty() && !small.is_empty() {
         let rest: Vec<MessageView> = small.into_iter().cloned().collect();
-        let request = SummaryRequest {
+        let smaller = SummaryRequest {
             messages: &rest,
-            previous_summary,
-            focus,
+            ..*request
         };
-        match summarizer.summarize(&request) {
+        match summarizer.summarize(&smaller) {
             Ok(mut s) => {
                 for m in &large {
                     s.push_str(&format!(
@@ -914,7 +944,12 @@ pub fn summarize_with_fallback(
         messages.len(),
         large.len()
     );
-    let facts = extractive::summarize(messages, previous_summary, focus);
+    let facts = extractive::summarize_at(
+        messages,
+        request.previous_summary,
+        request.focus,
+        request.current_request,
+    );
     (format!("{note}\n\n{facts}"), Tier::Note)
 }
 

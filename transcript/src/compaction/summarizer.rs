@@ -17,6 +17,9 @@ pub struct SummaryRequest<'a> {
     pub previous_summary: Option<&'a str>,
     /// The operator's custom instruction (`--focus`).
     pub focus: Option<&'a str>,
+    /// The user's newest request when it lies in the part kept verbatim: the task the user is
+    /// on at compaction time, which the summary must name so it survives the next compaction.
+    pub current_request: Option<&'a str>,
 }
 
 /// Why a summarizer produced nothing. Messages never contain credentials.
@@ -83,10 +86,11 @@ impl Summarizer for Extractive {
     }
 
     fn summarize(&self, r: &SummaryRequest<'_>) -> Result<String, SummarizeError> {
-        Ok(extractive::summarize(
+        Ok(extractive::summarize_at(
             r.messages,
             r.previous_summary,
             r.focus,
+            r.current_request,
         ))
     }
 

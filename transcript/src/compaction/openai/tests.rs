@@ -120,6 +120,7 @@ fn request(m: &[MessageView]) -> SummaryRequest<'_> {
         messages: m,
         previous_summary: Some("earlier"),
         focus: Some("tests"),
+        current_request: None,
     }
 }
 
@@ -130,7 +131,11 @@ fn success_sends_model_key_and_conversation() {
     let mut server = serve(vec![Reply::Status(200, "## Goal\n- fix it")]);
     let m = messages();
     let s = server.client(Some(KEY)).summarize(&request(&m)).unwrap();
-    assert_eq!(s, "## Goal\n- fix it");
+    // The model's text, then the facts the host copies from the messages.
+    assert_eq!(
+        s,
+        "## Goal\n- fix it\n\n## Facts extracted by the host\n\n## Current task\n- Fix the parser"
+    );
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1);
     let r = &reqs[0];
@@ -164,15 +169,13 @@ fn server_error_forever_falls_back_to_the_note_tier() {
     let mut errors = Vec::new();
     let (text, tier) = crate::compaction::runtime::summarize_with_fallback(
         &client,
-        &m,
-        None,
-        None,
+        &request(&m),
         100_000,
         &mut errors,
     );
     assert_eq!(tier, crate::compaction::Tier::Note);
     assert!(text.contains("HTTP 500"), "{text}");
-    assert!(text.contains("## Goal\n- Fix the parser"), "{text}");
+    assert!(text.contains("## Current task\n- Fix the parser"), "{text}");
     assert_eq!(server.requests().len(), 4);
     for e in &errors {
         assert!(!e.contains(KEY), "{e}");

@@ -290,14 +290,14 @@ fn fallback_tiers() {
         always: false,
     };
     assert_eq!(
-        summarize_with_fallback(&ok, &msgs, None, None, 10_000, &mut errors),
+        summarize_with_fallback(&ok, &only(&msgs), 10_000, &mut errors),
         ("summary of 3 messages".into(), Tier::Full)
     );
     let partial = Flaky {
         fail_full_over: Some(5000),
         always: false,
     };
-    let (s, tier) = summarize_with_fallback(&partial, &msgs, None, None, 10_000, &mut errors);
+    let (s, tier) = summarize_with_fallback(&partial, &only(&msgs), 10_000, &mut errors);
     assert_eq!(tier, Tier::Partial);
     assert!(
         s.contains("[Large toolResult (~6K tokens) omitted from summary]"),
@@ -307,7 +307,7 @@ fn fallback_tiers() {
         fail_full_over: None,
         always: true,
     };
-    let (s, tier) = summarize_with_fallback(&dead, &msgs, None, None, 10_000, &mut errors);
+    let (s, tier) = summarize_with_fallback(&dead, &only(&msgs), 10_000, &mut errors);
     assert_eq!(tier, Tier::Note);
     assert!(s.starts_with("[Summary unavailable"), "{s}");
     assert!(s.contains("## "), "extractive facts follow: {s}");
@@ -338,13 +338,13 @@ fn stages_split_by_token_share_and_merge() {
     let mut ticks = 0;
     // 40k tokens * 1.2 > 0.4 * 50k: staged
     let (s, tier, errors) =
-        summarize_in_stages(&ok, &msgs, None, None, 50_000, &policy, &mut |n| ticks += n);
+        summarize_in_stages(&ok, &only(&msgs), 50_000, &policy, &mut |n| ticks += n);
     assert_eq!(s, "summary of 20 messages + summary of 20 messages");
     assert_eq!(tier, Tier::Full);
     assert!(errors.is_empty());
     assert_eq!(ticks, 3);
     // fits the budget: one call
-    let (s, _, _) = summarize_in_stages(&ok, &msgs, None, None, 1_000_000, &policy, &mut |_| {});
+    let (s, _, _) = summarize_in_stages(&ok, &only(&msgs), 1_000_000, &policy, &mut |_| {});
     assert_eq!(s, "summary of 40 messages");
     // large messages shrink the chunk ratio
     let huge = vec![view(Role::ToolResult, 30_000); 4];
@@ -364,4 +364,150 @@ fn tool_results_stay_with_their_call_when_split() {
     for p in split_by_token_share(&msgs, 3) {
         assert_ne!(p[0].role, Role::ToolResult);
     }
+}
+
+/// A transcript of the given messages.
+/// `(role, text, tool)`: an assistant's tool call, or a result's tool and `isError`.
+type Line<'a> = (&'a str, String, Option<(&'a str, bool)>);
+
+/// A request for just these messages.
+fn only(messages: &[MessageView]) -> SummaryRequest<'_> {
+    SummaryRequest {
+        messages,
+        previous_summary: None,
+        focus: None,
+        current_request: None,
+    }
+}
+
+fn session_of(messages: &[Line<'_>]) -> Transcript {
+    let mut t = Transcript::new("s", "/w", "2026-01-01T00:00:00.000Z");
+    for (n, (role, text, tool)) in messages.iter().enumerate() {
+        let m = match (*role, tool) {
+            ("assistant", Some((name, _))) => serde_json::json!({
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": format!("c{n}"), "name": name,
+                             "arguments": {"path": format!("src/f{n}.rs")}}],
+                "stopReason": "toolUse",
+            }),
+            ("toolResult", Some((name, is_error))) => serde_json::json!({
+                "role": "toolResult", "toolCallId": format!("c{}", n - 1), "toolName": name,
+                "content": [{"type": "text", "text": text}], "isError": is_error,
+            }),
+            (role, _) => serde_json::json!({"role": role, "content": text}),
+        };
+        t.append_message(&m, "2026-01-01T00:00:00.000Z").unwrap();
+    }
+    t
+}
+
+#[test]
+fn a_turn_bigger_than_what_is_kept_is_cut_between_its_steps() {
+    // The context starts inside one long turn (an earlier cut kept from its first step), and
+    // its first result alone passes the kept budget: no cut point lies before it.
+    let huge = "x".repeat(48_000);
+    let t = session_of(&[
+        ("assistant", String::new(), Some(("read", false))),
+        ("toolResult", huge.clone(), Some(("read", false))),
+        ("assistant", String::new(), Some(("read", false))),
+        ("toolResult", "small".into(), Some(("read", false))),
+        ("assistant", String::new(), Some(("edit", false))),
+        ("toolResult", "done".into(), Some(("edit", false))),
+    ]);
+    let s = Settings {
+        context_window: 32_000,
+        reserve_tokens: 3_200,
+        reserve_tokens_floor: 0,
+        keep_recent_tokens: 10_000,
+        ..Settings::default()
+    };
+    let request = Request {
+        trigger: Trigger::Overflow,
+        ..Request::default()
+    };
+    let job = prepare(&t, &s, &request).expect("a cut inside the turn");
+    let plan = job.run(&Extractive, &mut |_, _| {});
+    assert_eq!(plan.first_kept_index, 2, "kept from the second step");
+    assert_ne!(
+        t.entries()[plan.first_kept_index].context_role(),
+        Some(Role::ToolResult)
+    );
+    assert_eq!(plan.details["splitTurn"], true);
+    assert!(plan.warnings.iter().any(|w| w.contains("newest turn")));
+    assert!(plan.summary.contains("src/f0.rs"), "{}", plan.summary);
+    assert!(plan.tokens_after < plan.tokens_before);
+
+    // One call batch and its results, nothing else: there is no step to cut between.
+    let batch = session_of(&[
+        ("assistant", String::new(), Some(("read", false))),
+        ("toolResult", huge, Some(("read", false))),
+    ]);
+    let skip = prepare(&batch, &s, &request).unwrap_err();
+    assert!(skip.reason.contains("no cut point"), "{}", skip.reason);
+}
+
+#[test]
+fn the_summary_names_the_request_the_user_is_on_and_errors_are_never_pruned() {
+    let big = "y".repeat(40_000);
+    let t = session_of(&[
+        ("user", "Migrate the config loader to TOML".into(), None),
+        ("assistant", String::new(), Some(("bash", false))),
+        (
+            "toolResult",
+            "> build\nerror[E0432]: unresolved import `toml`".into(),
+            Some(("bash", true)),
+        ),
+        ("assistant", String::new(), Some(("bash", false))),
+        ("toolResult", big, Some(("bash", false))),
+        ("user", "ok".into(), None),
+        ("assistant", "Porting.".into(), None),
+        (
+            "user",
+            "Also port the CLI flags, keep the old names".into(),
+            None,
+        ),
+    ]);
+    let s = Settings {
+        context_window: 40_000,
+        reserve_tokens: 4_000,
+        reserve_tokens_floor: 0,
+        keep_recent_tokens: 1,
+        ..Settings::default()
+    };
+    let mut policy = Policy {
+        prune_protect_tokens: 0,
+        prune_minimum_tokens: 0,
+        ..Policy::default()
+    };
+    policy.prune_tool_output_tokens = 0;
+    let s = Settings { policy, ..s };
+    let plan = prepare(&t, &s, &Request::default())
+        .unwrap()
+        .run(&Extractive, &mut |_, _| {});
+    assert!(
+        plan.summary
+            .starts_with("## Current task\n- Also port the CLI flags, keep the old names\n"),
+        "{}",
+        plan.summary
+    );
+    assert!(
+        plan.summary
+            .contains("- Migrate the config loader to TOML\n")
+    );
+    assert!(
+        plan.summary
+            .contains("bash `src/f1.rs`: error[E0432]: unresolved import `toml`"),
+        "{}",
+        plan.summary
+    );
+    // Phase 1 on the same history: the failed result is not among the pruned.
+    let (pruned, _) = prune_candidates(&t, &t.context(), &s.policy);
+    let entries = t.entries();
+    assert_eq!(pruned, [4], "the big successful output only");
+    assert!(
+        pruned
+            .iter()
+            .all(|&i| !entries[i].view().is_some_and(|v| v.is_error)),
+        "{pruned:?}"
+    );
 }
