@@ -1,6 +1,11 @@
 //! Message roles: shared by token accounting and message views.
 
 /// Who a context message speaks as (AgentMessage `role`, plus the synthesised summary roles).
+///
+/// The rule for any other role name (a runtime's own message kind), applied by every reader:
+/// the message is accepted, kept byte for byte in the file and through appends, and is not part
+/// of the model context (it has no `Role`, counts 0 tokens and has no view), which is what pi
+/// does with message kinds its `convertToLlm` does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     User,

@@ -51,6 +51,7 @@ impl TranscriptFile {
     /// one kept as `<file>.bak`), and so is a file whose last line lacks its newline, so that
     /// appends always start on a fresh line.
     pub fn open(path: &Path) -> Result<(TranscriptFile, Transcript), TranscriptError> {
+        remove_stale_temp_files(path);
         let text = crate::read::read_text(path)?;
         let mut transcript = Transcript::parse(&text, &path.display().to_string())?;
         if transcript.is_migrated() || !text.ends_with('\n') {
@@ -120,6 +121,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// keep the previous file as `<file>.bak`, rename over. Readers see the old or the new file,
 /// never a mix.
 pub fn rewrite_atomically(path: &Path, contents: &str) -> Result<(), TranscriptError> {
+    remove_stale_temp_files(path);
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp = with_suffix(path, &format!(".tmp-{}-{n}", std::process::id()));
     let result = write_and_swap(path, &tmp, contents);
@@ -128,6 +130,58 @@ pub fn rewrite_atomically(path: &Path, contents: &str) -> Result<(), TranscriptE
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A temp file younger than this is left alone even when its writer looks dead: a process in
+/// another pid namespace sharing the directory would look dead too.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Remove `<file>.tmp-<pid>-<n>` files a killed rewrite left behind (they can be as large as
+/// the transcript). Only files of processes that no longer exist and that have not been
+/// written to for [`STALE_AFTER`] are removed; where liveness cannot be checked (no
+/// `/proc`), nothing is. Best effort: failing to tidy up never fails the caller.
+fn remove_stale_temp_files(path: &Path) {
+    let proc = Path::new("/proc/self");
+    let (Some(name), Some(dir)) = (path.file_name(), path.parent()) else {
+        return;
+    };
+    if !proc.exists() {
+        return;
+    }
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{}.tmp-", name.to_string_lossy());
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in listing.flatten() {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let Some((pid, n)) = rest.split_once('-') else {
+            continue;
+        };
+        let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
+            continue; // a rewrite that may still be running
+        }
+        let old = entry
+            .metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Temp files are written in chunks of this size (each chunk is one crash point in tests).
@@ -353,6 +407,43 @@ mod tests {
         }
         assert!(saw_old >= 8, "crash points before the rename: {saw_old}");
         assert!(saw_new >= 1);
+    }
+
+    #[test]
+    fn stale_temp_files_of_dead_rewrites_are_removed_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let t = Transcript::parse(&crate::generate::coding_session(1, 10), "g").unwrap();
+        std::fs::write(&path, t.to_v3_string()).unwrap();
+        // a pid that has exited: a child we waited for
+        let dead = std::process::Command::new("true")
+            .spawn()
+            .and_then(|mut c| c.wait().map(|_| c.id()))
+            .unwrap();
+        let aged = std::time::SystemTime::now() - 2 * STALE_AFTER;
+        let make = |name: String, old: bool| {
+            let p = dir.path().join(name);
+            let mut f = File::create(&p).unwrap();
+            f.write_all(b"partial").unwrap();
+            if old {
+                f.set_modified(aged).unwrap();
+            }
+            p
+        };
+        let stale = make(format!("s.jsonl.tmp-{dead}-0"), true);
+        let fresh = make(format!("s.jsonl.tmp-{dead}-1"), false);
+        let live = make(format!("s.jsonl.tmp-{}-7", std::process::id()), true);
+        let other = make(format!("other.jsonl.tmp-{dead}-0"), true);
+        let odd = make("s.jsonl.tmp-crash-3".to_string(), true);
+        let _ = TranscriptFile::open(&path).unwrap();
+        assert!(!stale.exists(), "a dead rewrite's old temp file is removed");
+        for kept in [&fresh, &live, &other, &odd] {
+            assert!(kept.exists(), "{} kept", kept.display());
+        }
+        // the same on the next rewrite
+        let stale = make(format!("s.jsonl.tmp-{dead}-2"), true);
+        rewrite_atomically(&path, &t.to_v3_string()).unwrap();
+        assert!(!stale.exists());
     }
 
     #[test]

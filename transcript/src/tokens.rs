@@ -282,7 +282,10 @@ impl MessageStats<'_> {
 
 /// Decode what accounting needs from a message's JSON.
 pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
-    let m: MessageStats<'_> = serde_json::from_str(json).map_err(|e| format!("message: {e}"))?;
+    let m: MessageStats<'_> = match serde_json::from_str(json) {
+        Ok(m) => m,
+        Err(e) => return unknown_role(json).ok_or_else(|| format!("message: {e}")),
+    };
     let role = m.role.as_deref().and_then(Role::parse);
     let excluded = role == Some(Role::BashExecution) && m.exclude_from_context == Some(true);
     let (usage, usage_problem) = m.usage.as_ref().map(RawUsage::checked).unzip();
@@ -305,6 +308,26 @@ pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
         valid_usage,
         usage_problem: usage_problem.flatten(),
         excluded,
+    })
+}
+
+/// A message of a role this crate does not know is kept as it is, whatever its members hold
+/// (see [`Role`]): not part of the context, so its content is not interpreted.
+fn unknown_role(json: &str) -> Option<Summary> {
+    #[derive(Deserialize)]
+    #[serde(expecting = "a message object")]
+    struct RoleOnly<'a> {
+        #[serde(borrow)]
+        role: Option<Cow<'a, str>>,
+    }
+    let role = serde_json::from_str::<RoleOnly<'_>>(json).ok()?.role?;
+    (!role.is_empty() && Role::parse(&role).is_none()).then(|| Summary {
+        role: None,
+        role_name: role.into_owned(),
+        tokens: 0,
+        valid_usage: None,
+        usage_problem: None,
+        excluded: false,
     })
 }
 

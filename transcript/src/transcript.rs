@@ -55,7 +55,8 @@ fn quote(s: &str) -> String {
 /// (pi opens such files, skipping the line); None for anything else.
 pub(crate) fn split_concatenated(line: &str) -> Option<Vec<&str>> {
     let mut parts = Vec::new();
-    for value in serde_json::Deserializer::from_str(line).into_iter::<&serde_json::value::RawValue>()
+    for value in
+        serde_json::Deserializer::from_str(line).into_iter::<&serde_json::value::RawValue>()
     {
         let part = value.ok()?.get();
         if !part.starts_with('{') {
@@ -592,8 +593,10 @@ impl Transcript {
             Some("hookMessage") => {
                 Err("role \"hookMessage\" is written as \"custom\" in v3".into())
             }
-            Some(r) if Role::parse(r).is_some() => Ok(()),
-            Some(r) => Err(format!("unknown message role {r:?}")),
+            // Roles this crate does not know are kept verbatim and not sent to the model (see
+            // `Role`): a runtime's own message kinds must survive, as they do in pi.
+            Some("") => Err("message has an empty \"role\"".into()),
+            Some(_) => Ok(()),
             None => Err("message has no \"role\"".into()),
         }
     }

@@ -359,7 +359,7 @@ fn appends_extend_the_active_branch() {
     for bad in [
         json!("text"),
         json!({"content":"x"}),
-        json!({"role":"narrator"}),
+        json!({"role":""}),
         json!({"role":"hookMessage"}),
     ] {
         let err = t.append_message(&bad, "t").unwrap_err();
@@ -411,4 +411,163 @@ fn append_compaction_validates_the_boundary() {
     );
     t.append_compaction(&nc("u2"), "t").unwrap();
     assert_eq!(t.compaction_count(), 2);
+}
+
+#[test]
+fn a_line_holding_two_entries_is_read_as_two_with_a_warning() {
+    let a = msg("a", None, &user("first"));
+    let b = msg("b", Some("a"), &user("second"));
+    let c = msg("c", Some("b"), &user("third"));
+    let text = doc(&[a.clone(), format!("{b}{c}")]);
+    let t = Transcript::parse(&text, "glued.jsonl").unwrap();
+    assert_eq!(ids(&t, &t.context()), ["a", "b", "c"]);
+    assert_eq!(t.warnings().len(), 1);
+    let w = t.warnings()[0].to_string();
+    assert!(
+        w.starts_with("glued.jsonl:3: 2 JSON entries on one line"),
+        "{w}"
+    );
+    assert_eq!(t.entries()[2].line(), c);
+    // with whitespace between them too, and as an unterminated last line
+    let t = Transcript::parse(text.replace("}{", "}  {").trim_end(), "g").unwrap();
+    assert_eq!(t.entries().len(), 3);
+
+    // v1 positions count entries as pi reads them, and pi skips such a line
+    let v1 = format!(
+        "{{\"type\":\"session\",\"id\":\"s\"}}\n{{\"type\":\"message\",\"message\":{}}}{{\"type\":\"message\",\"message\":{}}}\n{{\"type\":\"message\",\"message\":{}}}\n",
+        user("x"),
+        user("y"),
+        user("z")
+    );
+    let t = Transcript::parse(&v1, "v1.jsonl").unwrap();
+    assert_eq!(t.entries().len(), 1);
+    assert_eq!(t.entries()[0].id(), "00000000");
+    assert!(t.warnings()[0].message.contains("skipped"));
+
+    // anything else that is not one JSON value stays an error
+    let e = err_of(&doc(&[format!("{a}x")]));
+    assert!(e.to_string().contains("not valid JSON"), "{e}");
+}
+
+#[test]
+fn opening_a_file_with_glued_entries_does_not_rewrite_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.jsonl");
+    let text = doc(&[
+        msg("a", None, &user("first")),
+        format!(
+            "{}{}",
+            msg("b", Some("a"), &user("second")),
+            msg("c", Some("b"), &user("third"))
+        ),
+    ]);
+    std::fs::write(&path, &text).unwrap();
+    let (_f, t) = crate::store::TranscriptFile::open(&path).unwrap();
+    assert_eq!(t.entries().len(), 3);
+    assert_eq!(t.warnings().len(), 1);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    assert!(!crate::store::backup_path(&path).exists());
+}
+
+#[test]
+fn a_bom_is_not_content() {
+    let text = format!("\u{feff}{}", doc(&[msg("a", None, &user("x"))]));
+    let t = Transcript::parse(&text, "bom.jsonl").unwrap();
+    assert_eq!(t.header().id(), "s1");
+    assert_eq!(t.entries().len(), 1);
+    assert!(t.warnings().is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bom.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    assert_eq!(Transcript::load(&path).unwrap().entries().len(), 1);
+}
+
+#[test]
+fn a_lone_unterminated_line_is_judged_as_the_header() {
+    let e = err_of(r#"{"type":"session","version":3,"id"#);
+    assert_eq!(e.line(), Some(1));
+    assert!(e.to_string().contains("not a session header"), "{e}");
+    assert!(!e.to_string().contains("empty"), "{e}");
+    let t = Transcript::parse(V3_HEADER, "h").unwrap();
+    assert!(t.entries().is_empty());
+}
+
+#[test]
+fn valid_json_of_the_wrong_shape_is_named_without_rust_types() {
+    for (line, kind) in [
+        ("[1,2]", "an array"),
+        ("\"x\"", "a string"),
+        ("7", "a number"),
+    ] {
+        let e = err_of(&format!("{V3_HEADER}\n{line}\n")).to_string();
+        assert!(
+            e.ends_with(&format!(":2: entry is {kind}, not a JSON object")),
+            "{e}"
+        );
+    }
+    let e = err_of(&format!(
+        "{V3_HEADER}\n{}\n",
+        msg("a", None, r#"{"role":"user","content":[7]}"#)
+    ))
+    .to_string();
+    assert!(!e.contains("struct"), "{e}");
+}
+
+#[test]
+fn implausible_usage_is_ignored_with_a_warning() {
+    let huge = u64::MAX;
+    let text = doc(&[
+        msg("u1", None, &user("12345678")),
+        msg("a1", Some("u1"), &assistant("abcd", huge, "stop")),
+        r#"{"type":"compaction","id":"c","parentId":"a1","summary":"s","firstKeptEntryId":"a1","tokensBefore":1e30}"#.into(),
+    ]);
+    let t = Transcript::parse(&text, "u.jsonl").unwrap();
+    // the absurd total counts as absent: the parts (input 1 + output 1) stand for it
+    assert_eq!(t.entries()[1].usage_total(), Some(2));
+    assert_eq!(t.entries()[2].tokens_before(), 0);
+    let w: Vec<String> = t.warnings().iter().map(ToString::to_string).collect();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].starts_with("u.jsonl:3: usage.totalTokens 1844674407"),
+        "{w:?}"
+    );
+    assert!(
+        w[1].starts_with(
+            "u.jsonl:4: tokensBefore 1000000000000000000000000000000 is not a plausible"
+        ),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn unknown_roles_are_kept_verbatim_and_not_sent_to_the_model() {
+    let odd = r#"{"role":"narrator","content":{"scene":5},"timestamp":4}"#;
+    let text = doc(&[
+        msg("u1", None, &user("12345678")),
+        msg("n1", Some("u1"), odd),
+    ]);
+    let mut t = Transcript::parse(&text, "r.jsonl").unwrap();
+    assert_eq!(t.entries()[1].message_json(), odd);
+    assert_eq!(t.entries()[1].context_role(), None);
+    assert_eq!(t.context(), vec![0]);
+    assert_eq!(t.context_tokens(), 2);
+    // appends take them too (replay copies a recorded session's messages this way)
+    let i = t
+        .append_message(&json!({"role":"narrator","content":"x"}), "t")
+        .unwrap();
+    assert_eq!(t.entries()[i].entry_type(), "message");
+    let i = t
+        .append_message_text(r#"{"role":"audit", "n": 1.50}"#, "t")
+        .unwrap();
+    assert!(
+        t.entries()[i]
+            .line()
+            .contains(r#"{"role":"audit", "n": 1.50}"#)
+    );
+    assert_eq!(t.context(), vec![0]);
+    let back = Transcript::parse(&t.to_v3_string(), "again").unwrap();
+    assert_eq!(back.to_v3_string(), t.to_v3_string());
+    // a message still needs a role
+    assert!(t.append_message(&json!({"content":"x"}), "t").is_err());
+    assert!(t.append_message(&json!({"role":""}), "t").is_err());
 }
