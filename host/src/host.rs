@@ -24,6 +24,10 @@ pub enum SessionTarget {
     KeyAt { key: String, path: PathBuf },
 }
 
+/// What an embedding runtime holds for the life of its process: the operator's config, the
+/// engines it can run (bundled and installed, each compiled and loaded once, on first use) and
+/// the wasm runtime they share. Open a [`Session`] per conversation with
+/// [`Host::open_session`]; one `Host` serves any number of sessions concurrently.
 pub struct Host {
     home: Home,
     config: Config,

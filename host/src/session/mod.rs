@@ -65,6 +65,11 @@ pub struct CompactOutcome {
     pub first_kept_entry_id: Option<String>,
 }
 
+/// One conversation: the transcript file the host owns and the engine instance that serves
+/// it. Every method is one step of the lifecycle an agent runtime drives (append, assemble,
+/// compact, after-turn, subagent hooks, close). An engine fault fails that call with an error
+/// naming the engine and function and discards the instance; the next call starts a fresh
+/// one bootstrapped from the transcript, so the session itself survives.
 pub struct Session {
     engine: Arc<PreparedEngine>,
     shared: Arc<Shared>,
