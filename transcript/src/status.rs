@@ -308,6 +308,17 @@ fn line_number_at(path: &Path, offset: u64) -> Result<usize, TranscriptError> {
 
 /// The status of the transcript at `path`, reading only its tail (see the module docs).
 pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
+    scan_with(path, None)
+}
+
+/// [`scan`] for a context window of `window` tokens: recorded usage above the window was
+/// measured at another window and does not stand for the context (see
+/// [`Transcript::context_tokens`]).
+pub fn scan_for_window(path: &Path, window: u64) -> Result<Status, TranscriptError> {
+    scan_with(path, Some(window))
+}
+
+fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError> {
     let source = path.display().to_string();
     let mut file = File::open(path).map_err(io(path, "cannot open transcript"))?;
     let file_bytes = file
@@ -316,7 +327,8 @@ pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
         .len();
     let head = crate::read::read_head(&mut file, path)?;
     let full = || -> Result<Status, TranscriptError> {
-        let t = Transcript::load(path)?;
+        let mut t = Transcript::load(path)?;
+        t.set_context_window(window);
         Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
     };
     if head.header.version() == 1 {
@@ -447,13 +459,14 @@ pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
         }
     };
     text.push_str(&tail);
-    let t = match Transcript::parse_tail(&text, &source) {
+    let mut t = match Transcript::parse_tail(&text, &source) {
         Ok(t) => t,
         Err(TranscriptError::Invalid { line, problem, .. }) => {
             return Err(TranscriptError::invalid(&source, shift(line)?, problem));
         }
         Err(e) => return Err(e),
     };
+    t.set_context_window(window);
     let mut status = from_transcript(&t, file_bytes, CountSource::Details);
     status.bytes_scanned = bytes_scanned;
     for w in &mut status.warnings {

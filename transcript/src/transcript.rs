@@ -24,6 +24,8 @@ pub struct Transcript {
     warnings: Vec<LoadWarning>,
     /// Exact token counting, when selected; None is chars/4.
     counter: Option<TokenCounter>,
+    /// The window the context is measured for, when known (see `set_context_window`).
+    window: Option<u64>,
 }
 
 /// How many compactions a branch has seen (see [`Transcript::compaction_stats`]).
@@ -77,6 +79,7 @@ impl Transcript {
             by_id: HashMap::new(),
             warnings: Vec::new(),
             counter: None,
+            window: None,
         }
     }
 
@@ -201,6 +204,7 @@ impl Transcript {
             by_id: HashMap::new(),
             warnings,
             counter: None,
+            window: None,
         };
         t.link(partial)?;
         Ok(t)
@@ -423,10 +427,26 @@ impl Transcript {
     }
 
     /// Context size by the TRANSCRIPTS.md rule over `context()`: the last valid assistant
-    /// usage plus estimates of what follows it; estimates of everything without one. Usage
-    /// recorded before the latest compaction measured the uncompacted context, so it is not
-    /// used (the summary and kept entries are estimated instead).
+    /// usage plus estimates of what follows it; estimates of everything without one.
+    ///
+    /// Recorded usage stands for the context only while it measured this context: usage
+    /// recorded before the latest compaction measured the uncompacted context, and with a
+    /// window set (`set_context_window`) a latest usage above it was measured at another,
+    /// larger window (a replayed or moved session keeps its original figures); in both cases
+    /// the context is estimated instead.
     pub fn context_tokens(&self) -> u64 {
+        match self.window {
+            Some(w) => self.context_tokens_in_window(w),
+            None => self.context_tokens_with(u64::MAX),
+        }
+    }
+
+    /// [`Transcript::context_tokens`] for a context window of `window` tokens.
+    pub fn context_tokens_in_window(&self, window: u64) -> u64 {
+        self.context_tokens_with(window)
+    }
+
+    fn context_tokens_with(&self, window: u64) -> u64 {
         let ctx = self.context();
         let boundary = ctx
             .first()
@@ -438,11 +458,24 @@ impl Transcript {
             if let Some(total) = e.usage_total()
                 && boundary.is_none_or(|b| i > b)
             {
+                if total > window {
+                    // The latest measurement does not fit this window: the figures on this
+                    // stretch are another window's, so none of them is used.
+                    return ctx
+                        .iter()
+                        .map(|&j| u64::from(self.entries[j].tokens()))
+                        .sum();
+                }
                 return total.saturating_add(trailing);
             }
             trailing += u64::from(e.tokens());
         }
         trailing
+    }
+
+    /// Measure `context_tokens` for this context window from now on (None: any window).
+    pub fn set_context_window(&mut self, window: Option<u64>) {
+        self.window = window;
     }
 
     /// The AgentMessage of entry `index` as the model gets it: pruned tool results carry the

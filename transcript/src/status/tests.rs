@@ -305,3 +305,29 @@ fn an_unreadable_compaction_timestamp_is_unknown_not_1970() {
         Some(crate::time::parse_iso_ms("2026-01-01T00:00:00.000Z").unwrap())
     );
 }
+
+#[test]
+fn usage_from_another_window_is_not_the_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.jsonl");
+    let text = coding_session(6, 120);
+    std::fs::write(&path, &text).unwrap();
+    let t = Transcript::parse(&text, "x").unwrap();
+    let recorded = scan(&path).unwrap().context_tokens;
+    assert_eq!(recorded, t.context_tokens());
+    let estimated: u64 = t
+        .context()
+        .iter()
+        .map(|&i| u64::from(t.entries()[i].tokens()))
+        .sum();
+    assert_ne!(recorded, estimated, "the session records usage");
+    // a window the recorded figures do not fit: estimates, as the full load says
+    let small = recorded / 2;
+    let s = scan_for_window(&path, small).unwrap();
+    assert_eq!(s.context_tokens, t.context_tokens_in_window(small));
+    assert_eq!(s.context_tokens, estimated);
+    assert_eq!(
+        scan_for_window(&path, recorded).unwrap().context_tokens,
+        recorded
+    );
+}

@@ -571,3 +571,24 @@ fn unknown_roles_are_kept_verbatim_and_not_sent_to_the_model() {
     assert!(t.append_message(&json!({"content":"x"}), "t").is_err());
     assert!(t.append_message(&json!({"role":""}), "t").is_err());
 }
+
+#[test]
+fn usage_from_another_window_does_not_stand_for_the_context() {
+    // recorded in a 200k-window session: the latest turn measured 150k
+    let text = doc(&[
+        msg("u1", None, &user("12345678")),                         // 2
+        msg("a1", Some("u1"), &assistant("abcd", 9_000, "stop")),   // 1
+        msg("u2", Some("a1"), &user("1234")),                       // 1
+        msg("a2", Some("u2"), &assistant("abcd", 150_000, "stop")), // 1
+        msg("u3", Some("a2"), &user("1234")),                       // 1
+    ]);
+    let mut t = Transcript::parse(&text, "x").unwrap();
+    assert_eq!(t.context_tokens(), 150_001);
+    assert_eq!(t.context_tokens_in_window(200_000), 150_001);
+    // at a 16k window that figure cannot describe this context; nor can the older one
+    assert_eq!(t.context_tokens_in_window(16_000), 2 + 1 + 1 + 1 + 1);
+    t.set_context_window(Some(16_000));
+    assert_eq!(t.context_tokens(), 6);
+    t.set_context_window(None);
+    assert_eq!(t.context_tokens(), 150_001);
+}
