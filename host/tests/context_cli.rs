@@ -507,28 +507,38 @@ fn inspect_shows_a_request_that_overflows_and_marks_it() {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(
         home.path().join("ctxhost.json"),
-        "{ agents: { defaults: { contextWindow: 8000, compaction: { reserveTokens: 1000, reserveTokensFloor: 0 } } } }",
+        "{ agents: { defaults: { contextWindow: 8000, bootstrapMaxChars: 100000, compaction: { reserveTokens: 1000, reserveTokensFloor: 0 } } } }",
     )
     .unwrap();
-    // One user message larger than the window: nothing can be compacted away.
-    let entries = [
-        serde_json::json!({"role": "user", "content": "y".repeat(60_000),
-            "timestamp": 1_735_689_600_000u64}),
-        assistant("ok", 0),
+    // Bootstrap files larger than the window: no compaction of the history can make room.
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(
+        workspace.join("AGENTS.md"),
+        "Keep diffs small. ".repeat(3000),
+    )
+    .unwrap();
+    let path = home.path().join("session.jsonl");
+    std::fs::write(&path, ctxhost_transcript::generate::coding_session(13, 20)).unwrap();
+    let args = [
+        "context",
+        "inspect",
+        "--session",
+        path.to_str().unwrap(),
+        "--workspace",
+        workspace.to_str().unwrap(),
     ];
-    let path = home.path().join("huge.jsonl");
-    std::fs::write(&path, transcript_of(&entries)).unwrap();
-    let p = path.to_str().unwrap();
-    let inspect = json_of(&ctxhost(
-        home.path(),
-        &["context", "inspect", "--session", p, "--json"],
-    ));
+    let inspect = json_of(&ctxhost(home.path(), &[&args[..], &["--json"]].concat()));
     let overflow = &inspect["overflow"];
     assert!(overflow.is_object(), "{inspect}");
     assert_eq!(overflow["window"], 8000);
+    assert!(overflow["bootstrap"].as_u64() > overflow["available"].as_u64());
     assert!(overflow["total"].as_u64() > overflow["available"].as_u64());
-    assert_eq!(inspect["blocks"].as_array().unwrap().len(), 2, "{inspect}");
-    let text = ctxhost(home.path(), &["context", "inspect", "--session", p]);
+    assert!(
+        !inspect["blocks"].as_array().unwrap().is_empty(),
+        "{inspect}"
+    );
+    let text = ctxhost(home.path(), &args);
     assert!(text.status.success(), "{}", stderr(&text));
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("OVERFLOW: the request needs"), "{text}");

@@ -93,11 +93,11 @@ fn now_ms() -> u64 {
 
 /// "3 hours 2 minutes ago", "6 months 24 days ago": the two largest units are enough to
 /// place an event; more ("6months 24days 8h 48m 24s") is noise.
-fn ago(ms: u64) -> String {
-    if ms == 0 {
-        return "at an unknown time".into();
+fn ago(ms: Option<u64>) -> String {
+    match ms {
+        Some(ms) if ms > 0 => elapsed_text(now_ms().saturating_sub(ms) / 1000),
+        _ => "at an unknown time".into(),
     }
-    elapsed_text(now_ms().saturating_sub(ms) / 1000)
 }
 
 fn elapsed_text(secs: u64) -> String {
@@ -149,8 +149,8 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             let last = s.last_compaction.as_ref().map(|c| {
                 json!({
                     "id": c.id,
-                    "timestamp": format_iso_ms(c.timestamp_ms),
-                    "ago": ago(c.timestamp_ms),
+                    "timestamp": c.timestamp.map(format_iso_ms),
+                    "ago": ago(c.timestamp),
                     "tokensBefore": c.tokens_before,
                     "tokensAfter": c.details.as_ref().and_then(|d| d.get("tokensAfter")),
                     "layer": c.details.as_ref().and_then(|d| d.get("layer")),
@@ -201,19 +201,12 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             out.line(format!(
                 "              by {RECORDED_METHOD_TEXT}; `context inspect` counts the whole request by chars/4"
             ));
-            out.line(format!(
-                "compactions   {}{}",
-                s.compaction_count,
-                if s.count_source.as_str() == "byte-search" {
-                    " (at most: abandoned branches counted too)"
-                } else {
-                    ""
-                }
-            ));
+            // The count is exact now (active branch only), so it needs no qualifier.
+            out.line(format!("compactions   {}", s.compaction_count));
             out.line(match &s.last_compaction {
                 Some(c) => format!(
                     "last          {} ({}), {} tokens before",
-                    ago(c.timestamp_ms),
+                    ago(c.timestamp),
                     c.details
                         .as_ref()
                         .and_then(|d| d.get("layer"))
@@ -246,8 +239,8 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                     json!({
                         "id": e.id(),
                         "line": e.line_number(),
-                        "timestamp": format_iso_ms(e.timestamp_ms()),
-                        "ago": ago(e.timestamp_ms()),
+                        "timestamp": e.timestamp().map(format_iso_ms),
+                        "ago": ago(e.timestamp()),
                         "layer": details.get("layer"),
                         "trigger": details.get("trigger"),
                         "tokensBefore": e.tokens_before(),
