@@ -19,8 +19,9 @@ pub const MAX_DECISIONS: usize = 50;
 pub const MAX_RESOURCES: usize = 100;
 /// At most this many open items and learnings each.
 pub const MAX_ISSUES: usize = 20;
-/// A user message shorter than this, right after a long agent response, is a decision.
-pub const DECISION_MAX_CHARS: usize = 50;
+/// A user message shorter than this, right after a long agent response, is a decision (unless
+/// it only acknowledges: see [`acknowledgement`]).
+pub const DECISION_MAX_CHARS: usize = 120;
 /// Characters of a failed tool's output kept as its gist.
 const FAILURE_GIST_CHARS: usize = 100;
 /// Characters of the agent's response quoted after a decision, for context.
@@ -195,6 +196,29 @@ fn tail_gist(text: &str, max: usize) -> String {
     format!("…{}", tail.trim_start())
 }
 
+/// Words that, alone or together, only acknowledge or wave the agent on (`ok`, `yes, do it`,
+/// `continue`): such a reply decides nothing unless the agent had asked a question.
+const ACK_WORDS: &[&str] = &[
+    "ok", "okay", "k", "kk", "yes", "y", "yep", "yeah", "yup", "sure", "continue", "go", "on",
+    "ahead", "proceed", "do", "it", "all", "thanks", "thank", "you", "ty", "thx", "great", "nice",
+    "cool", "good", "done", "next", "lgtm", "sounds", "perfect", "alright", "right", "please",
+    "pls", "fine", "that", "works", "keep", "going",
+];
+
+/// Whether a user message only acknowledges (or is a bare slash command).
+pub fn acknowledgement(text: &str) -> bool {
+    let t = text.trim();
+    if t.starts_with('/') && !t.contains(char::is_whitespace) {
+        return true;
+    }
+    let words: Vec<String> = t
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    words.len() <= 6 && words.iter().all(|w| ACK_WORDS.contains(&w.as_str()))
+}
+
 /// Pushes `item` (moving an equal one to the end instead of repeating it), dropping the oldest
 /// items beyond `cap`.
 fn push_capped<T: PartialEq>(items: &mut Vec<T>, item: T, cap: usize) {
@@ -281,7 +305,10 @@ impl Capture {
         self.thread.working.last_role = Some(LastRole::User);
         self.thread.working.pending.clear();
         self.dirty.thread = true;
-        if follows_long_response && text.chars().count() < DECISION_MAX_CHARS {
+        // "ok" after a report decides nothing; "yes" to "Shall I …?" does.
+        let answered_question = self.thread.working.agent_tail.trim_end().ends_with('?');
+        let decides = !acknowledgement(text) || answered_question;
+        if follows_long_response && decides && text.chars().count() < DECISION_MAX_CHARS {
             self.decisions.made += 1;
             let what = format!(
                 "{} (re: {})",
@@ -557,7 +584,7 @@ pub(crate) mod tests {
         capture.ingest(&message(Role::Assistant, &"x".repeat(501)));
         capture.ingest(&message(
             Role::User,
-            &"a long reply that is not a decision ".repeat(3),
+            &"a long reply that is not a decision ".repeat(4),
         ));
         capture.ingest(&message(Role::Assistant, &"y".repeat(499)));
         capture.ingest(&message(Role::User, "ok")); // exactly 499: not long
@@ -574,6 +601,39 @@ pub(crate) mod tests {
             "{decisions:?}"
         );
         assert_eq!(decisions[0].when, "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn acknowledgements_are_decisions_only_as_answers_to_a_question() {
+        let mut capture = Capture::default();
+        capture.ingest(&message(Role::User, "Port the theme"));
+        let report = "I changed the colours and the tests pass. ".repeat(20);
+        for ack in ["ok", "yes, do it", "continue", "/mode"] {
+            capture.ingest(&message(Role::Assistant, &report));
+            capture.ingest(&message(Role::User, ack));
+        }
+        assert!(
+            capture.decisions.items.is_empty(),
+            "{:?}",
+            capture.decisions
+        );
+        capture.ingest(&message(Role::Assistant, &report));
+        capture.ingest(&message(Role::User, "no, the block should stay as is"));
+        let question = format!("{report} Shall I also update the light theme?");
+        capture.ingest(&message(Role::Assistant, &question));
+        capture.ingest(&message(Role::User, "yes"));
+        let what: Vec<&str> = capture
+            .decisions
+            .items
+            .iter()
+            .map(|d| d.what.as_str())
+            .collect();
+        assert_eq!(what.len(), 2, "{what:?}");
+        assert!(what[0].starts_with("no, the block should stay as is (re: "));
+        assert!(
+            what[1].starts_with("yes (re: ") && what[1].ends_with("the light theme?)"),
+            "{what:?}"
+        );
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //!
 //! - **capture** ([`capture`], [`thread`]): `ingest` keeps the few facts a resumed agent needs —
 //!   files read and modified, tools used, failures, decisions, the conversation's thread — and
-//!   saves them as small state files as they change, so a crash loses nothing;
-//! - **gauge** ([`gauge`]): `assemble` shows how full the context is in the system prompt, and at
-//!   80% writes a checkpoint;
+//!   saves them as small state files at a bounded rate (every 2 s or 50 messages, and in every
+//!   checkpoint), so a crash loses little and a long replay does not rewrite them per message;
+//! - **gauge** ([`gauge`]): `assemble` shows how full the context is (by the host's estimate of
+//!   what it sends) in the system prompt, and at 80% writes a checkpoint;
 //! - **checkpoint** ([`checkpoint`], [`store`]): `compact` writes a YAML checkpoint *before* the
 //!   runtime's compaction (its safety net) summarizes the context away;
 //! - **restore** ([`restore`]): after a compaction, and in a new session with the same key, the

@@ -2,6 +2,11 @@
 //! the start of the kept context after a compaction and in a new session, and every token it
 //! costs is paid on each turn after, so it says each thing once, in short lines, and lists
 //! only the newest items of long lists (the checkpoint file has them all).
+//!
+//! After a compaction it follows the runtime's summary, which already carries the current
+//! task, the user's requests, files and tool failures: there it adds only what the summary
+//! lacks — where the work stands, what to do next, and the user's decisions. In a new session
+//! there is no summary, and it renders everything.
 
 use std::fmt::Write;
 
@@ -74,7 +79,8 @@ pub fn render(checkpoint: &Checkpoint, occasion: Occasion) -> String {
         meta.checkpoint_id, meta.session_key, meta.created_at
     );
 
-    if !working.topic.is_empty() {
+    let full = occasion == Occasion::NewSession;
+    if full && !working.topic.is_empty() {
         let _ = writeln!(out, "Topic: {}", working.topic);
     }
     let status = match working.status {
@@ -108,6 +114,23 @@ pub fn render(checkpoint: &Checkpoint, occasion: Occasion) -> String {
         }
     }
 
+    if full {
+        render_rest(&mut out, checkpoint);
+    }
+
+    if meta.compaction_count > COMPACTION_WARNING_AFTER {
+        let _ = writeln!(
+            out,
+            "Warning: this session was compacted {} times; details are getting lost. Consider a fresh session seeded from this checkpoint.",
+            meta.compaction_count
+        );
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// The thread, files, tools, open items and learnings: what a new session has no summary of.
+fn render_rest(out: &mut String, checkpoint: &Checkpoint) {
     let thread = &checkpoint.thread;
     if !thread.summary.is_empty() {
         let _ = writeln!(out, "Thread: {}", thread.summary);
@@ -150,16 +173,6 @@ pub fn render(checkpoint: &Checkpoint, occasion: Occasion) -> String {
             let _ = writeln!(out, "- {item}");
         }
     }
-
-    if meta.compaction_count > COMPACTION_WARNING_AFTER {
-        let _ = writeln!(
-            out,
-            "Warning: this session was compacted {} times; details are getting lost. Consider a fresh session seeded from this checkpoint.",
-            meta.compaction_count
-        );
-    }
-    out.truncate(out.trim_end().len());
-    out
 }
 
 fn newest_items(items: &[String]) -> &[String] {
@@ -176,9 +189,9 @@ mod tests {
     fn renders_every_section_compactly() {
         let mut checkpoint = sample("Fix the parser");
         checkpoint.learnings = vec!["\"edit\" on a.rs: no match".into()];
-        let text = render(&checkpoint, Occasion::Compaction);
+        let text = render(&checkpoint, Occasion::NewSession);
         let expected = "\
-[Checkpoint cp_007 of agent:main:telegram:dm:42, 2025-03-01T09:30:00Z: the context was compacted. Working state restored; files on disk are the source of truth.]
+[Checkpoint cp_007 of agent:main:telegram:dm:42, 2025-03-01T09:30:00Z: a new session started. Working state restored; files on disk are the source of truth.]
 Topic: Fix the parser
 Status: in progress, interrupted mid-turn; last tool: Fix the parser
 Next: Fix the parser
@@ -195,7 +208,19 @@ Open (failed, not yet resolved):
 Learnings (consider storing to long-term memory):
 - \"edit\" on a.rs: no match";
         assert_eq!(text, expected);
-        assert!(render(&checkpoint, Occasion::NewSession).contains("a new session started"));
+    }
+
+    #[test]
+    fn after_a_compaction_only_what_the_summary_lacks() {
+        let checkpoint = sample("Fix the parser");
+        let text = render(&checkpoint, Occasion::Compaction);
+        let expected = "\
+[Checkpoint cp_007 of agent:main:telegram:dm:42, 2025-03-01T09:30:00Z: the context was compacted. Working state restored; files on disk are the source of truth.]
+Status: in progress, interrupted mid-turn; last tool: Fix the parser
+Next: Fix the parser
+Decisions:
+- 03-01 09:00 Fix the parser";
+        assert_eq!(text, expected);
     }
 
     #[test]
@@ -213,7 +238,7 @@ Learnings (consider storing to long-term memory):
         checkpoint.resources.files_read = ["src/a.rs", "docs/x.md", "docs/y.md"]
             .map(String::from)
             .to_vec();
-        let text = render(&checkpoint, Occasion::Compaction);
+        let text = render(&checkpoint, Occasion::NewSession);
         assert!(
             text.contains("Modified: src/{a.rs, b.rs}, README.md, src/ui/c.ts, 日本/d.md\n"),
             "{text}"
@@ -255,7 +280,7 @@ Learnings (consider storing to long-term memory):
             8
         ];
         checkpoint.open_items = (0..20).map(|i| format!("open {i}")).collect();
-        let text = render(&checkpoint, Occasion::Compaction);
+        let text = render(&checkpoint, Occasion::NewSession);
         assert!(text.contains("Modified: {f5, f6, "), "{text}");
         assert!(text.contains("f29} (+5 earlier)"));
         assert!(text.contains("Also read: {r90, "));

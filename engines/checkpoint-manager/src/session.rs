@@ -7,7 +7,7 @@ use std::path::Path;
 use ctxhost_sdk::serde_json::{self, Value};
 use ctxhost_sdk::{AssembleRequest, AssembleResult, EntryRef, Message, Plan, Role};
 
-use crate::capture::Capture;
+use crate::capture::{Capture, Dirty};
 use crate::checkpoint::{Checkpoint, Meta, SCHEMA, SCHEMA_VERSION, TokenUsage, Trigger};
 use crate::config::Config;
 use crate::gauge::{self, Level};
@@ -46,6 +46,11 @@ pub struct SessionState {
     last_auto_tokens: Option<u32>,
     /// Something was captured that no checkpoint holds yet.
     unsaved: bool,
+    /// State-file parts changed since they were last saved, when that was, and the messages
+    /// ingested since: state files are written at a bounded rate, not on every ingest.
+    pending: Dirty,
+    saved_at: Option<u64>,
+    ingested_since_save: u32,
     /// The compaction summary seen first in the last assembled context.
     seen_summary: Option<EntryRef>,
     /// The restore message, once there is reason for one: inserted on every assemble until
@@ -54,6 +59,12 @@ pub struct SessionState {
     restore: Option<String>,
     warnings: Vec<String>,
 }
+
+/// State files are saved at most this often (ms)…
+pub const SAVE_INTERVAL_MS: u64 = 2_000;
+/// …or after this many ingested messages, whichever comes first: a crash loses at most that
+/// much of the capture, and a replay does not rewrite four files per message.
+pub const SAVE_EVERY_MESSAGES: u32 = 50;
 
 /// `agent:<agent_id>:<channel>:…` keys name their agent and channel; other keys neither.
 fn agent_and_channel(key: &str) -> (Option<String>, Option<String>) {
@@ -134,6 +145,9 @@ impl SessionState {
             context_tokens: 0,
             last_auto_tokens: None,
             unsaved: false,
+            pending: Dirty::default(),
+            saved_at: None,
+            ingested_since_save: 0,
             seen_summary: start.leading_summary,
             restore,
             warnings,
@@ -155,11 +169,33 @@ impl SessionState {
         self.restore.as_deref()
     }
 
-    /// Captures one message and saves the state files it changed.
+    /// Captures one message; the state files it changed are saved when the last save is
+    /// [`SAVE_INTERVAL_MS`] or [`SAVE_EVERY_MESSAGES`] old (a checkpoint saves everything).
     pub fn ingest(&mut self, message: &Message, now_ms: u64) {
         self.capture.ingest(message);
         self.unsaved = true;
         let dirty = self.capture.take_dirty();
+        self.pending = Dirty {
+            decisions: self.pending.decisions || dirty.decisions,
+            thread: self.pending.thread || dirty.thread,
+            resources: self.pending.resources || dirty.resources,
+            open_items: self.pending.open_items || dirty.open_items,
+        };
+        self.ingested_since_save += 1;
+        let due = self
+            .saved_at
+            .is_none_or(|at| now_ms.saturating_sub(at) >= SAVE_INTERVAL_MS)
+            || self.ingested_since_save >= SAVE_EVERY_MESSAGES;
+        if due && self.pending.any() {
+            self.save_pending(now_ms);
+        }
+    }
+
+    /// Writes the state files that changed since they were last saved.
+    pub fn save_pending(&mut self, now_ms: u64) {
+        let dirty = std::mem::take(&mut self.pending);
+        self.saved_at = Some(now_ms);
+        self.ingested_since_save = 0;
         let saved = [
             (dirty.decisions, store::DECISIONS),
             (dirty.thread, store::THREAD),
@@ -188,7 +224,6 @@ impl SessionState {
     /// The gauge, the checkpoint at the threshold, and the restore after a compaction.
     pub fn assemble(&mut self, request: &AssembleRequest, now_ms: u64) -> AssembleResult {
         self.context_window = request.context_window;
-        self.context_tokens = request.context_tokens;
 
         let summary = request
             .entries
@@ -202,7 +237,17 @@ impl SessionState {
                 .map(|cp| restore::render(cp, Occasion::Compaction));
         }
 
-        let tokens = request.context_tokens;
+        // The gauge reads the host's estimate of what this call sends (the entries' counts,
+        // which the host's compaction decides on, plus the restore inserted here), not
+        // `context_tokens`: recorded usage may come from another window (a replayed file read
+        // 470–819% full).
+        let entries: u64 = request.entries.iter().map(|e| u64::from(e.tokens)).sum();
+        let restore = self
+            .restore
+            .as_deref()
+            .map_or(0, |r| u64::from(ctxhost_sdk::estimate_tokens(r)));
+        let tokens = u32::try_from(entries + restore).unwrap_or(u32::MAX);
+        self.context_tokens = tokens;
         let window = request.context_window;
         let line = match gauge::read(tokens, window, &self.config, self.last_auto_tokens) {
             Level::Quiet => None,
@@ -277,6 +322,10 @@ impl SessionState {
             Ok(_) => {
                 self.latest = Some(checkpoint);
                 self.unsaved = false;
+                // The checkpoint holds the capture: state files older than it are stale anyway.
+                self.pending = Dirty::default();
+                self.saved_at = Some(now_ms);
+                self.ingested_since_save = 0;
                 true
             }
             Err(e) => {
@@ -386,7 +435,13 @@ mod tests {
         }
     }
 
-    fn request(tokens: u32, entries: Vec<ContextEntry>) -> AssembleRequest {
+    /// An assemble request whose entries add up to `tokens` (the host's estimate); the
+    /// recorded-usage figure says something else, which the gauge must ignore.
+    fn request(tokens: u32, mut entries: Vec<ContextEntry>) -> AssembleRequest {
+        let others: u32 = entries.iter().skip(1).map(|e| e.tokens).sum();
+        if let Some(first) = entries.first_mut() {
+            first.tokens = tokens.saturating_sub(others);
+        }
         AssembleRequest {
             session: Session {
                 id: "s".into(),
@@ -394,7 +449,7 @@ mod tests {
             },
             token_budget: None,
             context_window: 32_000,
-            context_tokens: tokens,
+            context_tokens: tokens.saturating_mul(7),
             available_tools: vec![],
             entries,
         }
@@ -473,6 +528,31 @@ mod tests {
     }
 
     #[test]
+    fn the_gauge_reads_the_hosts_estimate_with_the_restore_not_recorded_usage() {
+        let root = tempfile::tempdir().unwrap();
+        let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+        work(&mut state);
+        let mut usage_says_full = request(10_000, vec![entry(0, Role::User)]);
+        usage_says_full.context_tokens = 150_000;
+        assert_eq!(
+            state.assemble(&usage_says_full, NOW).system_prompt_addition,
+            None,
+            "10k of 32k is quiet whatever the recorded usage says"
+        );
+        state.before_compaction(Some(25_000), NOW);
+        state.after_compaction(true);
+        let after = request(22_500, vec![entry(9, Role::CompactionSummary)]);
+        let assembled = state.assemble(&after, NOW);
+        let restore = state.restore().unwrap();
+        let expected = 22_500 + ctxhost_sdk::estimate_tokens(restore);
+        assert_eq!(
+            assembled.system_prompt_addition,
+            Some(gauge::line(expected, 32_000, false)),
+            "the inserted restore counts"
+        );
+    }
+
+    #[test]
     fn compaction_writes_first_then_the_next_assemble_restores() {
         let root = tempfile::tempdir().unwrap();
         let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
@@ -504,7 +584,11 @@ mod tests {
         let text = inserted["content"].as_str().unwrap();
         assert!(text.starts_with("[Checkpoint cp_001 of k,"), "{text}");
         assert!(text.contains("the context was compacted"));
-        assert!(text.contains("Modified: src/parser.rs"));
+        assert!(text.contains("\nNext: "), "{text}");
+        assert!(
+            !text.contains("Modified: src/parser.rs"),
+            "the runtime's summary lists the files: {text}"
+        );
 
         // It stays until the next compaction replaces it.
         let again = state.assemble(&request(8_500, after), NOW);
@@ -558,10 +642,48 @@ mod tests {
     }
 
     #[test]
+    fn state_files_are_saved_at_a_bounded_rate() {
+        let root = tempfile::tempdir().unwrap();
+        let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+        let store = Store::new(root.path(), "k");
+        let saved = |store: &Store| store.load_state::<Value>(store::RESOURCES).unwrap();
+        let count = |store: &Store| {
+            let files = saved(store).unwrap().data["files_read"].clone();
+            files.as_array().unwrap().len()
+        };
+        state.ingest(&call("c", "read", r#"{"path":"src/first.rs"}"#), NOW);
+        assert_eq!(count(&store), 1, "the first change is saved at once");
+        for i in 0..SAVE_EVERY_MESSAGES - 1 {
+            let path = format!(r#"{{"path":"src/f{i}.rs"}}"#);
+            state.ingest(&call(&format!("c{i}"), "read", &path), NOW + 10);
+        }
+        assert_eq!(count(&store), 1, "within the interval: not on every ingest");
+        state.ingest(&call("c", "read", r#"{"path":"src/last.rs"}"#), NOW + 20);
+        let n = SAVE_EVERY_MESSAGES as usize;
+        assert_eq!(count(&store), n + 1, "after the count");
+        state.ingest(&call("c", "read", r#"{"path":"src/later.rs"}"#), NOW + 30);
+        let much_later = NOW + 30 + SAVE_INTERVAL_MS;
+        state.ingest(&call("c", "read", r#"{"path":"src/z.rs"}"#), much_later);
+        assert_eq!(count(&store), n + 3, "after the interval");
+    }
+
+    #[test]
     fn state_files_survive_a_crash_and_stale_ones_give_way_to_the_checkpoint() {
         let root = tempfile::tempdir().unwrap();
         let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
         work(&mut state);
+        let store = Store::new(root.path(), "k");
+        assert!(
+            store
+                .load_state::<Value>(store::RESOURCES)
+                .unwrap()
+                .is_none(),
+            "state files are not rewritten on every ingest"
+        );
+        state.ingest(
+            &message(Role::Assistant, "Working on it"),
+            NOW + SAVE_INTERVAL_MS,
+        );
         drop(state); // a crash: no checkpoint was written
         let resumed = SessionState::open(root.path(), start("k", "a.jsonl", 6));
         assert_eq!(
@@ -574,7 +696,6 @@ mod tests {
         // capture instead.
         let mut state = resumed;
         state.write_checkpoint(Trigger::SessionEnd, 0, false, NOW + 60_000);
-        let store = Store::new(root.path(), "k");
         assert!(
             store
                 .load_state::<Value>(store::RESOURCES)
