@@ -80,7 +80,8 @@ struct Expected {
 
 impl Forecast {
     fn new(transcript: &Transcript, settings: &compaction::Settings, focus: Option<&str>) -> Self {
-        let (before, fullness) = Session::compaction_tokens(transcript);
+        let window = settings.context_window;
+        let (before, fullness) = Session::compaction_tokens(transcript, window);
         // The same request `Session::compact` gives the runtime compaction.
         let request = Request {
             trigger: Trigger::Manual,
@@ -110,7 +111,7 @@ impl Forecast {
             });
         Self {
             before,
-            recorded: transcript.context_tokens(),
+            recorded: transcript.context_tokens_in_window(window),
             outcome,
         }
     }

@@ -140,7 +140,7 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
                 .unwrap_or(0);
             let (_, path) = existing_path(&host, &session)?;
             let started = std::time::Instant::now();
-            let s = status::scan(&path)?;
+            let s = status::scan_for_window(&path, window)?;
             let elapsed = started.elapsed();
             for w in &s.warnings {
                 eprintln!("warning: {w}");
@@ -273,7 +273,7 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             let (_, path) = existing_path(&host, &session)?;
             // Validate (file:line errors) before the engine sees it; and the figure `status`
             // shows, named beside this command's own count.
-            let recorded = load(&path)?.context_tokens();
+            let recorded = load(&path)?.context_tokens_in_window(window);
             // The engine runs on a scratch copy: inspecting never rewrites the session.
             let scratch = super::scratch_dir()?;
             let copy = scratch
@@ -423,7 +423,7 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
         } => {
             let (_, path) = existing_path(&host, &session)?;
             let t = load(&path)?;
-            let bundle = export_bundle(&t, &path);
+            let bundle = export_bundle(&t, &path, window);
             let text = serde_json::to_string_pretty(&bundle)? + "\n";
             rewrite_atomically(&file, &text)?;
             let summary = json!({
@@ -565,7 +565,7 @@ fn load(path: &Path) -> anyhow::Result<Transcript> {
 
 /// Latest summary, checkpoint data (the newest `custom` entry whose type names a checkpoint),
 /// the context entries after the boundary (v3 lines) and metadata.
-fn export_bundle(t: &Transcript, path: &Path) -> Value {
+fn export_bundle(t: &Transcript, path: &Path, window: u64) -> Value {
     let ctx = t.context();
     let entries = t.entries();
     let boundary = ctx
@@ -608,7 +608,7 @@ fn export_bundle(t: &Transcript, path: &Path) -> Value {
             "transcriptVersion": t.header().version(),
         },
         "metadata": {
-            "contextTokens": t.context_tokens(),
+            "contextTokens": t.context_tokens_in_window(window),
             "compactionCount": t.compaction_count(),
             "entriesInFile": entries.len(),
         },

@@ -396,8 +396,16 @@ impl Session {
         // "Before" and "after" are both the host's count of the context messages: recorded
         // usage compared with an estimate once let a compaction grow the context. The engine
         // is told the fuller of usage and that count (with estimates only, the count).
-        let tokens_before = request::counted_context_tokens(&self.shared.read());
-        let current_tokens = self.context_tokens().max(tokens_before);
+        let (tokens_before, current_tokens) = {
+            let (counted, fullness) =
+                Self::compaction_tokens(&self.shared.read(), self.context_window);
+            let fullness = if self.estimates_only {
+                counted
+            } else {
+                fullness
+            };
+            (counted, fullness)
+        };
         let request = CompactRequest {
             session: self.shared.session.clone(),
             session_file: self.path().display().to_string(),

@@ -194,14 +194,18 @@ pub(super) fn pruned_ids(ids: Option<&Value>) -> HashSet<&str> {
 }
 
 impl Session {
-    /// The two figures a compaction of `transcript` starts from, as `Session::compact` takes
-    /// them (a dry run must agree with it): `(counted, fullness)`. `counted` is the host's count
-    /// of the context messages, what "before" and "after" are compared by; `fullness` is what
-    /// the engine is told as current tokens, recorded usage unless it is below `counted` (then
-    /// it cannot describe this context).
-    pub fn compaction_tokens(transcript: &Transcript) -> (u64, u64) {
+    /// The two figures a compaction of `transcript` at a `window`-token context window starts
+    /// from, as `Session::compact` takes them (a dry run must agree with it):
+    /// `(counted, fullness)`. `counted` is the host's count of the context messages, what
+    /// "before" and "after" are compared by; `fullness` is what the engine is told as current
+    /// tokens, recorded usage (for this window) unless it is below `counted` (then it cannot
+    /// describe this context).
+    pub fn compaction_tokens(transcript: &Transcript, window: u64) -> (u64, u64) {
         let counted = counted_context_tokens(transcript);
-        (counted, transcript.context_tokens().max(counted))
+        (
+            counted,
+            transcript.context_tokens_in_window(window).max(counted),
+        )
     }
 
     /// The context a compaction (summary, first kept entry index, details) would leave in
