@@ -1,8 +1,10 @@
 // The OpenClaw ContextEngine (plugin API 2026.9) mapped onto `ctxhost serve`
 // (docs/serve-protocol.md).
 //
-// Per turn OpenClaw runs factory → bootstrap → maintain → assemble (→ assemble again before each
-// model call) → commitTurn → maintain → dispose. The mirror transcript under
+// Per turn OpenClaw 2026.9.6 (`openclaw agent --local`) was seen to run: factory → bootstrap →
+// assemble → assemble again before the model call (handed the engine's own output) → commitTurn
+// → dispose. On the first turn of a new session assemble comes without any bootstrap, so every
+// session method opens the session itself when the server does not know it. The mirror transcript under
 // $CTXHOST_HOME/sessions is written only through commitTurn (and session.sync when a turn
 // bypassed the engine), so ingest/ingestBatch are no-ops: counting their messages too would put
 // every turn into the mirror twice.
