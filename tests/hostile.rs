@@ -697,14 +697,26 @@ fn a_loop_of_delegated_compactions_hits_the_slow_import_cap() {
 #[test]
 fn time_inside_imports_is_bounded_by_the_wall_time_cap() {
     const WALL: Duration = Duration::from_millis(1500);
-    let rig = Rig::with_config(&config_with(
-        1000,
-        &format!(
-            "slowImportsPerCall: 10000, longCallTimeoutMs: 30000, wallTimeoutMs: {},",
-            WALL.as_millis()
-        ),
-        "{}",
-    ));
+    // A summarizer that accepts and never answers: each delegated compaction blocks in the
+    // host far longer than the cap (its own timeout is a minute).
+    let stall = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = stall.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in stall.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let limits = format!(
+        "slowImportsPerCall: 10000, longCallTimeoutMs: 30000, importTimeoutMs: 120000, wallTimeoutMs: {},",
+        WALL.as_millis()
+    );
+    let plugins = config_with(1000, &limits, "{}");
+    let config = format!(
+        "{{ agents: {{ defaults: {{ compaction: {{ model: {{ provider: 'openai-compatible', baseUrl: 'http://127.0.0.1:{port}/v1', modelName: 'stall', timeoutMs: 60000, retries: 0 }} }} }} }}, {}",
+        &plugins[1..]
+    );
+    let rig = Rig::with_config(&config);
     let setup: Vec<String> = (0..80)
         .map(|i| format!("message {i} {}", "w ".repeat(400)))
         .collect();
@@ -712,8 +724,8 @@ fn time_inside_imports_is_bounded_by_the_wall_time_cap() {
     let text = outcome.assert_limit(Function::Compact, "limits.wallTimeoutMs");
     assert!(text.contains("in host imports"), "{text}");
     outcome.report("delegate-loop (wall)");
-    // The guest's own deadline (30 s here, and it excludes import time) is far off: only the
-    // wall cap stopped it.
+    // The guest's own deadline (30 s here, and it excludes import time) and the import's
+    // timeout (2 min) are far off: only the wall cap stopped it.
     assert!(
         outcome.elapsed >= WALL.mul_f64(0.9),
         "{:?}",
