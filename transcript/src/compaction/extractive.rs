@@ -18,24 +18,24 @@ pub const MAX_CHARS: usize = 4800;
 /// The current task is quoted verbatim up to this many characters.
 const CURRENT_CHARS: usize = 500;
 /// The first request of the session.
-const STARTED_CHARS: usize = 200;
+const STARTED_CHARS: usize = 120;
 /// Each entry of the request ledger: enough to recognise the request by its opening words.
-const REQUEST_CHARS: usize = 64;
+const REQUEST_CHARS: usize = 48;
 /// Each standing instruction, and at most this many of them.
-const INSTRUCTION_CHARS: usize = 160;
-const MAX_INSTRUCTIONS: usize = 10;
+const INSTRUCTION_CHARS: usize = 120;
+const MAX_INSTRUCTIONS: usize = 8;
 /// The error line of a failure, and the command head or path it names.
-const FAILURE_LINE_CHARS: usize = 110;
-const TARGET_CHARS: usize = 48;
+const FAILURE_LINE_CHARS: usize = 90;
+const TARGET_CHARS: usize = 36;
 /// Files are listed in full until their grouped lines pass these budgets (characters); then
 /// the oldest are elided with a count. Roughly 60–100 modified paths fit.
 pub const MODIFIED_FILES_BUDGET: usize = 1400;
 pub const READ_FILES_BUDGET: usize = 600;
 /// The request ledger's own budget, before the global cap.
-const REQUESTS_BUDGET: usize = 1600;
-const RECENT: usize = 3;
+const REQUESTS_BUDGET: usize = 2400;
+const RECENT: usize = 2;
 const RECENT_CHARS: usize = 160;
-const PROGRESS_CHARS: usize = 240;
+const PROGRESS_CHARS: usize = 200;
 
 /// One line, at most `max` chars, with an ellipsis when shortened.
 fn clip(text: &str, max: usize) -> String {
@@ -198,6 +198,9 @@ struct Failure {
     target: String,
     line: String,
     resolved: bool,
+    /// Other targets that failed with the same line (`grep …: exit code 1` nine times is one
+    /// lesson; the newest target is named).
+    more: usize,
 }
 
 const RESOLVED: &str = " — resolved";
@@ -207,6 +210,9 @@ impl Failure {
         let mut s = self.tool.clone();
         if !self.target.is_empty() {
             s.push_str(&format!(" `{}`", self.target));
+        }
+        if self.more > 0 {
+            s.push_str(&format!(" (+{} more)", self.more));
         }
         s.push_str(": ");
         s.push_str(&self.line);
@@ -221,20 +227,28 @@ impl Failure {
             Some(rest) => (rest, true),
             None => (item, false),
         };
-        // `tool `target`: line`, or `tool: line`; a target may itself hold ": ".
+        // `tool `target` (+N more): line`, `tool `target`: line` or `tool: line`; a target
+        // may itself hold ": ".
         let quoted = item.split_once(" `").and_then(|(tool, rest)| {
-            let (target, line) = rest.split_once("`: ")?;
-            Some((tool, target, line))
+            let (target, rest) = rest.split_once('`')?;
+            let (more, line) = rest.split_once(": ")?;
+            let more = more
+                .trim()
+                .strip_prefix("(+")
+                .and_then(|m| m.strip_suffix(" more)"))
+                .and_then(|m| m.parse().ok());
+            Some((tool, target, more.unwrap_or(0), line))
         });
-        let (tool, target, line) = quoted.unwrap_or_else(|| {
+        let (tool, target, more, line) = quoted.unwrap_or_else(|| {
             let (tool, line) = item.split_once(": ").unwrap_or((item, ""));
-            (tool, "", line)
+            (tool, "", 0, line)
         });
         Failure {
             tool: tool.to_string(),
             target: target.to_string(),
             line: line.to_string(),
             resolved,
+            more,
         }
     }
 
@@ -586,15 +600,18 @@ impl Sections {
         }
     }
 
-    fn add_failure(&mut self, f: Failure) {
-        match self.failures.iter().position(|x| x.same(&f)) {
-            Some(i) => {
-                // Failing again: it is open again, and the newest.
-                self.failures.remove(i);
-                self.failures.push(f);
-            }
-            None => self.failures.push(f),
+    fn add_failure(&mut self, mut f: Failure) {
+        // The same error again (on this target or another) is one entry: open again, the
+        // newest, naming the newest target and counting the others.
+        if let Some(i) = self
+            .failures
+            .iter()
+            .position(|x| x.tool == f.tool && x.line == f.line)
+        {
+            let old = self.failures.remove(i);
+            f.more += old.more + usize::from(old.target != f.target);
         }
+        self.failures.push(f);
     }
 
     /// A success of `tool` on `target` resolves the earlier failures of the same call.
@@ -648,6 +665,7 @@ impl Sections {
                             target,
                             line: error_line(&m.text),
                             resolved: false,
+                            more: 0,
                         });
                     } else {
                         self.resolve(&tool, &target);
@@ -728,8 +746,8 @@ impl Sections {
     }
 
     /// Renders within [`MAX_CHARS`], taking from the past first: recent exchanges, the model's
-    /// earlier text, read files, the oldest requests, resolved failures, modified files, open
-    /// failures. The current task, focus and standing instructions are never cut.
+    /// earlier text, progress, the oldest requests, read files, resolved failures, modified
+    /// files, open failures. The current task, focus and standing instructions are never cut.
     fn render_bounded(mut self) -> String {
         Self::fit_files(
             &mut self.modified,
@@ -757,12 +775,12 @@ impl Sections {
                     self.earlier = Some(clip(&e, keep));
                 }
             } else if self.progress.take().is_some() {
-            } else if !self.read.is_empty() {
-                self.read.remove(0);
-                self.read_elided += 1;
             } else if self.requests.len() > 5 {
                 self.requests.remove(0);
                 self.requests_elided += 1;
+            } else if !self.read.is_empty() {
+                self.read.remove(0);
+                self.read_elided += 1;
             } else if let Some(i) = self.failures.iter().position(|f| f.resolved) {
                 self.failures.remove(i);
                 self.failures_elided += 1;
@@ -1168,6 +1186,23 @@ mod tests {
             "{failures}"
         );
         assert!(!failures.contains("> pi-monorepo"), "{failures}");
+        // The same error on other targets is one entry naming the newest and counting the rest.
+        let greps: Vec<MessageView> = (0..3)
+            .flat_map(|i| {
+                [
+                    call("bash", &format!(r#"{{"command":"grep -n x{i} src"}}"#)),
+                    result("bash", "Command exited with code 1", true),
+                ]
+            })
+            .collect();
+        let s = summarize(&greps, Some(&s), None);
+        let failures = section_of(&s, "Tool failures");
+        assert!(
+            failures.contains("- bash `grep -n x2 src` (+2 more): Command exited with code 1"),
+            "{failures}"
+        );
+        assert_eq!(failures.matches("exited with code 1").count(), 1);
+        assert!(failures.contains("bash `npm run check`"), "{failures}");
         // unresolved failures are carried through later compactions
         let later = summarize(&[msg(Role::User, "next thing")], Some(&s), None);
         assert!(
