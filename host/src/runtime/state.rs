@@ -257,7 +257,8 @@ impl host::Host for StoreState {
     // call's wall-time cap. Every import is counted (importCallsPerCall), and what the host
     // builds for the guest is charged to importBytesPerCall before it is handed over. Arguments
     // are already copied out of guest memory when an import starts (bounded by the guest's
-    // memory limit) and are dropped when it returns, so they are not charged.
+    // memory limit); those dropped when it returns are not charged, those passed on (prompts,
+    // instructions) are.
     async fn context_entries(&mut self) -> anyhow::Result<Vec<ContextEntry>> {
         const IMPORT: &str = "context-entries";
         self.budget.call(IMPORT)?;
@@ -304,6 +305,9 @@ impl host::Host for StoreState {
     ) -> anyhow::Result<Result<Option<Compaction>, HostError>> {
         const IMPORT: &str = "delegate-compaction";
         let window = self.slow_import_window(IMPORT)?;
+        // Passed on to the summarizer: charged like the host's own output.
+        let instructions = request.custom_instructions.as_ref().map_or(0, String::len);
+        self.budget.charge(IMPORT, instructions)?;
         let services = self.services.clone();
         // The runtime compaction is synchronous work; on a blocking thread it cannot hold up
         // this call past its timeout (an abandoned run finishes there and is discarded).
@@ -349,6 +353,9 @@ impl host::Host for StoreState {
             )));
         }
         let window = self.slow_import_window(IMPORT)?;
+        // The prompt goes on to the operator's model: charged before it is sent.
+        let sent = request.prompt.len() + request.system.as_ref().map_or(0, String::len);
+        self.budget.charge(IMPORT, sent)?;
         let services = self.services.clone();
         let work = async move {
             services
@@ -407,4 +414,53 @@ impl StoreState {
 
 fn timed_out(import: &str, after: Duration) -> HostError {
     HostError::Unavailable(format!("`{import}` timed out after {after:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_stop_at_their_limit_name_it_and_reset_per_call() {
+        let limits = Limits {
+            import_bytes_per_call: 100,
+            import_calls_per_call: 3,
+            slow_imports_per_call: 1,
+            ..Limits::default()
+        };
+        let mut budget = ImportBudget::new(&limits);
+        budget.charge("config", 100).unwrap();
+        let err = budget.charge("read-entries", 1).unwrap_err().0;
+        assert!(err.contains("`read-entries`"), "{err}");
+        assert!(err.contains("importBytesPerCall"), "{err}");
+        budget.reset();
+        budget.slow("complete").unwrap();
+        let err = budget.slow("delegate-compaction").unwrap_err().0;
+        assert!(err.contains("slowImportsPerCall"), "{err}");
+        budget.reset();
+        for _ in 0..3 {
+            budget.call("log").unwrap();
+        }
+        let err = budget.call("log").unwrap_err().0;
+        assert!(err.contains("importCallsPerCall"), "{err}");
+    }
+
+    #[test]
+    fn the_wall_clock_counts_time_in_imports() {
+        let mut clock = CallClock::new();
+        clock.start(Duration::from_secs(10), Duration::from_millis(20));
+        let since = Instant::now();
+        std::thread::sleep(Duration::from_millis(30));
+        clock.add_host_time(since);
+        assert!(
+            clock.remaining() > Duration::from_secs(9),
+            "guest time excludes imports"
+        );
+        assert!(clock.wall_remaining().is_zero());
+        let err = clock.wall_exceeded().0;
+        assert!(
+            err.contains("in host imports") && err.contains("wallTimeoutMs"),
+            "{err}"
+        );
+    }
 }
