@@ -25,6 +25,9 @@ const sessionKey = arg("session-key");
 const turns = Number(arg("turns"));
 const requestsFile = arg("requests");
 const home = arg("ctxhost-home");
+const turnsDir = arg("turns-dir");
+/** The turn that ran with OpenClaw's own engine (0: none). */
+const bypassed = args.includes("--bypassed") ? Number(arg("bypassed")) : 0;
 
 const failures = [];
 /** @param {boolean} ok @param {string} what */
@@ -80,13 +83,25 @@ if (mirrorFiles.length === 1) {
     .map((l) => JSON.parse(l));
 }
 const markers = entries.filter((e) => e.type === "custom" && e.customType === "ctxhost.mirror");
-const keys = markers.map((e) => e.data?.advancementKey);
-check(markers.length === turns, `the mirror holds ${turns} commits (ctxhost.mirror markers: ${markers.length})`);
+// A commit's marker names its advancement key; a sync's marker has none.
+const keys = markers.map((e) => e.data?.advancementKey).filter((k) => typeof k === "string");
+const commits = turns - (bypassed ? 1 : 0);
+check(keys.length === commits, `the mirror holds ${commits} commits (markers with an advancement key: ${keys.length})`);
+check(
+  markers.length - keys.length === (bypassed ? 1 : 0),
+  `syncs recorded in the mirror: ${markers.length - keys.length} (expected ${bypassed ? 1 : 0})`,
+);
 check(new Set(keys).size === keys.length, `every advancement key once (${new Set(keys).size} distinct of ${keys.length})`);
 const messages = entries.filter((e) => e.type === "message").map((e) => e.message);
 for (let turn = 1; turn <= turns; turn++) {
   const n = messages.filter((m) => m?.role === "user" && agentText(m).includes(marker(turn))).length;
   check(n === 1, `turn ${turn}'s prompt is in the mirror exactly once (${n})`);
+}
+if (bypassed) {
+  // The turn after the bypass found the mirror behind and synced the missing turn's messages.
+  const err = readFileSync(join(turnsDir, `${engine}-${bypassed + 1}.err`), "utf8");
+  const syncs = err.split("\n").filter((l) => l.startsWith("[ctxhost-bridge] call session.sync")).length;
+  check(syncs === 1, `turn ${bypassed + 1} synced the bypassed turn ${bypassed} into the mirror (session.sync calls: ${syncs})`);
 }
 const openclawFields = messages.filter((m) => m && "__openclaw" in m).length;
 check(openclawFields > 0, `OpenClaw's own message fields survive in the mirror (__openclaw on ${openclawFields} messages)`);
