@@ -116,13 +116,9 @@ const CLAUSE_CUES: &[&str] = &[
     "please use ",
 ];
 /// Words that make a clause an instruction wherever they stand.
-const ANYWHERE_CUES: &[&str] = &[
-    " must ",
-    " must not ",
-    " should never ",
-    " never ",
-    " always ",
-];
+const ANYWHERE_CUES: &[&str] = &[" must never ", " must always ", " never ", " always "];
+/// `no …` clauses that are not rules.
+const NOT_RULES: &[&str] = &["no need", "no idea", "no problem", "no worries", "no way"];
 
 /// The sentences of a user message that state a lasting rule (`don't …`, `never …`,
 /// `always …`, `use X not Y`, `… must …`). Questions are not rules.
@@ -137,6 +133,7 @@ pub fn standing_instructions(text: &str) -> Vec<String> {
         let clause_start = lower
             .split([',', ';', ':', '—', '('])
             .map(|c| c.trim_start_matches(|ch: char| !ch.is_alphanumeric()))
+            .filter(|c| !NOT_RULES.iter().any(|n| c.starts_with(n)))
             .any(|c| {
                 CLAUSE_CUES.iter().any(|cue| {
                     c.starts_with(cue)
