@@ -107,10 +107,13 @@ struct Light {
 
 /// The members of a compaction line the walk needs (it is decoded fully: compactions are few).
 #[derive(Deserialize)]
-struct CompactionLine {
+#[serde(expecting = "an entry object")]
+struct CompactionLine<'a> {
     #[serde(rename = "firstKeptEntryId")]
     first_kept: Option<String>,
-    details: Option<Value>,
+    // Free-form for other writers: kept raw, read as `CompactionMeta` only if it is one.
+    #[serde(borrow)]
+    details: Option<&'a serde_json::value::RawValue>,
 }
 
 /// A JSON string literal starting at `b[i]` (`"`): its end (one past the closing quote).
@@ -352,7 +355,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     };
     let mut want: Option<String> = None; // the next entry of the active branch, going back
     let mut first = true; // no entry read yet: the next one is the leaf
-    let mut torn_seen = false;
+    let mut last_seen = false;
     let mut chain_done = false; // the active branch's root was reached
     let mut boundary: Option<String> = None; // first kept id of the latest compaction
     let mut boundary_found = false;
@@ -368,14 +371,23 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let light = match skim(&line) {
-            Ok(l) => l,
-            // A torn last line: the parse below reports it as loading does.
-            Err(_) if first && !torn_seen && !ends_with_newline => {
-                torn_seen = true;
+        if !last_seen {
+            last_seen = true;
+            // A torn last line, judged as loading judges it (the line as a whole, not a skim
+            // of its start); the parse below reports it as loading does.
+            if !ends_with_newline
+                && serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_err()
+                && std::str::from_utf8(&line)
+                    .ok()
+                    .and_then(crate::transcript::split_concatenated)
+                    .is_none()
+            {
                 start = offset;
                 continue;
             }
+        }
+        let light = match skim(&line) {
+            Ok(l) => l,
             Err(problem) => {
                 let line_no = line_number_at(path, offset)?;
                 return Err(TranscriptError::invalid(&source, line_no, problem));
@@ -387,6 +399,15 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         let id = light.id.as_deref().unwrap_or("");
         if first {
             first = false;
+            // The leaf is the last entry of the file; on a line of several, a skim sees only
+            // the first, so such a file is left to the full load.
+            if std::str::from_utf8(&line)
+                .ok()
+                .and_then(crate::transcript::split_concatenated)
+                .is_some()
+            {
+                return full();
+            }
             want = Some(id.to_string());
         }
         if boundary.as_deref() == Some(id) {
@@ -396,13 +417,22 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             want = light.parent_id;
             chain_done = want.is_none();
             if light.kind.as_deref() == Some("compaction") {
-                let c: CompactionLine = serde_json::from_slice(&line).map_err(|e| {
-                    let line_no = line_number_at(path, offset).unwrap_or(0);
-                    TranscriptError::invalid(&source, line_no, format!("not valid JSON: {e}"))
-                })?;
+                // The first value of the line: another entry glued after it is not this one.
+                let decoded = serde_json::Deserializer::from_slice(&line)
+                    .into_iter::<CompactionLine<'_>>()
+                    .next();
+                let c = match decoded {
+                    Some(Ok(c)) => c,
+                    Some(Err(e)) => {
+                        let line_no = line_number_at(path, offset)?;
+                        let problem = format!("malformed compaction entry: {e}");
+                        return Err(TranscriptError::invalid(&source, line_no, problem));
+                    }
+                    None => return full(),
+                };
                 let meta = c
                     .details
-                    .and_then(|d| CompactionMeta::deserialize(d).ok())
+                    .and_then(|d| serde_json::from_str::<CompactionMeta>(d.get()).ok())
                     .unwrap_or_default();
                 if boundary.is_none() {
                     // The latest compaction: its boundary, and maybe the counts so far.
