@@ -9,8 +9,9 @@
 //!   `splice`, which writes through the same stream), and growth by `set-size`;
 //! - entries: creating a file (`open-at` with `create`), a directory or a link charges
 //!   [`ENTRY_BYTES`], so millions of empty files cannot exhaust inodes;
-//! - charges are conservative (overwriting counts as new bytes); when they would pass the quota,
-//!   the dir is measured for real (allocated blocks plus [`ENTRY_BYTES`] per entry, symlinks
+//! - the dir is measured at the engine's first write (not at load, which is on every command's
+//!   path); charges are conservative (overwriting counts as new bytes); when they would pass the
+//!   quota, the dir is measured again for real (allocated blocks plus [`ENTRY_BYTES`] per entry, symlinks
 //!   never followed) and the write goes ahead if the real usage allows it.
 //!
 //! Going over traps the call with an error naming the engine and the quota: the instance is
@@ -46,9 +47,12 @@ pub struct DiskQuota {
     engine: String,
     dir: PathBuf,
     limit: u64,
-    /// Charged bytes: at least the real usage, reset to it whenever it is measured.
+    /// Charged bytes: at least the real usage, reset to it whenever it is measured;
+    /// [`UNMEASURED`] until the first write (loading an engine does not walk its dir).
     used: AtomicU64,
 }
+
+const UNMEASURED: u64 = u64::MAX;
 
 impl DiskQuota {
     pub fn new(engine: &str, dir: &Path, limit: u64) -> Arc<Self> {
@@ -56,12 +60,21 @@ impl DiskQuota {
             engine: engine.to_string(),
             dir: dir.to_path_buf(),
             limit,
-            used: AtomicU64::new(usage(dir)),
+            used: AtomicU64::new(UNMEASURED),
         })
     }
 
     /// Charges `bytes` about to be written; refuses when even the real usage leaves no room.
     pub fn charge(&self, bytes: u64) -> Result<(), LimitExceeded> {
+        if self.used.load(Ordering::Relaxed) == UNMEASURED {
+            // Whoever measures first sets it; nobody adds to the sentinel.
+            let _ = self.used.compare_exchange(
+                UNMEASURED,
+                usage(&self.dir),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
         let before = self.used.fetch_add(bytes, Ordering::Relaxed);
         if before.saturating_add(bytes) <= self.limit {
             return Ok(());
@@ -358,6 +371,14 @@ mod tests {
         assert!(err.contains("engine `e`"), "{err}");
         assert!(err.contains("quota of 1 MiB"), "{err}");
         assert!(err.contains("stateDirQuotaMiB"), "{err}");
+    }
+
+    #[test]
+    fn what_was_there_before_the_engine_loaded_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let quota = DiskQuota::new("e", dir.path(), 1 << 20);
+        std::fs::write(dir.path().join("old"), vec![1u8; 1 << 20]).unwrap();
+        assert!(quota.charge(1).is_err());
     }
 
     #[test]

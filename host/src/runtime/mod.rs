@@ -179,7 +179,7 @@ impl Runtime {
                 origin: spec.origin.clone(),
                 detail: format!("{e:#}"),
             })?;
-        // Measured once per load; every instance of the engine then charges the same count.
+        // Shared by every instance of the engine: one count of one dir.
         let disk =
             disk::DiskQuota::new(&spec.id, &spec.state_dir, spec.limits.state_dir_quota_bytes);
         let linked = Linked {
