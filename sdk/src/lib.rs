@@ -50,6 +50,9 @@
 //! - [`Plan`], [`pass_through`], [`user_text_message`], [`custom_message`]: answers to `assemble`.
 //! - [`host`]: what the host provides (configuration, transcript reads, runtime compaction,
 //!   completions); [`log`]: logging; [`estimate_tokens`]: the host's token estimate, locally.
+//! - [`config`]: the engine's configuration as a type of its own (`serde::Deserialize`).
+//! - [`testing`] (native builds only): a fake host and request constructors, so `cargo test`
+//!   runs an engine's logic and its calls into the host without wasm.
 //! - The contract's types ([`Message`], [`ContextEntry`], [`AssembleRequest`], …), re-exported,
 //!   and [`serde_json`], so an engine needs no other dependency.
 //!
@@ -60,13 +63,21 @@
 //! lives as long as the instance, and is dropped after [`dispose`](ContextEngine::dispose)
 //! (a later call starts again from `Default`). Keep constructors cheap and free of host calls.
 //!
+//! What each hook sees: `bootstrap` first, with the transcript's entry count; a fresh instance
+//! of an existing session (after a restart, a fault or an idle eviction) is **not** re-fed the
+//! old messages through `ingest` — read them with [`host::read_entries`] or
+//! [`host::context_entries`] if the engine needs them. Then `ingest` / `ingest_batch` once per
+//! new message, `assemble` before each model call (entries only: references, roles, token
+//! counts), `after_turn` after each turn, `compact` when the runtime or the operator asks, and
+//! `dispose` when the session closes.
+//!
 //! Errors returned from a hook are reported by the host, naming the engine, the function and
 //! the session. A panic traps: the host fails that call and discards the instance.
 
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "../wit/0.1.0",
         world: "context-engine",
         pub_export_macro: true,
         default_bindings_module: "ctxhost_sdk::bindings",
@@ -77,6 +88,8 @@ pub mod bindings {
 mod engine;
 pub mod host;
 mod plan;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
 
 pub use engine::{ContextEngine, delegate_compact};
 pub use plan::{Plan, custom_message, estimate_tokens, pass_through, user_text_message};
@@ -156,6 +169,41 @@ impl std::fmt::Debug for Error {
     }
 }
 
+/// The engine's configuration (`plugins.entries.<id>.config`) as `T`. The host validated it
+/// against the plugin's `configSchema` already; a mismatch with `T` names the field:
+///
+/// ```no_run
+/// #[derive(serde::Deserialize)]
+/// struct Config {
+///     #[serde(default = "fifty")]
+///     keep: usize,
+/// }
+/// fn fifty() -> usize { 50 }
+/// # fn f() -> ctxhost_sdk::Result<()> {
+/// let config: Config = ctxhost_sdk::config()?;
+/// # Ok(()) }
+/// ```
+pub fn config<T: serde::de::DeserializeOwned>() -> Result<T> {
+    parse_config(&host::config_json())
+}
+
+fn parse_config<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let mut message = error.into_inner().to_string();
+        // The position is in the host's one-line rendering, meaningless to the operator.
+        if let Some(at) = message.find(" at line ") {
+            message.truncate(at);
+        }
+        if path == "." {
+            Error(format!("plugin config: {message}"))
+        } else {
+            Error(format!("plugin config `{path}`: {message}"))
+        }
+    })
+}
+
 /// The result type of every [`ContextEngine`] hook.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -217,6 +265,43 @@ macro_rules! export_engine {
     $crate::__export_context_engine_impl!(__CtxhostExport with_types_in $crate::bindings);
         };
     };
+}
+
+#[cfg(test)]
+mod config_tests {
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    struct Config {
+        #[serde(default)]
+        keep_last: u32,
+        labels: Option<Vec<String>>,
+    }
+
+    #[test]
+    fn typed_config_reads_fields_and_names_the_bad_one() {
+        let test_host = crate::testing::TestHost::new()
+            .config(serde_json::json!({"keepLast": 3, "labels": ["a"]}));
+        let config: Config = test_host.run(|| crate::config()).unwrap();
+        assert_eq!(config.keep_last, 3);
+        let empty: Config = super::parse_config("{}").unwrap();
+        assert_eq!(
+            empty,
+            Config {
+                keep_last: 0,
+                labels: None
+            }
+        );
+        let error = super::parse_config::<Config>(r#"{"labels": ["a", 7]}"#).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "plugin config `labels[1]`: invalid type: integer `7`, expected a string"
+        );
+        let error = super::parse_config::<Config>("[1]").unwrap_err();
+        assert!(
+            error.message().starts_with("plugin config: invalid"),
+            "{error:?}"
+        );
+    }
 }
 
 #[doc(hidden)]
