@@ -4,6 +4,8 @@
 //! Every measurement here is one named operation with a documented clock: what runs between
 //! `Instant::now()` and `elapsed()`, and what was prepared before. BENCHMARKS.md quotes them.
 
+pub mod serve;
+
 use std::hint::black_box;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -38,6 +40,18 @@ pub fn generated_session() -> String {
 /// The generated ~200k-token session as JSONL.
 pub fn generated_200k() -> String {
     ctxhost_transcript::generate::coding_session(SESSION_SEED, SESSION_200K_MESSAGES)
+}
+
+/// The generated 2,000-message session's messages, as a runtime would hold them.
+pub fn generated_messages() -> Vec<serde_json::Value> {
+    let transcript =
+        Transcript::parse(&generated_session(), "generated").expect("generated session");
+    transcript
+        .entries()
+        .iter()
+        .filter(|e| e.entry_type() == "message")
+        .map(|e| serde_json::from_str(&e.message_json()).expect("message JSON"))
+        .collect()
 }
 
 /// `../shared/data/pi-large-session.jsonl` beside the workspace, when present.

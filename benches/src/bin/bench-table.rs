@@ -5,6 +5,7 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table            # the whole table
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --no-peer
 //! BENCH_QUICK=1 cargo run --release -p ctxhost-benches --bin bench-table   # smoke run
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --serve  # the sidecar rows only
 //! ```
 //!
 //! Each row is its own timing loop; the figures are medians (and ratios of medians) of that
@@ -60,6 +61,15 @@ fn main() -> Result<()> {
         eprintln!("warning: a debug build; run with --release for meaningful figures");
     }
 
+    if args.iter().any(|a| a == "--serve") {
+        // Only the sidecar rows (quick to rerun while working on `serve`).
+        let mut rows = Vec::new();
+        serve_rows(&mut rows)?;
+        for row in &rows {
+            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
+        }
+        return Ok(());
+    }
     let load_before = loadavg();
     let rt = b::tokio_runtime();
     let fx = Fixture::new()?;
@@ -290,6 +300,8 @@ fn main() -> Result<()> {
         }
     }
 
+    serve_rows(&mut rows)?;
+
     step(&format!("{IDLE_SESSIONS} idle sessions (child process)"));
     match idle_in_child(IDLE_SESSIONS) {
         Ok(idle) => {
@@ -349,6 +361,46 @@ fn main() -> Result<()> {
     }
     std::fs::write(&out_path, &table)?;
     eprintln!("written to {}", out_path.display());
+    Ok(())
+}
+
+/// The rows of `ctxhost serve` spoken to over pipes, as a runtime's plugin does.
+fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
+    step("ctxhost serve over pipes");
+    let sidecar = b::serve::sidecar_binary()?;
+    let first = b::serve::first_call(&sidecar, Budget::SLOW.from_env())?;
+    rows.push(goal_row_with(
+        "`ctxhost serve`: first call of a fresh sidecar (spawn + cached engine load + instance + mirror)",
+        Duration::from_millis(50),
+        &first,
+        "",
+    ));
+    let messages = b::generated_messages();
+    let history_bytes: usize = messages.iter().map(|m| m.to_string().len()).sum();
+    let pipe = b::serve::assemble_over_pipe(&sidecar, &messages, Budget::MEDIUM.from_env())?;
+    rows.push(goal_row_with(
+        &format!(
+            "`session.assemble` over the pipe, in sync, {} messages (round trip)",
+            pipe.messages
+        ),
+        Duration::from_millis(1),
+        &pipe.samples,
+        &format!(
+            "; {} B request, {} B answer",
+            pipe.request_bytes, pipe.response_bytes
+        ),
+    ));
+    rows.push(row(
+        "↳ bytes a turn sends (commitTurn of its 2 messages + assemble), first 10 vs last 10 turns",
+        "grows with the new messages, not the history",
+        format!(
+            "{} B vs {} B per turn (history {} KB by the end)",
+            pipe.turn_bytes_early,
+            pipe.turn_bytes_late,
+            history_bytes / 1000
+        ),
+        None,
+    ));
     Ok(())
 }
 

@@ -1,0 +1,203 @@
+//! `ctxhost serve` as a runtime sees it: a child process spoken to over pipes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::{Budget, Sampler, Samples};
+
+/// The `ctxhost` binary beside this benchmark's own (built with `cargo build -p ctxhost` in the
+/// same profile when it is missing).
+pub fn sidecar_binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .context("the benchmark binary has a directory")?;
+    let candidates = [dir.join("ctxhost"), dir.join("../ctxhost")];
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["build", "-p", "ctxhost", "--bin", "ctxhost"]);
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    if !build.status()?.success() {
+        bail!("cargo build -p ctxhost failed");
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .context("ctxhost was built but not found beside the benchmark")
+}
+
+/// A running sidecar.
+pub struct Sidecar {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    /// Bytes written to the sidecar and read from it.
+    pub sent: usize,
+    pub received: usize,
+}
+
+impl Sidecar {
+    pub fn start(binary: &Path, home: &Path) -> Result<Sidecar> {
+        let mut child = Command::new(binary)
+            .arg("serve")
+            .env("CTXHOST_HOME", home)
+            .env_remove("CTXHOST_CONFIG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        Ok(Sidecar {
+            stdin: child.stdin.take().context("stdin")?,
+            stdout: BufReader::new(child.stdout.take().context("stdout")?),
+            child,
+            next_id: 0,
+            sent: 0,
+            received: 0,
+        })
+    }
+
+    /// One request and its result (requests are sequential here, so the next line answers).
+    pub fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+        self.next_id += 1;
+        let line =
+            json!({ "jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params })
+                .to_string();
+        self.stdin.write_all(line.as_bytes())?;
+        self.stdin.write_all(b"\n")?;
+        self.stdin.flush()?;
+        self.sent += line.len() + 1;
+        let mut response = String::new();
+        self.stdout.read_line(&mut response)?;
+        self.received += response.len();
+        let response: Value = serde_json::from_str(&response)
+            .with_context(|| format!("{method}: the sidecar answered {response:?}"))?;
+        match response.get("result") {
+            Some(result) => Ok(result.clone()),
+            None => bail!("{method} failed: {response}"),
+        }
+    }
+
+    /// Closes stdin and waits for the exit.
+    pub fn finish(mut self) -> Result<()> {
+        drop(self.stdin);
+        let status = self.child.wait()?;
+        if !status.success() {
+            bail!("the sidecar exited with {status}");
+        }
+        Ok(())
+    }
+}
+
+/// A home whose config keeps a 2,000-message session uncompacted (the window is 2M tokens).
+pub fn bench_home() -> Result<tempfile::TempDir> {
+    let home = tempfile::tempdir()?;
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        r#"{ agents: { defaults: { contextWindow: 2000000 } } }"#,
+    )?;
+    Ok(home)
+}
+
+/// Spawn to the answer of the first `session.bootstrap` (engine loaded from the warm cache,
+/// instance created, mirror opened), per fresh sidecar.
+pub fn first_call(binary: &Path, budget: Budget) -> Result<Samples> {
+    let home = bench_home()?;
+    // Warm the component cache the way an operator's first run would.
+    let mut warm = Sidecar::start(binary, home.path())?;
+    warm.call("initialize", json!({}))?;
+    warm.finish()?;
+    let mut sampler = Sampler::new(budget);
+    let mut n = 0;
+    while sampler.more() {
+        n += 1;
+        let started = Instant::now();
+        let mut sidecar = Sidecar::start(binary, home.path())?;
+        sidecar.call(
+            "session.bootstrap",
+            json!({ "sessionKey": format!("agent:bench:first-{n}") }),
+        )?;
+        sampler.push(started.elapsed());
+        sidecar.finish()?;
+    }
+    Ok(sampler.done())
+}
+
+/// What an in-sync `session.assemble` costs over the pipe on a long session.
+pub struct AssembleOverPipe {
+    pub samples: Samples,
+    pub messages: usize,
+    /// Bytes of one assemble request and of its answer.
+    pub request_bytes: usize,
+    pub response_bytes: usize,
+    /// Bytes sent per turn in steady state (commit of 2 new messages + assemble) at the start
+    /// and at the end of the history.
+    pub turn_bytes_early: usize,
+    pub turn_bytes_late: usize,
+}
+
+/// Builds a `messages`-long session turn by turn through `commitTurn` (measuring the bytes each
+/// turn sends), then times in-sync assembles.
+pub fn assemble_over_pipe(
+    binary: &Path,
+    messages: &[Value],
+    budget: Budget,
+) -> Result<AssembleOverPipe> {
+    let home = bench_home()?;
+    let mut sidecar = Sidecar::start(binary, home.path())?;
+    let key = "agent:bench:pipe";
+    sidecar.call("session.bootstrap", json!({ "sessionKey": key }))?;
+    let mut turn_bytes = Vec::new();
+    for (turn, pair) in messages.chunks(2).enumerate() {
+        let before = sidecar.sent;
+        sidecar.call(
+            "session.commitTurn",
+            json!({ "sessionKey": key, "advancementKey": format!("t{turn}"),
+                    "messages": pair, "lastFingerprint": format!("f{turn}") }),
+        )?;
+        let count = (turn * 2 + pair.len()).min(messages.len());
+        sidecar.call(
+            "session.assemble",
+            json!({ "sessionKey": key, "messageCount": count, "lastFingerprint": format!("f{turn}") }),
+        )?;
+        turn_bytes.push(sidecar.sent - before);
+    }
+    let last = format!("f{}", turn_bytes.len() - 1);
+    let params =
+        json!({ "sessionKey": key, "messageCount": messages.len(), "lastFingerprint": last });
+    let mut sampler = Sampler::new(budget);
+    let (mut request_bytes, mut response_bytes) = (0, 0);
+    while sampler.more() {
+        let (sent, received) = (sidecar.sent, sidecar.received);
+        let started = Instant::now();
+        let result = sidecar.call("session.assemble", params.clone())?;
+        sampler.push(started.elapsed());
+        if result["status"] != "ok" {
+            bail!("the benchmark session fell out of sync: {result}");
+        }
+        request_bytes = sidecar.sent - sent;
+        response_bytes = sidecar.received - received;
+    }
+    sidecar.finish()?;
+    let early = turn_bytes.iter().take(10).sum::<usize>() / turn_bytes.len().clamp(1, 10);
+    let late_n = turn_bytes.len().min(10);
+    let late = turn_bytes.iter().rev().take(10).sum::<usize>() / late_n.max(1);
+    Ok(AssembleOverPipe {
+        samples: sampler.done(),
+        messages: messages.len(),
+        request_bytes,
+        response_bytes,
+        turn_bytes_early: early,
+        turn_bytes_late: late,
+    })
+}
