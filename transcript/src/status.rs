@@ -243,48 +243,54 @@ fn io<'a>(path: &'a Path, action: &'static str) -> impl Fn(std::io::Error) -> Tr
 struct Backwards<'p> {
     file: File,
     path: &'p Path,
-    /// Bytes not yet split into lines: `file[pos..pos + buf.len()]`.
+    /// `buf[..end]` holds the bytes not yet split into lines: `file[pos..pos + end]`.
     buf: Vec<u8>,
+    end: usize,
     pos: u64,
 }
 
 impl Backwards<'_> {
-    /// The previous line (without its newline) and its offset; None at the start of the file.
-    fn prev(&mut self) -> Result<Option<(u64, Vec<u8>)>, TranscriptError> {
+    /// The previous line (without its line break) and its offset; None at the start of the
+    /// file. Lines are slices of the block buffer: a whole-file walk copies nothing per line.
+    fn prev(&mut self) -> Result<Option<(u64, &[u8])>, TranscriptError> {
         loop {
             // The last newline in buf (excluding a trailing one belonging to the line itself)
             // starts the line after it.
-            let search_end = self.buf.len().saturating_sub(1);
+            let search_end = self.end.saturating_sub(1);
             if let Some(nl) = memchr::memrchr(b'\n', &self.buf[..search_end]) {
-                let line = self.buf.split_off(nl + 1);
-                self.buf.truncate(nl + 1);
-                return Ok(Some((self.pos + nl as u64 + 1, trim_newline(line))));
+                let line = nl + 1..self.end;
+                self.end = nl + 1;
+                return Ok(Some((
+                    self.pos + line.start as u64,
+                    trim_newline(&self.buf[line]),
+                )));
             }
             if self.pos == 0 {
-                if self.buf.is_empty() {
+                if self.end == 0 {
                     return Ok(None);
                 }
-                let line = std::mem::take(&mut self.buf);
-                return Ok(Some((0, trim_newline(line))));
+                let line = 0..std::mem::take(&mut self.end);
+                return Ok(Some((0, trim_newline(&self.buf[line]))));
             }
-            let n = (BLOCK as u64).min(self.pos);
-            self.pos -= n;
-            let mut block = vec![0; n as usize];
+            let n = (BLOCK as u64).min(self.pos) as usize;
+            self.pos -= n as u64;
+            let mut block = vec![0; n + self.end];
+            block[n..].copy_from_slice(&self.buf[..self.end]);
             self.file
                 .seek(SeekFrom::Start(self.pos))
                 .map_err(io(self.path, "cannot seek"))?;
             self.file
-                .read_exact(&mut block)
+                .read_exact(&mut block[..n])
                 .map_err(io(self.path, "cannot read transcript"))?;
-            block.extend_from_slice(&self.buf);
+            self.end = block.len();
             self.buf = block;
         }
     }
 }
 
-fn trim_newline(mut line: Vec<u8>) -> Vec<u8> {
-    while matches!(line.last(), Some(b'\n' | b'\r')) {
-        line.pop();
+fn trim_newline(mut line: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\n' | b'\r'] = line {
+        line = rest;
     }
     line
 }
@@ -342,6 +348,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         file,
         path,
         buf: Vec::new(),
+        end: 0,
         pos: file_bytes,
     };
     let ends_with_newline = file_bytes == 0 || {

@@ -183,3 +183,77 @@ fn layer_savings_on_the_shared_pi_session() {
         );
     }
 }
+
+/// A file written by another tool (no counters in the compaction's details), whose active
+/// branch runs through the whole file: status walks all of it to count the compactions.
+#[test]
+#[ignore]
+fn status_walk_on_a_foreign_1gb_transcript() {
+    let dir = PathBuf::from(std::env::var("CTXHOST_BENCH_DIR").unwrap_or("/tmp".into()));
+    let path = dir.join(format!("ctxhost-1gb-walk-{}.jsonl", std::process::id()));
+    let chunk = coding_session(5, 4000);
+    let (header, body) = chunk.split_once('\n').unwrap();
+    let last_id = {
+        let last = body.lines().last().unwrap();
+        let v: serde_json::Value = serde_json::from_str(last).unwrap();
+        v["id"].as_str().unwrap().to_string()
+    };
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(f, "{header}").unwrap();
+    let target = 1u64 << 30;
+    let mut written = header.len() as u64 + 1;
+    let mut k = 0;
+    while written + body.len() as u64 <= target {
+        // Each copy hangs under the previous one's last entry: one branch through the file.
+        let root = if k == 0 {
+            "null".to_string()
+        } else {
+            format!("\"r{}-{last_id}\"", k - 1)
+        };
+        let copy = body
+            .replace("\"id\":\"", &format!("\"id\":\"r{k}-"))
+            .replace("\"parentId\":\"", &format!("\"parentId\":\"r{k}-"))
+            .replacen("\"parentId\":null", &format!("\"parentId\":{root}"), 1);
+        f.write_all(copy.as_bytes()).unwrap();
+        written += copy.len() as u64;
+        k += 1;
+    }
+    let leaf = format!("r{}-{last_id}", k - 1);
+    writeln!(
+        f,
+        "{{\"type\":\"compaction\",\"id\":\"c1\",\"parentId\":\"{leaf}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"summary\":\"s\",\"firstKeptEntryId\":\"{leaf}\",\"tokensBefore\":1000}}"
+    )
+    .unwrap();
+    writeln!(
+        f,
+        "{{\"type\":\"message\",\"id\":\"u1\",\"parentId\":\"c1\",\"message\":{{\"role\":\"user\",\"content\":\"go on\"}}}}"
+    )
+    .unwrap();
+    drop(f);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let _ = status::scan(&path).unwrap(); // warm the page cache
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..3 {
+        let started = Instant::now();
+        last = Some(status::scan(&path).unwrap());
+        times.push(started.elapsed());
+    }
+    times.sort();
+    let st = last.unwrap();
+    let started = Instant::now();
+    let bytes = std::fs::read(&path).unwrap();
+    let read_whole = started.elapsed();
+    drop(bytes);
+    println!(
+        "status walk on {:.2} GB ({k} copies, one branch): median {:?}, min {:?}; {} compaction(s) ({}); reading the file whole takes {read_whole:?}",
+        size as f64 / 1e9,
+        times[1],
+        times[0],
+        st.compaction_count,
+        st.count_source.as_str()
+    );
+    assert_eq!(st.compaction_count, 1);
+    assert_eq!(st.count_source, status::CountSource::ActiveBranch);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -331,3 +331,23 @@ fn usage_from_another_window_is_not_the_status() {
         recorded
     );
 }
+
+#[test]
+fn invalid_utf8_in_the_tail_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("u.jsonl");
+    let text = coding_session(2, 30);
+    let mut bytes = text.clone().into_bytes();
+    // break the last line's text: a lone continuation byte
+    let at = text.trim_end().rfind("\"role\"").unwrap();
+    bytes[at + 2] = 0x80;
+    std::fs::write(&path, &bytes).unwrap();
+    let lines = text.lines().count();
+    let scanned = scan(&path).unwrap_err().to_string();
+    let loaded = Transcript::load(&path).unwrap_err().to_string();
+    assert!(
+        scanned.contains(&format!("u.jsonl:{lines}: not valid UTF-8")),
+        "{scanned}"
+    );
+    assert_eq!(scanned, loaded);
+}
