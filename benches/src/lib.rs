@@ -313,6 +313,10 @@ pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleReque
                 entry: i as u32,
                 role: contract_role(entries[i].context_role()?),
                 tokens: entries[i].tokens(),
+                tool_name: None,
+                tool_call_id: None,
+                is_error: false,
+                pruned: entries[i].is_pruned(),
             })
         })
         .collect();
@@ -323,6 +327,8 @@ pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleReque
         context_tokens: u32::try_from(t.context_tokens()).unwrap_or(u32::MAX),
         available_tools: Vec::new(),
         entries: list,
+        model: None,
+        prompt: None,
     }
 }
 
@@ -421,6 +427,7 @@ pub fn message_2kb() -> c::Message {
         text,
         tool_calls: Vec::new(),
         tool_name: None,
+        tool_call_id: None,
         is_error: false,
         stop_reason: None,
         usage: None,

@@ -17,11 +17,13 @@ use super::health::Health;
 use super::limits::Function;
 use super::state::StoreState;
 use super::text;
-use super::v0_1;
+use super::versions::Bindings;
 
 pub struct EngineInstance {
     pub(super) store: Store<StoreState>,
-    pub(super) bindings: v0_1::ContextEngine,
+    pub(super) bindings: Bindings,
+    /// What the engine's last `assemble` said it sends, passed on in `compact` requests.
+    pub(super) last_assembled: Option<u32>,
     pub(super) spec: Arc<EngineSpec>,
     pub(super) health: Arc<Health>,
     pub(super) session: Session,
@@ -104,12 +106,7 @@ impl EngineInstance {
 
     pub async fn info(&mut self) -> Result<EngineInfo, EngineError> {
         self.begin(Function::Info)?;
-        let outcome = self
-            .bindings
-            .ctxhost_engine_engine()
-            .call_info(&mut self.store)
-            .await
-            .map(Ok);
+        let outcome = self.bindings.info(&mut self.store).await.map(Ok);
         // What an engine says of itself is stored and printed (doctor, plugins, replay).
         self.end(Function::Info, outcome).map(|info| EngineInfo {
             id: text::line(&info.id, text::MAX_INFO_ID),
@@ -124,11 +121,7 @@ impl EngineInstance {
         request: &BootstrapRequest,
     ) -> Result<BootstrapResult, EngineError> {
         self.begin(Function::Bootstrap)?;
-        let outcome = self
-            .bindings
-            .ctxhost_engine_engine()
-            .call_bootstrap(&mut self.store, request)
-            .await;
+        let outcome = self.bindings.bootstrap(&mut self.store, request).await;
         self.end(Function::Bootstrap, outcome).map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result
@@ -144,8 +137,7 @@ impl EngineInstance {
         let session = self.session.clone();
         let outcome = self
             .bindings
-            .ctxhost_engine_engine()
-            .call_ingest(&mut self.store, &session, message, is_heartbeat)
+            .ingest(&mut self.store, &session, message, is_heartbeat)
             .await;
         self.end(Function::Ingest, outcome)
     }
@@ -159,8 +151,7 @@ impl EngineInstance {
         let session = self.session.clone();
         let outcome = self
             .bindings
-            .ctxhost_engine_engine()
-            .call_ingest_batch(&mut self.store, &session, messages, is_heartbeat)
+            .ingest_batch(&mut self.store, &session, messages, is_heartbeat)
             .await;
         self.end(Function::IngestBatch, outcome)
     }
@@ -170,12 +161,12 @@ impl EngineInstance {
         request: &AssembleRequest,
     ) -> Result<AssembleResult, EngineError> {
         self.begin(Function::Assemble)?;
-        let outcome = self
-            .bindings
-            .ctxhost_engine_engine()
-            .call_assemble(&mut self.store, request)
-            .await;
-        self.end(Function::Assemble, outcome)
+        let outcome = self.bindings.assemble(&mut self.store, request).await;
+        let result = self.end(Function::Assemble, outcome);
+        if let Ok(assembled) = &result {
+            self.last_assembled = Some(assembled.estimated_tokens);
+        }
+        result
     }
 
     pub async fn compact(
@@ -183,11 +174,9 @@ impl EngineInstance {
         request: &CompactRequest,
     ) -> Result<CompactResult, EngineError> {
         self.begin(Function::Compact)?;
-        let outcome = self
-            .bindings
-            .ctxhost_engine_engine()
-            .call_compact(&mut self.store, request)
-            .await;
+        let mut request = request.clone();
+        request.assembled_tokens = request.assembled_tokens.or(self.last_assembled);
+        let outcome = self.bindings.compact(&mut self.store, &request).await;
         self.end(Function::Compact, outcome).map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result
@@ -196,11 +185,7 @@ impl EngineInstance {
 
     pub async fn after_turn(&mut self, request: &AfterTurnRequest) -> Result<(), EngineError> {
         self.begin(Function::AfterTurn)?;
-        let outcome = self
-            .bindings
-            .ctxhost_engine_engine()
-            .call_after_turn(&mut self.store, request)
-            .await;
+        let outcome = self.bindings.after_turn(&mut self.store, request).await;
         self.end(Function::AfterTurn, outcome)
     }
 
@@ -211,8 +196,7 @@ impl EngineInstance {
         self.begin(Function::PrepareSubagentSpawn)?;
         let outcome = self
             .bindings
-            .ctxhost_engine_engine()
-            .call_prepare_subagent_spawn(&mut self.store, spawn)
+            .prepare_subagent_spawn(&mut self.store, spawn)
             .await;
         self.end(Function::PrepareSubagentSpawn, outcome)
     }
@@ -221,8 +205,7 @@ impl EngineInstance {
         self.begin(Function::RollbackSubagentSpawn)?;
         let outcome = self
             .bindings
-            .ctxhost_engine_engine()
-            .call_rollback_subagent_spawn(&mut self.store, handle)
+            .rollback_subagent_spawn(&mut self.store, handle)
             .await;
         self.end(Function::RollbackSubagentSpawn, outcome)
     }
@@ -235,8 +218,7 @@ impl EngineInstance {
         self.begin(Function::OnSubagentEnded)?;
         let outcome = self
             .bindings
-            .ctxhost_engine_engine()
-            .call_on_subagent_ended(&mut self.store, child_session_key, reason)
+            .on_subagent_ended(&mut self.store, child_session_key, reason)
             .await;
         self.end(Function::OnSubagentEnded, outcome)
     }
@@ -244,11 +226,7 @@ impl EngineInstance {
     pub async fn dispose(&mut self) -> Result<(), EngineError> {
         self.begin(Function::Dispose)?;
         let session = self.session.clone();
-        let outcome = self
-            .bindings
-            .ctxhost_engine_engine()
-            .call_dispose(&mut self.store, &session)
-            .await;
+        let outcome = self.bindings.dispose(&mut self.store, &session).await;
         self.end(Function::Dispose, outcome)
     }
 }

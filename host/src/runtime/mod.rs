@@ -2,7 +2,30 @@
 //! precompiled from the cache), one `InstancePre` per engine and one `Store` per session.
 //! Knows nothing about transcripts or the CLI; sessions reach it through `SessionServices`.
 
+/// Converts a WIT enum of a version's generated `types` (`g`) to and from ctxhost's own
+/// (`d`, `super::contract`), variant by variant.
+macro_rules! convert_enum {
+    ($name:ident [$($variant:ident),* $(,)?]) => {
+        impl From<d::$name> for g::$name {
+            fn from(value: d::$name) -> Self {
+                match value {
+                    $(d::$name::$variant => Self::$variant,)*
+                }
+            }
+        }
+        impl From<g::$name> for d::$name {
+            fn from(value: g::$name) -> Self {
+                match value {
+                    $(g::$name::$variant => Self::$variant,)*
+                }
+            }
+        }
+    };
+}
+use convert_enum;
+
 mod cache;
+pub mod contract;
 mod disk;
 mod error;
 mod guest_log;
@@ -13,13 +36,15 @@ mod services;
 mod state;
 mod text;
 mod v0_1;
+mod v0_2;
+mod versions;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
 };
@@ -36,14 +61,8 @@ pub use state::Grants;
 use guest_log::{GuestOutput, LogSink};
 use state::{CallClock, ImportBudget, Limiter, StoreState};
 
-/// The types of the newest contract version; older versions convert into these.
-pub mod contract {
-    pub use super::v0_1::ctxhost::engine::host::{CompletionRequest, LogLevel};
-    pub use super::v0_1::ctxhost::engine::types::*;
-}
-
 /// Contract versions this host runs, newest first.
-pub const SUPPORTED_CONTRACTS: &[&str] = &[v0_1::VERSION];
+pub const SUPPORTED_CONTRACTS: &[&str] = versions::SUPPORTED;
 
 /// How often the epoch advances; deadlines are checked at this granularity.
 const TICK: Duration = Duration::from_millis(10);
@@ -105,8 +124,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         disk::add_to_linker(&mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        v0_1::ContextEngine::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |s| s)
-            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        versions::add_to_linker(&mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let cache = options
             .cache_dir
             .as_ref()
@@ -171,14 +189,12 @@ impl Runtime {
         let (component, load_source) = self.compile(&spec.origin, bytes)?;
         let compiled_in = started.elapsed();
         let contract = contract_version(&self.engine, &component, &spec.origin)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .and_then(v0_1::ContextEnginePre::new)
-            .map_err(|e| RuntimeError::Link {
+        let pre = versions::Pre::new(&self.linker, &component, &contract).map_err(|e| {
+            RuntimeError::Link {
                 origin: spec.origin.clone(),
                 detail: format!("{e:#}"),
-            })?;
+            }
+        })?;
         // Shared by every instance of the engine: one count of one dir.
         let disk =
             disk::DiskQuota::new(&spec.id, &spec.state_dir, spec.limits.state_dir_quota_bytes);
@@ -285,7 +301,7 @@ impl PreparedEngine {
 /// A component linked against the host's imports.
 struct Linked {
     engine: Engine,
-    pre: v0_1::ContextEnginePre<StoreState>,
+    pre: versions::Pre,
     spec: Arc<EngineSpec>,
     health: Arc<health::Health>,
     disk: Arc<disk::DiskQuota>,
@@ -351,7 +367,7 @@ impl Linked {
         store.set_epoch_deadline(ticks_for(
             spec.limits.deadline(Function::Instantiate).min(CHECK_EVERY),
         ));
-        let bindings = match self.pre.instantiate_async(&mut store).await {
+        let bindings = match self.pre.instantiate(&mut store).await {
             Ok(bindings) => bindings,
             Err(e) => {
                 let memory_refused = store.data().limiter.memory_refused;
@@ -367,6 +383,7 @@ impl Linked {
         Ok(EngineInstance {
             store,
             bindings,
+            last_assembled: None,
             spec: spec.clone(),
             health: self.health.clone(),
             session,

@@ -8,13 +8,14 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::contract::{CompactRequest, Compaction, ContextEntry, EntryRef, HostError, Message};
+use super::contract::{
+    CompactRequest, Compaction, CompletionRequest, ContextEntry, EntryRef, HostError, LogLevel,
+    Message,
+};
 use super::error::LimitExceeded;
 use super::guest_log::{Level, LogSink};
 use super::limits::Limits;
 use super::services::SessionServices;
-use super::v0_1::ctxhost::engine::host::{self, CompletionRequest, LogLevel};
-use super::v0_1::ctxhost::engine::types;
 
 /// Powers the operator granted this engine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -231,10 +232,10 @@ fn message_bytes(message: &Message) -> usize {
         + calls
 }
 
-impl types::Host for StoreState {}
-
-impl host::Host for StoreState {
-    async fn log(&mut self, level: LogLevel, message: String) -> anyhow::Result<()> {
+/// The host imports in ctxhost's terms; each contract version's `Host` impl converts its
+/// arguments and results around these.
+impl StoreState {
+    pub(super) fn import_log(&mut self, level: LogLevel, message: &str) -> anyhow::Result<()> {
         self.budget.call("log")?;
         let level = match level {
             LogLevel::Trace => Level::Trace,
@@ -243,13 +244,13 @@ impl host::Host for StoreState {
             LogLevel::Warn => Level::Warn,
             LogLevel::Error => Level::Error,
         };
-        self.log.emit(level, "log", &message);
+        self.log.emit(level, "log", message);
         Ok(())
     }
 
-    async fn estimate_tokens(&mut self, text: String) -> anyhow::Result<u32> {
+    pub(super) fn import_estimate_tokens(&mut self, text: &str) -> anyhow::Result<u32> {
         self.budget.call("estimate-tokens")?;
-        Ok(ctxhost_transcript::tokens::estimate_text(&text))
+        Ok(ctxhost_transcript::tokens::estimate_text(text))
     }
 
     // Cheap imports count against the guest's deadline, so a loop of millions of them still
@@ -259,19 +260,30 @@ impl host::Host for StoreState {
     // are already copied out of guest memory when an import starts (bounded by the guest's
     // memory limit); those dropped when it returns are not charged, those passed on (prompts,
     // instructions) are.
-    async fn context_entries(&mut self) -> anyhow::Result<Vec<ContextEntry>> {
+    /// `record_bytes`: the size of one entry in the guest's version of the record.
+    pub(super) fn import_context_entries(
+        &mut self,
+        record_bytes: usize,
+    ) -> anyhow::Result<Vec<ContextEntry>> {
         const IMPORT: &str = "context-entries";
         self.budget.call(IMPORT)?;
         // The host's own view of the transcript, bounded by it; charged before the guest gets it.
         let entries = self.services.context_entries();
+        let strings: usize = entries
+            .iter()
+            .map(|e| {
+                e.tool_name.as_ref().map_or(0, String::len)
+                    + e.tool_call_id.as_ref().map_or(0, String::len)
+            })
+            .sum();
         self.budget
-            .charge(IMPORT, entries.len() * std::mem::size_of::<ContextEntry>())?;
+            .charge(IMPORT, entries.len() * record_bytes + strings)?;
         Ok(entries)
     }
 
-    async fn read_entries(
+    pub(super) async fn import_read_entries(
         &mut self,
-        entries: Vec<EntryRef>,
+        entries: &[EntryRef],
     ) -> anyhow::Result<Result<Vec<Message>, HostError>> {
         const IMPORT: &str = "read-entries";
         self.budget.call(IMPORT)?;
@@ -284,7 +296,7 @@ impl host::Host for StoreState {
         let mut messages = Vec::with_capacity(entries.len());
         // One entry at a time, each charged as it is built: the host never holds more than the
         // budget plus one message, however many references (or repeats) the guest sends.
-        for r in &entries {
+        for r in entries {
             let mut one = match self.services.read_entries(std::slice::from_ref(r)) {
                 Ok(one) => one,
                 Err(e) => return Ok(Err(e)),
@@ -299,15 +311,21 @@ impl host::Host for StoreState {
         Ok(Ok(messages))
     }
 
-    async fn delegate_compaction(
+    pub(super) async fn import_delegate_compaction(
         &mut self,
-        request: CompactRequest,
+        mut request: CompactRequest,
     ) -> anyhow::Result<Result<Option<Compaction>, HostError>> {
         const IMPORT: &str = "delegate-compaction";
         let window = self.slow_import_window(IMPORT)?;
         // Passed on to the summarizer: charged like the host's own output.
         let instructions = request.custom_instructions.as_ref().map_or(0, String::len);
         self.budget.charge(IMPORT, instructions)?;
+        // The layer is chosen from what the model receives: the engine's own assembled size
+        // when it reported one, not the raw transcript (a trimming engine would otherwise be
+        // compacted at a layer meant for a context it never sends).
+        if let Some(assembled) = request.assembled_tokens {
+            request.current_tokens = Some(assembled);
+        }
         let services = self.services.clone();
         // The runtime compaction is synchronous work; on a blocking thread it cannot hold up
         // this call past its timeout (an abandoned run finishes there and is discarded).
@@ -329,14 +347,14 @@ impl host::Host for StoreState {
         Ok(result)
     }
 
-    async fn config(&mut self) -> anyhow::Result<String> {
+    pub(super) fn import_config(&mut self) -> anyhow::Result<String> {
         const IMPORT: &str = "config";
         self.budget.call(IMPORT)?;
         self.budget.charge(IMPORT, self.config_json.len())?;
         Ok(self.config_json.to_string())
     }
 
-    async fn complete(
+    pub(super) async fn import_complete(
         &mut self,
         request: CompletionRequest,
     ) -> anyhow::Result<Result<String, HostError>> {

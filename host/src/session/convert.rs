@@ -29,10 +29,19 @@ pub fn context_entries(transcript: &Transcript) -> Vec<ContextEntry> {
         .into_iter()
         .filter_map(|index| {
             let entry = &entries[index];
+            let role = entry.context_role()?;
+            let tool = match role {
+                TranscriptRole::ToolResult => ToolHead::of(&entry.message_json()),
+                _ => ToolHead::default(),
+            };
             Some(ContextEntry {
                 entry: index as u32,
-                role: role(entry.context_role()?),
+                role: self::role(role),
                 tokens: entry.tokens(),
+                tool_name: tool.tool_name,
+                tool_call_id: tool.tool_call_id,
+                is_error: tool.is_error,
+                pruned: entry.is_pruned(),
             })
         })
         .collect()
@@ -41,6 +50,10 @@ pub fn context_entries(transcript: &Transcript) -> Vec<ContextEntry> {
 /// One entry as a message, or `None` for entries that never reach the model.
 pub fn message(index: usize, entry: &Entry) -> Option<Message> {
     let view = entry.view()?;
+    let tool_call_id = match view.role {
+        TranscriptRole::ToolResult => ToolHead::of(&entry.message_json()).tool_call_id,
+        _ => None,
+    };
     Some(Message {
         entry: index as u32,
         entry_id: entry.id().to_string(),
@@ -57,6 +70,7 @@ pub fn message(index: usize, entry: &Entry) -> Option<Message> {
             })
             .collect(),
         tool_name: view.tool_name,
+        tool_call_id,
         is_error: view.is_error,
         stop_reason: view.stop_reason,
         usage: view.usage.map(|u| Usage {
@@ -69,4 +83,41 @@ pub fn message(index: usize, entry: &Entry) -> Option<Message> {
         tokens: view.tokens,
         json: entry.message_json().into_owned(),
     })
+}
+
+/// The tool facts of a tool result, read without decoding its content (serde skips the
+/// `content` value by scanning it; nothing of it is allocated).
+#[derive(Default, serde::Deserialize)]
+struct ToolHead {
+    #[serde(rename = "toolName")]
+    tool_name: Option<String>,
+    #[serde(rename = "toolCallId")]
+    tool_call_id: Option<String>,
+    #[serde(rename = "isError", default)]
+    is_error: bool,
+}
+
+impl ToolHead {
+    /// A message whose head does not parse has no tool facts (it is still in the context).
+    fn of(json: &str) -> Self {
+        serde_json::from_str(json).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_facts_come_from_the_message_head() {
+        let head = ToolHead::of(
+            r#"{"role":"toolResult","toolCallId":"call_1","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":true}"#,
+        );
+        assert_eq!(head.tool_name.as_deref(), Some("bash"));
+        assert_eq!(head.tool_call_id.as_deref(), Some("call_1"));
+        assert!(head.is_error);
+        let none = ToolHead::of(r#"{"role":"toolResult","isError":null}"#);
+        assert_eq!(none.tool_name, None);
+        assert!(!none.is_error);
+    }
 }

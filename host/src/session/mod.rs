@@ -33,6 +33,16 @@ pub struct AssembleOptions {
     pub available_tools: Vec<String>,
 }
 
+/// What the runtime knows of the coming model call beyond the transcript; engines speaking
+/// contract 0.2 or later receive it in `assemble`.
+#[derive(Debug, Clone, Default)]
+pub struct PendingCall {
+    /// The model the call goes to.
+    pub model: Option<String>,
+    /// The prompt about to be sent, not yet in the transcript.
+    pub prompt: Option<String>,
+}
+
 /// Options of one `compact`.
 #[derive(Debug, Clone)]
 pub struct CompactOptions {
@@ -352,6 +362,15 @@ impl Session {
 
     /// Asks the engine for the context of the next model call.
     pub async fn assemble(&mut self, options: &AssembleOptions) -> Result<Assembly> {
+        self.assemble_for(options, &PendingCall::default()).await
+    }
+
+    /// [`Session::assemble`], telling the engine what the runtime knows of the call.
+    pub async fn assemble_for(
+        &mut self,
+        options: &AssembleOptions,
+        pending: &PendingCall,
+    ) -> Result<Assembly> {
         let (entries, context_tokens, transcript_len) = {
             let transcript = self.shared.read();
             let entries = convert::context_entries(&transcript);
@@ -365,6 +384,8 @@ impl Session {
             context_tokens: tokens_u32(context_tokens),
             available_tools: options.available_tools.clone(),
             entries,
+            model: pending.model.clone(),
+            prompt: pending.prompt.clone(),
         };
         let result = self.instance().await?.assemble(&request).await;
         let result = self.settle(result)?;
@@ -414,6 +435,9 @@ impl Session {
             current_tokens: Some(tokens_u32(current_tokens)),
             custom_instructions: options.custom_instructions.clone(),
             trigger: options.trigger,
+            context_window: Some(tokens_u32(self.context_window)),
+            // The instance fills in what its engine's last `assemble` reported.
+            assembled_tokens: None,
         };
         let result = self.instance().await?.compact(&request).await;
         let result = self.settle(result)?;

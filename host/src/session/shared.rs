@@ -103,8 +103,6 @@ impl Shared {
             tokens_before: convert::tokens_u32(plan.tokens_before),
             tokens_after: convert::tokens_u32(plan.tokens_after),
             details: Some(plan.details.to_string()),
-            new_session_id: None,
-            new_session_file: None,
         })
     }
 }

@@ -280,8 +280,6 @@ mod tests {
             tokens_before: 100,
             tokens_after: 10,
             details: None,
-            new_session_id: None,
-            new_session_file: None,
         };
         assert!(capped_compaction(&context, &c).is_ok());
         c.first_kept_entry = 5;

@@ -1,0 +1,505 @@
+//! Contract `ctxhost:engine@0.2.0` (`wit/0.2.0`), the newest: its generated bindings stay in
+//! this module, and everything leaving it is converted to or from ctxhost's own types
+//! (`super::contract`), which follow this version field for field, except `keep-range`, which
+//! is expanded here into the `keep`s it stands for.
+
+use wasmtime::Store;
+
+use super::contract as d;
+use super::state::StoreState;
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit/0.2.0",
+        world: "context-engine",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        anyhow: true,
+    });
+}
+
+use bindings::ctxhost::engine::{host, types as g};
+
+/// The contract version this module speaks.
+pub const VERSION: &str = "0.2.0";
+
+pub type Pre = bindings::ContextEnginePre<StoreState>;
+
+pub fn add_to_linker(linker: &mut wasmtime::component::Linker<StoreState>) -> wasmtime::Result<()> {
+    use wasmtime::component::HasSelf;
+    bindings::ContextEngine::add_to_linker::<StoreState, HasSelf<StoreState>>(linker, |s| s)
+}
+
+pub fn pre(pre: wasmtime::component::InstancePre<StoreState>) -> wasmtime::Result<Pre> {
+    bindings::ContextEnginePre::new(pre)
+}
+
+super::convert_enum!(Role [User, Assistant, ToolResult, BashExecution, Custom, BranchSummary, CompactionSummary]);
+super::convert_enum!(CompactionTrigger [Manual, Auto, Overflow]);
+super::convert_enum!(ContextMode [Isolated, Fork]);
+super::convert_enum!(SubagentEndReason [Deleted, Completed, Swept, Released]);
+
+impl From<&d::Session> for g::Session {
+    fn from(s: &d::Session) -> Self {
+        Self {
+            id: s.id.clone(),
+            key: s.key.clone(),
+        }
+    }
+}
+
+impl From<g::Session> for d::Session {
+    fn from(s: g::Session) -> Self {
+        Self {
+            id: s.id,
+            key: s.key,
+        }
+    }
+}
+
+impl From<&d::ContextEntry> for g::ContextEntry {
+    fn from(e: &d::ContextEntry) -> Self {
+        Self {
+            entry: e.entry,
+            role: e.role.into(),
+            tokens: e.tokens,
+            tool_name: e.tool_name.clone(),
+            tool_call_id: e.tool_call_id.clone(),
+            is_error: e.is_error,
+            pruned: e.pruned,
+        }
+    }
+}
+
+impl From<&d::Message> for g::Message {
+    fn from(m: &d::Message) -> Self {
+        Self {
+            entry: m.entry,
+            entry_id: m.entry_id.clone(),
+            role: m.role.into(),
+            timestamp: m.timestamp,
+            text: m.text.clone(),
+            tool_calls: m
+                .tool_calls
+                .iter()
+                .map(|c| g::ToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect(),
+            tool_name: m.tool_name.clone(),
+            tool_call_id: m.tool_call_id.clone(),
+            is_error: m.is_error,
+            stop_reason: m.stop_reason.clone(),
+            usage: m.usage.map(|u| g::Usage {
+                input: u.input,
+                output: u.output,
+                cache_read: u.cache_read,
+                cache_write: u.cache_write,
+                total_tokens: u.total_tokens,
+            }),
+            tokens: m.tokens,
+            json: m.json.clone(),
+        }
+    }
+}
+
+impl From<&d::CompactRequest> for g::CompactRequest {
+    fn from(r: &d::CompactRequest) -> Self {
+        Self {
+            session: (&r.session).into(),
+            session_file: r.session_file.clone(),
+            force: r.force,
+            token_budget: r.token_budget,
+            current_tokens: r.current_tokens,
+            custom_instructions: r.custom_instructions.clone(),
+            trigger: r.trigger.into(),
+            // Sessions always know their window; 0 only for a request a 0.1 guest built.
+            context_window: r.context_window.unwrap_or(0),
+            assembled_tokens: r.assembled_tokens,
+        }
+    }
+}
+
+impl From<g::CompactRequest> for d::CompactRequest {
+    fn from(r: g::CompactRequest) -> Self {
+        Self {
+            session: r.session.into(),
+            session_file: r.session_file,
+            force: r.force,
+            token_budget: r.token_budget,
+            current_tokens: r.current_tokens,
+            custom_instructions: r.custom_instructions,
+            trigger: r.trigger.into(),
+            context_window: Some(r.context_window),
+            assembled_tokens: r.assembled_tokens,
+        }
+    }
+}
+
+impl From<d::Compaction> for g::Compaction {
+    fn from(c: d::Compaction) -> Self {
+        Self {
+            summary: c.summary,
+            first_kept_entry: c.first_kept_entry,
+            tokens_before: c.tokens_before,
+            tokens_after: c.tokens_after,
+            details: c.details,
+        }
+    }
+}
+
+impl From<g::Compaction> for d::Compaction {
+    fn from(c: g::Compaction) -> Self {
+        Self {
+            summary: c.summary,
+            first_kept_entry: c.first_kept_entry,
+            tokens_before: c.tokens_before,
+            tokens_after: c.tokens_after,
+            details: c.details,
+        }
+    }
+}
+
+impl From<d::HostError> for g::HostError {
+    fn from(e: d::HostError) -> Self {
+        match e {
+            d::HostError::PermissionDenied(m) => Self::PermissionDenied(m),
+            d::HostError::InvalidArgument(m) => Self::InvalidArgument(m),
+            d::HostError::Unavailable(m) => Self::Unavailable(m),
+            d::HostError::Failed(m) => Self::Failed(m),
+        }
+    }
+}
+
+impl g::Host for StoreState {}
+
+impl host::Host for StoreState {
+    async fn log(&mut self, level: host::LogLevel, message: String) -> anyhow::Result<()> {
+        let level = match level {
+            host::LogLevel::Trace => d::LogLevel::Trace,
+            host::LogLevel::Debug => d::LogLevel::Debug,
+            host::LogLevel::Info => d::LogLevel::Info,
+            host::LogLevel::Warn => d::LogLevel::Warn,
+            host::LogLevel::Error => d::LogLevel::Error,
+        };
+        self.import_log(level, &message)
+    }
+
+    async fn estimate_tokens(&mut self, text: String) -> anyhow::Result<u32> {
+        self.import_estimate_tokens(&text)
+    }
+
+    async fn context_entries(&mut self) -> anyhow::Result<Vec<g::ContextEntry>> {
+        let entries = self.import_context_entries(std::mem::size_of::<g::ContextEntry>())?;
+        Ok(entries.iter().map(Into::into).collect())
+    }
+
+    async fn read_entries(
+        &mut self,
+        entries: Vec<d::EntryRef>,
+    ) -> anyhow::Result<Result<Vec<g::Message>, g::HostError>> {
+        Ok(self
+            .import_read_entries(&entries)
+            .await?
+            .map(|messages| messages.iter().map(Into::into).collect())
+            .map_err(Into::into))
+    }
+
+    async fn delegate_compaction(
+        &mut self,
+        request: g::CompactRequest,
+    ) -> anyhow::Result<Result<Option<g::Compaction>, g::HostError>> {
+        Ok(self
+            .import_delegate_compaction(request.into())
+            .await?
+            .map(|c| c.map(Into::into))
+            .map_err(Into::into))
+    }
+
+    async fn config(&mut self) -> anyhow::Result<String> {
+        self.import_config()
+    }
+
+    async fn complete(
+        &mut self,
+        request: host::CompletionRequest,
+    ) -> anyhow::Result<Result<String, g::HostError>> {
+        let request = d::CompletionRequest {
+            system: request.system,
+            prompt: request.prompt,
+            max_tokens: request.max_tokens,
+        };
+        Ok(self.import_complete(request).await?.map_err(Into::into))
+    }
+}
+
+/// A 0.2 instance's exports, in ctxhost's terms.
+pub struct Engine(bindings::ContextEngine);
+
+impl Engine {
+    pub async fn instantiate(pre: &Pre, store: &mut Store<StoreState>) -> wasmtime::Result<Self> {
+        pre.instantiate_async(store).await.map(Self)
+    }
+
+    fn exports(&self) -> &bindings::exports::ctxhost::engine::engine::Guest {
+        self.0.ctxhost_engine_engine()
+    }
+
+    pub async fn info(&self, store: &mut Store<StoreState>) -> wasmtime::Result<d::EngineInfo> {
+        let info = self.exports().call_info(store).await?;
+        Ok(d::EngineInfo {
+            id: info.id,
+            name: info.name,
+            version: info.version,
+            owns_compaction: info.owns_compaction,
+        })
+    }
+
+    pub async fn bootstrap(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &d::BootstrapRequest,
+    ) -> wasmtime::Result<Result<d::BootstrapResult, String>> {
+        let request = g::BootstrapRequest {
+            session: (&request.session).into(),
+            session_file: request.session_file.clone(),
+            entry_count: request.entry_count,
+        };
+        let result = self.exports().call_bootstrap(store, &request).await?;
+        Ok(result.map(|r| d::BootstrapResult {
+            bootstrapped: r.bootstrapped,
+            imported_messages: r.imported_messages,
+            reason: r.reason,
+        }))
+    }
+
+    pub async fn ingest(
+        &self,
+        store: &mut Store<StoreState>,
+        session: &d::Session,
+        message: &d::Message,
+        is_heartbeat: bool,
+    ) -> wasmtime::Result<Result<d::IngestResult, String>> {
+        let result = self
+            .exports()
+            .call_ingest(store, &session.into(), &message.into(), is_heartbeat)
+            .await?;
+        Ok(result.map(|r| d::IngestResult {
+            ingested: r.ingested,
+        }))
+    }
+
+    pub async fn ingest_batch(
+        &self,
+        store: &mut Store<StoreState>,
+        session: &d::Session,
+        messages: &[d::Message],
+        is_heartbeat: bool,
+    ) -> wasmtime::Result<Result<u32, String>> {
+        let messages: Vec<g::Message> = messages.iter().map(Into::into).collect();
+        self.exports()
+            .call_ingest_batch(store, &session.into(), &messages, is_heartbeat)
+            .await
+    }
+
+    pub async fn assemble(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &d::AssembleRequest,
+    ) -> wasmtime::Result<Result<d::AssembleResult, String>> {
+        let guest_request = g::AssembleRequest {
+            session: (&request.session).into(),
+            token_budget: request.token_budget,
+            context_window: request.context_window,
+            context_tokens: request.context_tokens,
+            available_tools: request.available_tools.clone(),
+            entries: entries(&request.entries),
+            model: request.model.clone(),
+            prompt: request.prompt.clone(),
+        };
+        let result = self.exports().call_assemble(store, &guest_request).await?;
+        Ok(result.and_then(|r| {
+            Ok(d::AssembleResult {
+                items: items(&request.entries, r.items)?,
+                estimated_tokens: r.estimated_tokens,
+                system_prompt_addition: r.system_prompt_addition,
+            })
+        }))
+    }
+
+    pub async fn compact(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &d::CompactRequest,
+    ) -> wasmtime::Result<Result<d::CompactResult, String>> {
+        let result = self.exports().call_compact(store, &request.into()).await?;
+        Ok(result.map(|r| d::CompactResult {
+            ok: r.ok,
+            compacted: r.compacted,
+            reason: r.reason,
+            compaction: r.compaction.map(Into::into),
+        }))
+    }
+
+    pub async fn after_turn(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &d::AfterTurnRequest,
+    ) -> wasmtime::Result<Result<(), String>> {
+        let request = g::AfterTurnRequest {
+            session: (&request.session).into(),
+            session_file: request.session_file.clone(),
+            pre_prompt_message_count: request.pre_prompt_message_count,
+            message_count: request.message_count,
+            auto_compaction_summary: request.auto_compaction_summary.clone(),
+            is_heartbeat: request.is_heartbeat,
+            token_budget: request.token_budget,
+        };
+        self.exports().call_after_turn(store, &request).await
+    }
+
+    pub async fn prepare_subagent_spawn(
+        &self,
+        store: &mut Store<StoreState>,
+        spawn: &d::SubagentSpawn,
+    ) -> wasmtime::Result<Result<Option<u64>, String>> {
+        let spawn = g::SubagentSpawn {
+            parent_session_key: spawn.parent_session_key.clone(),
+            child_session_key: spawn.child_session_key.clone(),
+            context_mode: spawn.context_mode.into(),
+            ttl_ms: spawn.ttl_ms,
+        };
+        self.exports()
+            .call_prepare_subagent_spawn(store, &spawn)
+            .await
+    }
+
+    pub async fn rollback_subagent_spawn(
+        &self,
+        store: &mut Store<StoreState>,
+        handle: u64,
+    ) -> wasmtime::Result<Result<(), String>> {
+        self.exports()
+            .call_rollback_subagent_spawn(store, handle)
+            .await
+    }
+
+    pub async fn on_subagent_ended(
+        &self,
+        store: &mut Store<StoreState>,
+        child_session_key: &str,
+        reason: d::SubagentEndReason,
+    ) -> wasmtime::Result<Result<(), String>> {
+        self.exports()
+            .call_on_subagent_ended(store, child_session_key, reason.into())
+            .await
+    }
+
+    pub async fn dispose(
+        &self,
+        store: &mut Store<StoreState>,
+        session: &d::Session,
+    ) -> wasmtime::Result<Result<(), String>> {
+        self.exports().call_dispose(store, &session.into()).await
+    }
+}
+
+fn entries(entries: &[d::ContextEntry]) -> Vec<g::ContextEntry> {
+    entries.iter().map(Into::into).collect()
+}
+
+/// The plan in ctxhost's terms: each `keep-range` becomes the `keep`s of the request's entries
+/// it spans, so validation and rendering see one shape whatever the version. A range whose ends
+/// are not in the request, or run backwards, is the engine's error.
+fn items(
+    request: &[d::ContextEntry],
+    items: Vec<g::ContextItem>,
+) -> Result<Vec<d::ContextItem>, String> {
+    let mut positions: Option<std::collections::HashMap<d::EntryRef, usize>> = None;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            g::ContextItem::Keep(entry) => out.push(d::ContextItem::Keep(entry)),
+            g::ContextItem::Insert(json) => out.push(d::ContextItem::Insert(json)),
+            g::ContextItem::KeepRange(g::KeepRange { first, last }) => {
+                let positions = positions.get_or_insert_with(|| {
+                    request
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| (e.entry, i))
+                        .collect()
+                });
+                let (Some(&from), Some(&to)) = (positions.get(&first), positions.get(&last)) else {
+                    return Err(format!(
+                        "keep-range({first}, {last}) names an entry that is not in the request"
+                    ));
+                };
+                if to < from {
+                    return Err(format!(
+                        "keep-range({first}, {last}) runs backwards in the request's order"
+                    ));
+                }
+                out.extend(
+                    request[from..=to]
+                        .iter()
+                        .map(|e| d::ContextItem::Keep(e.entry)),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(entry: d::EntryRef) -> d::ContextEntry {
+        d::ContextEntry {
+            entry,
+            role: d::Role::User,
+            tokens: 1,
+            tool_name: None,
+            tool_call_id: None,
+            is_error: false,
+            pruned: false,
+        }
+    }
+
+    #[test]
+    fn keep_ranges_expand_in_request_order() {
+        // A compaction summary (entry 9) comes first, then the kept entries.
+        let request: Vec<_> = [9, 2, 3, 5, 7].into_iter().map(entry).collect();
+        let plan = vec![
+            g::ContextItem::KeepRange(g::KeepRange { first: 9, last: 3 }),
+            g::ContextItem::Insert("{}".into()),
+            g::ContextItem::KeepRange(g::KeepRange { first: 7, last: 7 }),
+            g::ContextItem::Keep(5),
+        ];
+        let keep = d::ContextItem::Keep;
+        assert_eq!(
+            items(&request, plan).unwrap(),
+            vec![
+                keep(9),
+                keep(2),
+                keep(3),
+                d::ContextItem::Insert("{}".into()),
+                keep(7),
+                keep(5),
+            ]
+        );
+    }
+
+    #[test]
+    fn keep_ranges_outside_the_request_or_backwards_are_refused() {
+        let request: Vec<_> = [1, 2, 3].into_iter().map(entry).collect();
+        let range = |first, last| vec![g::ContextItem::KeepRange(g::KeepRange { first, last })];
+        let err = items(&request, range(1, 4)).unwrap_err();
+        assert!(err.contains("keep-range(1, 4)"), "{err}");
+        let err = items(&request, range(3, 1)).unwrap_err();
+        assert!(err.contains("backwards"), "{err}");
+        assert!(items(&[], range(0, 0)).is_err());
+    }
+}

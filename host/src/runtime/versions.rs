@@ -1,0 +1,176 @@
+//! The one place that knows which contract versions exist. Each version's module binds its
+//! own WIT and converts into ctxhost's types; these enums pick the module by the version a
+//! component exports. Supporting another version adds a module and one arm per match here.
+
+use wasmtime::Store;
+use wasmtime::component::{Component, InstancePre, Linker};
+
+use super::contract as d;
+use super::state::StoreState;
+use super::{v0_1, v0_2};
+
+/// Contract versions this host runs, newest first.
+pub const SUPPORTED: &[&str] = &[v0_2::VERSION, v0_1::VERSION];
+
+/// Adds every version's host imports (each under its own versioned interface name).
+pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    v0_1::add_to_linker(linker)?;
+    v0_2::add_to_linker(linker)
+}
+
+/// A component linked against the imports of the version it was built for.
+pub enum Pre {
+    V0_1(v0_1::Pre),
+    V0_2(v0_2::Pre),
+}
+
+impl Pre {
+    /// `version` is one of [`SUPPORTED`] (compatible by minor), as `contract_version` checked.
+    pub fn new(
+        linker: &Linker<StoreState>,
+        component: &Component,
+        version: &str,
+    ) -> wasmtime::Result<Self> {
+        let pre: InstancePre<StoreState> = linker.instantiate_pre(component)?;
+        if super::same_minor(v0_2::VERSION, version) {
+            v0_2::pre(pre).map(Self::V0_2)
+        } else {
+            v0_1::pre(pre).map(Self::V0_1)
+        }
+    }
+
+    pub async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
+        Ok(match self {
+            Self::V0_1(pre) => Bindings::V0_1(v0_1::Engine::instantiate(pre, store).await?),
+            Self::V0_2(pre) => Bindings::V0_2(v0_2::Engine::instantiate(pre, store).await?),
+        })
+    }
+}
+
+/// A live instance's exports, whichever version it speaks.
+pub enum Bindings {
+    V0_1(v0_1::Engine),
+    V0_2(v0_2::Engine),
+}
+
+type Call<T> = wasmtime::Result<Result<T, String>>;
+
+impl Bindings {
+    pub async fn info(&self, store: &mut Store<StoreState>) -> wasmtime::Result<d::EngineInfo> {
+        match self {
+            Self::V0_1(e) => e.info(store).await,
+            Self::V0_2(e) => e.info(store).await,
+        }
+    }
+
+    pub async fn bootstrap(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &d::BootstrapRequest,
+    ) -> Call<d::BootstrapResult> {
+        match self {
+            Self::V0_1(e) => e.bootstrap(store, request).await,
+            Self::V0_2(e) => e.bootstrap(store, request).await,
+        }
+    }
+
+    pub async fn ingest(
+        &self,
+        store: &mut Store<StoreState>,
+        session: &d::Session,
+        message: &d::Message,
+        is_heartbeat: bool,
+    ) -> Call<d::IngestResult> {
+        match self {
+            Self::V0_1(e) => e.ingest(store, session, message, is_heartbeat).await,
+            Self::V0_2(e) => e.ingest(store, session, message, is_heartbeat).await,
+        }
+    }
+
+    pub async fn ingest_batch(
+        &self,
+        store: &mut Store<StoreState>,
+        session: &d::Session,
+        messages: &[d::Message],
+        is_heartbeat: bool,
+    ) -> Call<u32> {
+        match self {
+            Self::V0_1(e) => e.ingest_batch(store, session, messages, is_heartbeat).await,
+            Self::V0_2(e) => e.ingest_batch(store, session, messages, is_heartbeat).await,
+        }
+    }
+
+    pub async fn assemble(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &d::AssembleRequest,
+    ) -> Call<d::AssembleResult> {
+        match self {
+            Self::V0_1(e) => e.assemble(store, request).await,
+            Self::V0_2(e) => e.assemble(store, request).await,
+        }
+    }
+
+    pub async fn compact(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &d::CompactRequest,
+    ) -> Call<d::CompactResult> {
+        match self {
+            Self::V0_1(e) => e.compact(store, request).await,
+            Self::V0_2(e) => e.compact(store, request).await,
+        }
+    }
+
+    pub async fn after_turn(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &d::AfterTurnRequest,
+    ) -> Call<()> {
+        match self {
+            Self::V0_1(e) => e.after_turn(store, request).await,
+            Self::V0_2(e) => e.after_turn(store, request).await,
+        }
+    }
+
+    pub async fn prepare_subagent_spawn(
+        &self,
+        store: &mut Store<StoreState>,
+        spawn: &d::SubagentSpawn,
+    ) -> Call<Option<u64>> {
+        match self {
+            Self::V0_1(e) => e.prepare_subagent_spawn(store, spawn).await,
+            Self::V0_2(e) => e.prepare_subagent_spawn(store, spawn).await,
+        }
+    }
+
+    pub async fn rollback_subagent_spawn(
+        &self,
+        store: &mut Store<StoreState>,
+        handle: u64,
+    ) -> Call<()> {
+        match self {
+            Self::V0_1(e) => e.rollback_subagent_spawn(store, handle).await,
+            Self::V0_2(e) => e.rollback_subagent_spawn(store, handle).await,
+        }
+    }
+
+    pub async fn on_subagent_ended(
+        &self,
+        store: &mut Store<StoreState>,
+        child_session_key: &str,
+        reason: d::SubagentEndReason,
+    ) -> Call<()> {
+        match self {
+            Self::V0_1(e) => e.on_subagent_ended(store, child_session_key, reason).await,
+            Self::V0_2(e) => e.on_subagent_ended(store, child_session_key, reason).await,
+        }
+    }
+
+    pub async fn dispose(&self, store: &mut Store<StoreState>, session: &d::Session) -> Call<()> {
+        match self {
+            Self::V0_1(e) => e.dispose(store, session).await,
+            Self::V0_2(e) => e.dispose(store, session).await,
+        }
+    }
+}
