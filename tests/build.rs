@@ -12,6 +12,10 @@ const GUESTS: &[Guest] = &[
         dir: "tests/guests/hostile",
     },
     Guest {
+        package: "contract-v0-2-engine",
+        dir: "tests/guests/contract-v0-2",
+    },
+    Guest {
         package: "future-contract-engine",
         dir: "tests/guests/future-contract",
     },

@@ -9,8 +9,11 @@ use ctxhost::config::{Config, Home};
 /// The example sliding-window engine, built for wasm32-wasip2.
 pub const SLIDING_WINDOW_WASM: &str = concat!(env!("OUT_DIR"), "/sliding_window.wasm");
 
-/// A component of contract `ctxhost:engine@0.2.0`, which this host must refuse.
+/// A component of contract `ctxhost:engine@0.9.0`, which this host must refuse.
 pub const FUTURE_CONTRACT_WASM: &str = concat!(env!("OUT_DIR"), "/future_contract_engine.wasm");
+
+/// The 0.2 probe engine (`tests/guests/contract-v0-2`), built against `wit/0.2.0` directly.
+pub const CONTRACT_V0_2_WASM: &str = concat!(env!("OUT_DIR"), "/contract_v0_2_engine.wasm");
 
 /// The hostile test engine (`tests/guests/hostile`): the session key picks its attack.
 pub const HOSTILE_WASM: &str = concat!(env!("OUT_DIR"), "/hostile_engine.wasm");
