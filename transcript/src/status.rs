@@ -383,8 +383,8 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             // A torn last line, judged as loading judges it (the line as a whole, not a skim
             // of its start); the parse below reports it as loading does.
             if !ends_with_newline
-                && serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_err()
-                && std::str::from_utf8(&line)
+                && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err()
+                && std::str::from_utf8(line)
                     .ok()
                     .and_then(crate::transcript::split_concatenated)
                     .is_none()
@@ -393,7 +393,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
                 continue;
             }
         }
-        let light = match skim(&line) {
+        let light = match skim(line) {
             Ok(l) => l,
             Err(problem) => {
                 let line_no = line_number_at(path, offset)?;
@@ -408,7 +408,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             first = false;
             // The leaf is the last entry of the file; on a line of several, a skim sees only
             // the first, so such a file is left to the full load.
-            if std::str::from_utf8(&line)
+            if std::str::from_utf8(line)
                 .ok()
                 .and_then(crate::transcript::split_concatenated)
                 .is_some()
@@ -425,7 +425,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             chain_done = want.is_none();
             if light.kind.as_deref() == Some("compaction") {
                 // The first value of the line: another entry glued after it is not this one.
-                let decoded = serde_json::Deserializer::from_slice(&line)
+                let decoded = serde_json::Deserializer::from_slice(line)
                     .into_iter::<CompactionLine<'_>>()
                     .next();
                 let c = match decoded {
