@@ -1,12 +1,13 @@
 //! `ctxhost plugins …`: list, install (copy or link), uninstall, enable, disable, use, new.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Subcommand;
+use anyhow::anyhow;
+use clap::{Subcommand, ValueEnum};
 use ctxhost::Host;
 use ctxhost::plugin_ops;
-use ctxhost::plugins::{Capability, EngineSource};
+use ctxhost::plugins::{Capability, EngineSource, Lang, MANIFEST, Manifest};
 use serde::Serialize;
 
 use super::output::print_json;
@@ -49,13 +50,41 @@ pub enum PluginsCommand {
     Use {
         id: String,
     },
-    /// Scaffolds a Rust engine project in ./NAME.
+    /// Removes compiled components from the cache that no bundled or installed engine uses.
+    Gc {
+        /// Only report what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Scaffolds an engine project in ./NAME that builds with one command and installs as is.
     New {
         name: String,
-        /// Where ctxhost-sdk lives (default: the sdk/ this ctxhost was built from).
+        /// The engine's language.
+        #[arg(long, value_enum, default_value_t = LangArg::Rust)]
+        lang: LangArg,
+        /// Rust only: depend on this ctxhost-sdk folder instead of the copy this ctxhost
+        /// carries (vendored into the project).
         #[arg(long, value_name = "PATH")]
         sdk: Option<PathBuf>,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LangArg {
+    Rust,
+    Python,
+    #[value(alias = "js")]
+    Javascript,
+}
+
+impl From<LangArg> for Lang {
+    fn from(lang: LangArg) -> Self {
+        match lang {
+            LangArg::Rust => Lang::Rust,
+            LangArg::Python => Lang::Python,
+            LangArg::Javascript => Lang::JavaScript,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -77,7 +106,16 @@ pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode
         PluginsCommand::List { json } => list(&host, json),
         PluginsCommand::Install { path, link, force } => {
             let path = std::fs::canonicalize(&path).unwrap_or(path);
-            let package = plugin_ops::install(&host, &path, link, force).await?;
+            // A component cargo put elsewhere (CARGO_TARGET_DIR, a workspace) is installed
+            // from a staged copy of the package that names it.
+            let staged = match locate_component(&path, link)? {
+                Located::AsNamed => None,
+                Located::Elsewhere { manifest, found } => Some(stage(&manifest, &found)?),
+            };
+            let source = staged.as_ref().map_or(path.as_path(), |s| s.path());
+            let package = plugin_ops::install(&host, source, link, force)
+                .await
+                .map_err(|e| with_import_hint(e.into()))?;
             let how = if link { "linked" } else { "installed" };
             println!(
                 "{how} `{}` {} (contract {}) from {}",
@@ -87,6 +125,9 @@ pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode
                 path.display()
             );
             println!("select it with: ctxhost plugins use {}", package.id);
+            // A replaced or rebuilt component leaves its compiled form behind (~35 MB for
+            // Python or JavaScript): drop what nothing uses any more.
+            collect_cache(&host, false);
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Uninstall { id, purge, .. } => {
@@ -103,6 +144,7 @@ pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode
                 None if purge => println!("its state was deleted"),
                 None => {}
             }
+            collect_cache(&host, false);
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Enable { id } => {
@@ -123,16 +165,275 @@ pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode
             );
             Ok(ExitCode::SUCCESS)
         }
-        PluginsCommand::New { name, sdk } => {
-            let cwd = std::env::current_dir()?;
-            let dir = ctxhost::plugins::scaffold(&cwd, &name, sdk.as_deref())?;
-            println!("created {}", dir.display());
+        PluginsCommand::Gc { dry_run } => {
+            let gc = collect_cache(&host, dry_run);
+            let verb = if dry_run { "would remove" } else { "removed" };
             println!(
-                "next: cd {name} && cargo build --target wasm32-wasip2 --release && ctxhost plugins install -l ."
+                "{verb} {} cached component(s), {:.1} MiB; {:.1} MiB kept in {}",
+                gc.removed,
+                mib(gc.removed_bytes),
+                mib(gc.kept_bytes),
+                host.home().cache_dir().display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginsCommand::New { name, lang, sdk } => {
+            let lang = Lang::from(lang);
+            if sdk.is_some() && lang != Lang::Rust {
+                anyhow::bail!("--sdk is for Rust projects; a {lang:?} project carries its WIT");
+            }
+            let cwd = std::env::current_dir()?;
+            let dir = ctxhost::plugins::scaffold_lang(&cwd, &name, lang, sdk.as_deref())?;
+            println!("created {}", dir.display());
+            let setup = match lang {
+                Lang::Rust => "",
+                Lang::Python => "pip install componentize-py && ",
+                Lang::JavaScript => "npm install && ",
+            };
+            println!(
+                "next: cd {name} && {setup}{} && ctxhost plugins install .",
+                lang.build_command()
             );
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+#[derive(Default)]
+struct Collected {
+    removed: usize,
+    removed_bytes: u64,
+    kept_bytes: u64,
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// Removes cache files (`<content hash>-<engine hash>.cwasm`) of components no engine of the
+/// plugins directory uses now, and, of several for one component, all but the newest (older
+/// ones were compiled by an earlier wasmtime). Best effort: a failure only leaves a file.
+fn collect_cache(host: &Host, dry_run: bool) -> Collected {
+    let registry = ctxhost::plugins::Registry::discover(&host.home().plugins_dir());
+    let used: std::collections::HashSet<String> = registry
+        .all()
+        .filter_map(|engine| engine.component_bytes().ok())
+        .map(|bytes| blake3::hash(&bytes).to_hex()[..32].to_string())
+        .collect();
+    let mut files: Vec<(String, std::time::SystemTime, u64, PathBuf)> =
+        std::fs::read_dir(host.home().cache_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let path = entry.path();
+                let name = path.file_name()?.to_str()?.to_string();
+                let (content, _) = name.strip_suffix(".cwasm")?.split_once('-')?;
+                let meta = entry.metadata().ok()?;
+                let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+                Some((content.to_string(), modified, meta.len(), path))
+            })
+            .collect();
+    // Newest first within each component, so the first seen is the one kept.
+    files.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut collected = Collected::default();
+    let mut seen = std::collections::HashSet::new();
+    for (content, _, size, path) in files {
+        let keep = used.contains(&content) && seen.insert(content);
+        if keep {
+            collected.kept_bytes += size;
+        } else if dry_run || std::fs::remove_file(&path).is_ok() {
+            collected.removed += 1;
+            collected.removed_bytes += size;
+        }
+    }
+    collected
+}
+
+enum Located {
+    /// At the manifest's `component` path (or the manifest is unreadable: install says why).
+    AsNamed,
+    /// Built by cargo into a target directory outside the package folder.
+    Elsewhere { manifest: Manifest, found: PathBuf },
+}
+
+/// Finds the package's component: where its manifest says, else, for a Rust crate, where cargo
+/// put it. Not found is an error listing every place looked at, once.
+fn locate_component(dir: &Path, link: bool) -> anyhow::Result<Located> {
+    let Ok(manifest) = Manifest::read(dir) else {
+        return Ok(Located::AsNamed);
+    };
+    let named = manifest.component_path(dir);
+    if named.is_file() {
+        return Ok(Located::AsNamed);
+    }
+    let mut looked = vec![format!("{} (`component` in {MANIFEST})", named.display())];
+    let mut hint = build_hint(dir);
+    if dir.join("Cargo.toml").is_file() {
+        match cargo_artifacts(dir) {
+            Ok((release, debug)) => {
+                if release.is_file() {
+                    if link {
+                        anyhow::bail!(
+                            "plugin `{}`: cargo built the component at {}, outside the package folder \
+                             (CARGO_TARGET_DIR or an enclosing workspace), but a link reads {} on every load.\n\
+                             fix: build with `cargo build --target wasm32-wasip2 --release --target-dir target`, \
+                             or install a copy: ctxhost plugins install {}",
+                            manifest.id,
+                            release.display(),
+                            named.display(),
+                            dir.display()
+                        );
+                    }
+                    return Ok(Located::Elsewhere {
+                        manifest,
+                        found: release,
+                    });
+                }
+                if release == named {
+                    looked[0] = format!(
+                        "{} (`component` in {MANIFEST}, where cargo's release build for wasm32-wasip2 goes)",
+                        named.display()
+                    );
+                } else {
+                    looked.push(format!(
+                        "{} (cargo's release build for wasm32-wasip2)",
+                        release.display()
+                    ));
+                }
+                if debug.is_file() {
+                    hint = format!(
+                        "only a debug build exists ({}); build with: {}",
+                        debug.display(),
+                        Lang::Rust.build_command()
+                    );
+                }
+            }
+            Err(e) => looked.push(format!("(cargo's target directory unknown: {e})")),
+        }
+    }
+    Err(anyhow!(
+        "plugin `{}`: no component found. Looked at:\n  {}\n{hint}",
+        manifest.id,
+        looked.join("\n  ")
+    ))
+}
+
+/// The command that builds a package of this folder's language.
+fn build_hint(dir: &Path) -> String {
+    let lang = if dir.join("Cargo.toml").is_file() {
+        Lang::Rust
+    } else if dir.join("app.py").is_file() {
+        Lang::Python
+    } else if dir.join("package.json").is_file() {
+        Lang::JavaScript
+    } else {
+        return "build the engine first, then install the folder".into();
+    };
+    format!("build it with: {}", lang.build_command())
+}
+
+/// The release and debug component paths of the crate in `dir`, from `cargo metadata` (which
+/// knows CARGO_TARGET_DIR, config and the enclosing workspace).
+fn cargo_artifacts(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"))
+        .current_dir(dir)
+        .output()
+        .map_err(|e| anyhow!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        anyhow::bail!("cargo metadata failed: {}", stderr.trim());
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let target = metadata["target_directory"]
+        .as_str()
+        .ok_or_else(|| anyhow!("cargo metadata has no target_directory"))?;
+    let manifest_path = std::fs::canonicalize(dir.join("Cargo.toml"))?;
+    let package = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| {
+            p["manifest_path"]
+                .as_str()
+                .and_then(|m| std::fs::canonicalize(m).ok())
+                .is_some_and(|m| m == manifest_path)
+        })
+        .ok_or_else(|| anyhow!("cargo metadata does not list {}", manifest_path.display()))?;
+    let lib = package["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "cdylib"))
+        })
+        .and_then(|t| t["name"].as_str())
+        .ok_or_else(|| {
+            anyhow!(
+                "{}: no cdylib target (crate-type = [\"cdylib\"])",
+                manifest_path.display()
+            )
+        })?;
+    let file = format!("{}.wasm", lib.replace('-', "_"));
+    let out = Path::new(target).join("wasm32-wasip2");
+    Ok((
+        out.join("release").join(&file),
+        out.join("debug").join(file),
+    ))
+}
+
+/// A package folder with the manifest and the component found elsewhere, for a copy install.
+fn stage(manifest: &Manifest, component: &Path) -> anyhow::Result<tempfile::TempDir> {
+    let staging = tempfile::tempdir()?;
+    let name = format!("{}.wasm", manifest.id);
+    std::fs::copy(component, staging.path().join(&name))
+        .map_err(|e| anyhow!("cannot copy {}: {e}", component.display()))?;
+    let staged = Manifest {
+        component: name,
+        ..manifest.clone()
+    };
+    std::fs::write(
+        staging.path().join(MANIFEST),
+        serde_json::to_string_pretty(&staged)?,
+    )?;
+    Ok(staging)
+}
+
+/// Adds how to remove an import ctxhost does not provide, where the toolchain is known.
+fn with_import_hint(error: anyhow::Error) -> anyhow::Error {
+    let text = error.to_string();
+    let Some(import) = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .find(|name| name.starts_with("wasi:") || name.contains(':') && name.contains('/'))
+        .filter(|_| text.contains("cannot link"))
+    else {
+        return error;
+    };
+    let fix = if import.starts_with("wasi:http") {
+        "componentize-js adds it by default: build with `componentize-js … --disable http fetch-event` \
+         (the JavaScript template's `npm run build` does)"
+            .to_string()
+    } else {
+        format!(
+            "ctxhost provides `ctxhost:engine/host` and the WASI basics (cli, clocks, random, \
+             filesystem, io); remove what imports `{import}` from the engine"
+        )
+    };
+    anyhow!("{text}\nfix: the component imports `{import}`, which ctxhost does not provide; {fix}")
 }
 
 fn names(capabilities: impl IntoIterator<Item = Capability>) -> Vec<&'static str> {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 pub use manifest::{Capability, MANIFEST, Manifest, check_schema, valid_id, validate_config};
 pub use package::{LINK, install, uninstall};
-pub use scaffold::scaffold;
+pub use scaffold::{Lang, scaffold, scaffold_lang};
 
 /// The legacy engine, built from `engines/legacy` by the build script.
 pub const LEGACY_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ctxhost_legacy.wasm"));

@@ -1,28 +1,66 @@
-//! `ctxhost plugins new NAME`: a Rust engine project that builds and installs without edits.
+//! `ctxhost plugins new NAME [--lang rust|python|javascript]`: an engine project that builds with
+//! one command and installs without edits, on a machine that has only this binary and the
+//! language's toolchain.
+//!
+//! The binary carries what a project needs from this repository: the ctxhost-sdk crate, the WIT
+//! contract and the workspace's dependency pins (listed by `build.rs`), and the templates in
+//! `templates/`. A Rust project gets the SDK vendored under `vendor/ctxhost/` and depends on it
+//! by a relative path, so nothing points back at the checkout the binary was built from.
 
 use std::path::{Path, PathBuf};
 
 use super::{PluginError, valid_id};
 
-/// The SDK this binary was built with, for the scaffold's path dependency.
-fn default_sdk() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("sdk")
+/// `(path in the ctxhost repository, contents)` of the SDK crate, `wit/`, `Cargo.toml` and
+/// `Cargo.lock`, as this binary was built.
+const SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/sdk_sources.rs"));
+
+/// The contract the Python and JavaScript templates are written against.
+const TEMPLATE_CONTRACT: &str = "0.1.0";
+
+/// Where a Rust project keeps the vendored SDK and WIT (mirroring the repository's layout, so
+/// the SDK's relative WIT path holds).
+const VENDOR: &str = "vendor/ctxhost";
+
+/// The language of a new engine project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Rust,
+    Python,
+    JavaScript,
 }
 
-/// Creates `parent/<name>/`; `sdk` overrides where the `ctxhost-sdk` crate lives.
+impl Lang {
+    /// The one command that builds the component the manifest names.
+    pub fn build_command(self) -> &'static str {
+        match self {
+            Lang::Rust => "cargo build --target wasm32-wasip2 --release",
+            Lang::Python => {
+                "componentize-py -d wit -w context-engine componentize app -o engine.wasm"
+            }
+            Lang::JavaScript => "npm run build",
+        }
+    }
+}
+
+/// Creates a Rust project in `parent/<name>/`; `sdk` makes it depend on that ctxhost-sdk
+/// folder instead of the vendored copy.
 pub fn scaffold(parent: &Path, name: &str, sdk: Option<&Path>) -> Result<PathBuf, PluginError> {
+    scaffold_lang(parent, name, Lang::Rust, sdk)
+}
+
+/// Creates a project of `lang` in `parent/<name>/`.
+pub fn scaffold_lang(
+    parent: &Path,
+    name: &str,
+    lang: Lang,
+    sdk: Option<&Path>,
+) -> Result<PathBuf, PluginError> {
     if !valid_id(name) {
         return Err(PluginError::Scaffold(format!(
             "`{name}` is not a valid engine id: use [a-z0-9][a-z0-9._-]* (e.g. my-engine)"
         )));
     }
-    let sdk = sdk.map(Path::to_path_buf).unwrap_or_else(default_sdk);
-    let sdk = std::fs::canonicalize(&sdk).map_err(|e| {
-        PluginError::Scaffold(format!(
-            "cannot find ctxhost-sdk at {} ({e}); pass --sdk PATH to the sdk/ folder of a ctxhost checkout",
-            sdk.display()
-        ))
-    })?;
     let dir = parent.join(name);
     if dir.exists() {
         return Err(PluginError::Scaffold(format!(
@@ -30,8 +68,70 @@ pub fn scaffold(parent: &Path, name: &str, sdk: Option<&Path>) -> Result<PathBuf
             dir.display()
         )));
     }
-    let crate_name = name.replace(['-', '.'], "_");
-    let type_name: String = name
+    let files = match lang {
+        Lang::Rust => rust_files(name, sdk)?,
+        Lang::Python => python_files(name)?,
+        Lang::JavaScript => javascript_files(name)?,
+    };
+    // Written into a staging folder and renamed, so a failure leaves no half project behind.
+    std::fs::create_dir_all(parent).map_err(|source| PluginError::Io {
+        path: parent.to_path_buf(),
+        source,
+    })?;
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}-"))
+        .tempdir_in(parent)
+        .map_err(|source| PluginError::Io {
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    for (file, text) in files {
+        let path = staging.path().join(&file);
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder).map_err(|source| PluginError::Io {
+                path: folder.to_path_buf(),
+                source,
+            })?;
+        }
+        std::fs::write(&path, text).map_err(|source| PluginError::Io {
+            path: dir.join(&file),
+            source,
+        })?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dir).map_err(|source| {
+        let _ = std::fs::remove_dir_all(&staged);
+        PluginError::Io {
+            path: dir.clone(),
+            source,
+        }
+    })?;
+    Ok(dir)
+}
+
+type Files = Vec<(String, String)>;
+
+fn source(path: &str) -> Result<&'static str, PluginError> {
+    SOURCES
+        .iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, text)| *text)
+        .ok_or_else(|| {
+            PluginError::Scaffold(format!("this ctxhost was built without {path}; rebuild it"))
+        })
+}
+
+fn fill(template: &str, name: &str) -> String {
+    template
+        .replace("__NAME__", name)
+        .replace("__TYPE__", &type_name(name))
+        .replace("__CRATE__", &name.replace(['-', '.'], "_"))
+        .replace("__CTXHOST_VERSION__", env!("CARGO_PKG_VERSION"))
+}
+
+/// `my-engine` → `MyEngine`.
+fn type_name(name: &str) -> String {
+    let mut out: String = name
         .split(['-', '.', '_'])
         .map(|part| {
             let mut chars = part.chars();
@@ -41,109 +141,263 @@ pub fn scaffold(parent: &Path, name: &str, sdk: Option<&Path>) -> Result<PathBuf
                 .unwrap_or_default()
         })
         .collect();
-    let files = [
-        ("Cargo.toml", cargo_toml(name, &sdk)),
-        ("src/lib.rs", lib_rs(name, &type_name)),
-        ("ctxhost.plugin.json", manifest(name, &crate_name)),
-        ("README.md", readme(name)),
-        (".gitignore", "/target\n".to_string()),
-    ];
-    for (file, text) in files {
-        let path = dir.join(file);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| PluginError::Io {
-                path: parent.to_path_buf(),
-                source,
-            })?;
-        }
-        std::fs::write(&path, text).map_err(|source| PluginError::Io { path, source })?;
+    // An id may start with a digit; a Rust type may not.
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, 'E');
     }
-    Ok(dir)
+    out
 }
 
-fn cargo_toml(name: &str, sdk: &Path) -> String {
-    format!(
-        r#"[package]
-name = "{name}"
-version = "0.1.0"
-edition = "2024"
-
-# Not part of any enclosing workspace.
-[workspace]
-
-[lib]
-crate-type = ["cdylib", "rlib"]
-
-[dependencies]
-ctxhost-sdk = {{ path = "{sdk}" }}
-
-[profile.release]
-strip = true
-"#,
-        sdk = sdk.display().to_string().replace('\\', "/")
-    )
-}
-
-fn lib_rs(name: &str, type_name: &str) -> String {
-    format!(
-        r#"//! The `{name}` context engine.
-
-use ctxhost_sdk::{{AssembleRequest, AssembleResult, ContextEngine, EngineInfo, Plan, Result, log}};
-
-/// One instance serves one session; keep per-session state in fields.
-#[derive(Default)]
-pub struct {type_name} {{
-    assembled: u64,
-}}
-
-impl ContextEngine for {type_name} {{
-    fn info() -> EngineInfo {{
-        EngineInfo::new("{name}", "{name}", env!("CARGO_PKG_VERSION"))
-    }}
-
-    /// Keeps the whole context; change this to decide what the model sees.
-    fn assemble(&mut self, request: AssembleRequest) -> Result<AssembleResult> {{
-        self.assembled += 1;
-        log::debug(format!("assemble #{{}} over {{}} entries", self.assembled, request.entries.len()));
-        Ok(Plan::with_capacity(request.entries.len())
-            .keep_all(&request.entries)
-            .build())
-    }}
-}}
-
-ctxhost_sdk::export_engine!({type_name});
-"#
-    )
-}
-
-fn manifest(name: &str, crate_name: &str) -> String {
+fn manifest(name: &str, component: &str, schema: serde_json::Value) -> String {
     let manifest = serde_json::json!({
         "id": name,
         "name": name,
         "version": "0.1.0",
         "kind": "context-engine",
-        "component": format!("target/wasm32-wasip2/release/{crate_name}.wasm"),
+        "component": component,
         "description": format!("The {name} context engine."),
         "capabilities": [],
-        "configSchema": {"type": "object"}
+        "configSchema": schema,
     });
     serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n"
 }
 
-fn readme(name: &str) -> String {
-    format!(
-        r#"# {name}
+/// The config schema every template reads (`keepLast`).
+fn keep_last_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {"keepLast": {"type": "integer", "minimum": 1}}
+    })
+}
 
-A ctxhost context engine.
+fn rust_files(name: &str, sdk: Option<&Path>) -> Result<Files, PluginError> {
+    let crate_name = name.replace(['-', '.'], "_");
+    let dependency = match sdk {
+        Some(sdk) => {
+            let sdk = std::fs::canonicalize(sdk).map_err(|e| {
+                PluginError::Scaffold(format!(
+                    "--sdk {}: {e}; pass the sdk/ folder of a ctxhost checkout, or leave --sdk out to use the SDK this ctxhost carries",
+                    sdk.display()
+                ))
+            })?;
+            let sdk = sdk.display().to_string().replace('\\', "/");
+            format!("ctxhost-sdk = {{ path = {sdk:?} }}")
+        }
+        None => format!("ctxhost-sdk = {{ path = \"{VENDOR}/sdk\" }}"),
+    };
+    let mut files: Files = vec![
+        (
+            "Cargo.toml".into(),
+            fill(include_str!("../../../templates/rust/Cargo.toml"), name)
+                .replace("__SDK_DEPENDENCY__", &dependency),
+        ),
+        (
+            "src/lib.rs".into(),
+            fill(include_str!("../../../templates/rust/src/lib.rs"), name),
+        ),
+        (
+            "README.md".into(),
+            fill(include_str!("../../../templates/rust/README.md"), name),
+        ),
+        (
+            "ctxhost.plugin.json".into(),
+            manifest(
+                name,
+                &format!("target/wasm32-wasip2/release/{crate_name}.wasm"),
+                keep_last_schema(),
+            ),
+        ),
+        (".gitignore".into(), "/target\n".into()),
+        // The pins this ctxhost's SDK was built and tested with; cargo drops what is unused.
+        ("Cargo.lock".into(), source("Cargo.lock")?.to_string()),
+    ];
+    if sdk.is_none() {
+        files.extend(vendored_sdk()?);
+    }
+    Ok(files)
+}
 
-```sh
-cargo build --target wasm32-wasip2 --release    # rustup target add wasm32-wasip2, once
-ctxhost plugins install -l .                      # link this folder: rebuilds are picked up
-ctxhost plugins use {name}
-ctxhost doctor
-```
-"#
-    )
+/// The SDK crate and the WIT under `vendor/ctxhost/`, the SDK's manifest made standalone.
+fn vendored_sdk() -> Result<Files, PluginError> {
+    let mut files = Files::new();
+    for (path, text) in SOURCES {
+        if path.starts_with("sdk/src/") || path.starts_with("wit/") {
+            files.push((format!("{VENDOR}/{path}"), text.to_string()));
+        }
+    }
+    files.push((
+        format!("{VENDOR}/sdk/Cargo.toml"),
+        standalone_manifest(source("sdk/Cargo.toml")?, source("Cargo.toml")?)?,
+    ));
+    files.push((
+        format!("{VENDOR}/README.md"),
+        format!(
+            "The ctxhost-sdk crate and the WIT contract as carried by ctxhost {}, written by\n\
+             `ctxhost plugins new`. Do not edit: a newer ctxhost writes a newer copy.\n",
+            env!("CARGO_PKG_VERSION")
+        ),
+    ));
+    Ok(files)
+}
+
+/// The SDK's `Cargo.toml` with every `key.workspace = true` replaced by the workspace's value,
+/// so it builds outside the workspace.
+fn standalone_manifest(sdk: &str, workspace: &str) -> Result<String, PluginError> {
+    let package = table(workspace, "workspace.package");
+    let dependencies = table(workspace, "workspace.dependencies");
+    let mut out = String::new();
+    let mut section = String::new();
+    for line in sdk.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            section = trimmed.trim_matches(['[', ']']).to_string();
+        }
+        let inherited = trimmed
+            .strip_suffix("true")
+            .map(str::trim_end)
+            .and_then(|l| l.strip_suffix('='))
+            .map(str::trim_end)
+            .and_then(|l| l.strip_suffix(".workspace"));
+        let Some(key) = inherited else {
+            out += line;
+            out.push('\n');
+            continue;
+        };
+        let values = if section == "package" {
+            &package
+        } else {
+            &dependencies
+        };
+        let value = values.iter().find(|(k, _)| k == key).ok_or_else(|| {
+            PluginError::Scaffold(format!(
+                "sdk/Cargo.toml [{section}] `{key}` inherits from the workspace, but the workspace Cargo.toml has no such key"
+            ))
+        })?;
+        out += &format!("{key} = {}\n", value.1);
+    }
+    Ok(out)
+}
+
+/// The `key = value` pairs of a TOML table (values may span lines while brackets are open).
+fn table(toml: &str, name: &str) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut inside = false;
+    let mut open = 0i32;
+    for line in toml.lines() {
+        let code = line.split(" #").next().unwrap_or("").trim_end();
+        if open > 0 {
+            if let Some((_, value)) = pairs.last_mut() {
+                value.push('\n');
+                value.push_str(code);
+            }
+            open += depth(code);
+            continue;
+        }
+        let trimmed = code.trim();
+        if trimmed.starts_with('[') {
+            inside = trimmed == format!("[{name}]");
+            continue;
+        }
+        if !inside || trimmed.starts_with('#') {
+            continue;
+        }
+        if let Some((key, value)) = trimmed.split_once('=') {
+            let value = value.trim().to_string();
+            open = depth(&value);
+            pairs.push((key.trim().to_string(), value));
+        }
+    }
+    pairs
+}
+
+fn depth(text: &str) -> i32 {
+    let mut depth = 0;
+    let mut in_string = false;
+    for c in text.chars() {
+        match c {
+            '"' => in_string = !in_string,
+            '[' | '{' if !in_string => depth += 1,
+            ']' | '}' if !in_string => depth -= 1,
+            _ => {}
+        }
+    }
+    depth
+}
+
+/// The WIT file of the contract the Python and JavaScript templates implement.
+fn template_wit() -> Result<&'static str, PluginError> {
+    let header = format!("package ctxhost:engine@{TEMPLATE_CONTRACT};");
+    SOURCES
+        .iter()
+        .find(|(path, text)| path.starts_with("wit/") && text.contains(&header))
+        .map(|(_, text)| *text)
+        .ok_or_else(|| {
+            PluginError::Scaffold(format!(
+                "this ctxhost carries no WIT of contract {TEMPLATE_CONTRACT}, which the templates implement"
+            ))
+        })
+}
+
+fn python_files(name: &str) -> Result<Files, PluginError> {
+    Ok(vec![
+        (
+            "app.py".into(),
+            fill(include_str!("../../../templates/python/app.py"), name),
+        ),
+        (
+            "ctxhost_engine.py".into(),
+            fill(
+                include_str!("../../../templates/python/ctxhost_engine.py"),
+                name,
+            ),
+        ),
+        (
+            "README.md".into(),
+            fill(include_str!("../../../templates/python/README.md"), name),
+        ),
+        ("wit/engine.wit".into(), template_wit()?.to_string()),
+        (
+            "ctxhost.plugin.json".into(),
+            manifest(name, "engine.wasm", keep_last_schema()),
+        ),
+        (
+            ".gitignore".into(),
+            "/engine.wasm\n/wit_world/\n/componentize_py_*\n/poll_loop.py\n__pycache__/\n".into(),
+        ),
+    ])
+}
+
+fn javascript_files(name: &str) -> Result<Files, PluginError> {
+    Ok(vec![
+        (
+            "engine.js".into(),
+            fill(
+                include_str!("../../../templates/javascript/engine.js"),
+                name,
+            ),
+        ),
+        (
+            "package.json".into(),
+            fill(
+                include_str!("../../../templates/javascript/package.json"),
+                name,
+            ),
+        ),
+        (
+            "README.md".into(),
+            fill(
+                include_str!("../../../templates/javascript/README.md"),
+                name,
+            ),
+        ),
+        ("wit/engine.wit".into(), template_wit()?.to_string()),
+        (
+            "ctxhost.plugin.json".into(),
+            manifest(name, "engine.wasm", keep_last_schema()),
+        ),
+        (".gitignore".into(), "/engine.wasm\n/node_modules/\n".into()),
+    ])
 }
 
 #[cfg(test)]
@@ -162,7 +416,75 @@ mod tests {
         );
         let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
         assert!(lib.contains("export_engine!(MyEngine)"), "{lib}");
+        assert!(!lib.contains("__"), "unfilled placeholder in {lib}");
+        let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(
+            cargo.contains(r#"ctxhost-sdk = { path = "vendor/ctxhost/sdk" }"#),
+            "{cargo}"
+        );
+        assert!(dir.join("vendor/ctxhost/sdk/src/lib.rs").is_file());
         assert!(scaffold(parent.path(), "my-engine", None).is_err());
         assert!(scaffold(parent.path(), "Bad Name", None).is_err());
+        let names: Vec<_> = std::fs::read_dir(parent.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["my-engine"], "no staging folder is left behind");
+    }
+
+    #[test]
+    fn the_vendored_sdk_manifest_inherits_nothing_from_a_workspace() {
+        let manifest = standalone_manifest(
+            source("sdk/Cargo.toml").unwrap(),
+            source("Cargo.toml").unwrap(),
+        )
+        .unwrap();
+        assert!(!manifest.contains(".workspace"), "{manifest}");
+        assert!(manifest.contains("edition = \"2024\""), "{manifest}");
+        assert!(manifest.contains("wit-bindgen = {"), "{manifest}");
+        let multi = "[workspace.dependencies]\nw = { version = \"1\", features = [\n    \"a\",\n] }\nx = \"2\" # note\n";
+        let sdk =
+            "[package]\nname = \"s\"\n[dependencies]\nw.workspace = true\nx.workspace = true\n";
+        assert_eq!(
+            standalone_manifest(sdk, multi).unwrap(),
+            "[package]\nname = \"s\"\n[dependencies]\nw = { version = \"1\", features = [\n    \"a\",\n] }\nx = \"2\"\n"
+        );
+        let err = standalone_manifest("[dependencies]\ny.workspace = true\n", multi).unwrap_err();
+        assert!(err.to_string().contains("`y`"), "{err}");
+    }
+
+    #[test]
+    fn the_embedded_sources_are_the_repository_files() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for (path, text) in SOURCES {
+            let on_disk = std::fs::read_to_string(root.join(path)).unwrap();
+            assert_eq!(&on_disk, text, "{path} is stale; rebuild");
+        }
+        for required in ["sdk/src/lib.rs", "sdk/Cargo.toml", "Cargo.lock"] {
+            assert!(source(required).is_ok(), "{required}");
+        }
+        assert!(template_wit().unwrap().contains("interface engine"));
+    }
+
+    #[test]
+    fn every_language_has_a_project_with_no_placeholders_left() {
+        let parent = tempfile::tempdir().unwrap();
+        for (lang, entry) in [
+            (Lang::Python, "app.py"),
+            (Lang::JavaScript, "engine.js"),
+            (Lang::Rust, "src/lib.rs"),
+        ] {
+            let name = format!("{lang:?}-engine").to_lowercase();
+            let dir = scaffold_lang(parent.path(), &name, lang, None).unwrap();
+            let text = std::fs::read_to_string(dir.join(entry)).unwrap();
+            assert!(text.contains(&name), "{entry}");
+            for file in ["README.md", entry] {
+                let text = std::fs::read_to_string(dir.join(file)).unwrap();
+                assert!(!text.contains("__NAME__"), "{file}");
+            }
+            super::super::Manifest::read(&dir).unwrap();
+        }
+        assert_eq!(type_name("1st.engine_x"), "E1stEngineX");
     }
 }

@@ -1,0 +1,119 @@
+// The `__NAME__` context engine. Build: npm run build (componentize-js, see package.json).
+//
+// Traps of componentize-js, handled here:
+// - An export fails by throwing a *string*: `throw "message"` becomes the contract's
+//   `err(message)`. Throwing an Error object traps (the host then discards the instance), so
+//   every export goes through `guard`, which turns any exception into its message.
+// - The build disables `http` and `fetch-event`: otherwise the component imports wasi:http,
+//   which ctxhost does not provide, and `plugins install` refuses it.
+// - Build with the `componentize-js` command; `jco componentize` fails on a WIT path.
+
+import {
+  log as hostLog,
+  config as hostConfig,
+  delegateCompaction,
+} from 'ctxhost:engine/host@0.1.0';
+
+// Per-session state lives in module variables: one component instance serves one session.
+let config;
+
+function readConfig() {
+  // `plugins.entries.__NAME__.config`, already validated by the host against configSchema.
+  if (config === undefined) config = JSON.parse(hostConfig());
+  return config;
+}
+
+function log(level, message) {
+  hostLog(level, String(message));
+}
+
+/** The pass-through plan: keep every entry, in order, with the host's token counts. */
+export function keepAll(entries) {
+  return {
+    items: entries.map((e) => ({ tag: 'keep', val: e.entry })),
+    estimatedTokens: entries.reduce((sum, e) => sum + e.tokens, 0),
+    systemPromptAddition: undefined,
+  };
+}
+
+/** The host's runtime compaction (prune, then summarize), wrapped as a compact result. */
+function delegateCompact(request) {
+  let compaction;
+  try {
+    compaction = delegateCompaction(request);
+  } catch (e) {
+    const reason = e && e.payload ? `${e.payload.tag}: ${e.payload.val}` : String(e);
+    return { ok: false, compacted: false, reason: `delegate-compaction failed: ${reason}` };
+  }
+  if (compaction === undefined || compaction === null) {
+    return { ok: true, compacted: false, reason: 'nothing to compact' };
+  }
+  return { ok: true, compacted: true, compaction };
+}
+
+/** Every export with a default: a pass-through engine that keeps no state. */
+const defaults = {
+  info() {
+    throw 'info() is not implemented';
+  },
+  bootstrap(_request) {
+    return { bootstrapped: false, reason: 'engine keeps no state' };
+  },
+  ingest(_session, _message, _isHeartbeat) {
+    return { ingested: false };
+  },
+  ingestBatch(session, messages, isHeartbeat) {
+    return messages.filter((m) => engine.ingest(session, m, isHeartbeat).ingested).length;
+  },
+  assemble(request) {
+    return keepAll(request.entries);
+  },
+  compact(request) {
+    return delegateCompact(request);
+  },
+  afterTurn(_request) {},
+  prepareSubagentSpawn(_spawn) {
+    return undefined;
+  },
+  rollbackSubagentSpawn(_handle) {},
+  onSubagentEnded(_childSessionKey, _reason) {},
+  dispose(_session) {},
+};
+
+/** Your engine: override `info` and what you change. */
+const overrides = {
+  info() {
+    return { id: '__NAME__', name: '__NAME__', version: '0.1.0', ownsCompaction: false };
+  },
+
+  /** Decides what the model sees: here, the newest `keepLast` entries (all when unset). */
+  assemble(request) {
+    const keep = readConfig().keepLast;
+    const entries = keep === undefined ? request.entries : request.entries.slice(-keep);
+    if (entries.length < request.entries.length) {
+      log('debug', `leaving out ${request.entries.length - entries.length} entries`);
+    }
+    return keepAll(entries);
+  },
+};
+
+/** Runs an export; any exception becomes the string the contract's `err` carries. */
+function guard(fn) {
+  return (...args) => {
+    try {
+      return fn(...args);
+    } catch (e) {
+      if (typeof e === 'string') throw e;
+      throw e instanceof Error ? e.message : String(e);
+    }
+  };
+}
+
+const engine = Object.fromEntries(
+  Object.entries({ ...defaults, ...overrides }).map(([name, fn]) => [name, guard(fn)]),
+);
+
+// `info` has no error case in the contract: it is exported unguarded.
+engine.info = overrides.info;
+
+export { engine };

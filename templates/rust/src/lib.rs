@@ -1,0 +1,69 @@
+//! The `__NAME__` context engine.
+//!
+//! Only `info` is required; every other hook of `ContextEngine` has a default (pass-through
+//! `assemble`, `ingest` ignored, `compact` delegated to the host's runtime compaction).
+//! Override the ones you change.
+
+use ctxhost_sdk::{AssembleRequest, AssembleResult, ContextEngine, EngineInfo, Plan, Result, log};
+use serde::Deserialize;
+
+/// `plugins.entries.__NAME__.config`. The host checks it against `configSchema` in
+/// ctxhost.plugin.json before the engine sees it; keep the two in step.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Config {
+    /// Keep only the newest N entries; all of them when unset.
+    keep_last: Option<usize>,
+}
+
+/// One instance serves one session: per-session state lives in the fields.
+#[derive(Default)]
+pub struct __TYPE__ {
+    /// Read on first use: the constructor must not call the host.
+    config: Option<Config>,
+}
+
+impl ContextEngine for __TYPE__ {
+    fn info() -> EngineInfo {
+        EngineInfo::new("__NAME__", "__NAME__", env!("CARGO_PKG_VERSION"))
+    }
+
+    /// Decides what the model sees: here, the newest `keepLast` entries.
+    fn assemble(&mut self, request: AssembleRequest) -> Result<AssembleResult> {
+        if self.config.is_none() {
+            self.config = Some(ctxhost_sdk::config()?);
+        }
+        let keep = self
+            .config
+            .as_ref()
+            .and_then(|c| c.keep_last)
+            .unwrap_or(usize::MAX);
+        let start = request.entries.len().saturating_sub(keep);
+        if start > 0 {
+            log::debug(format!("leaving out the oldest {start} entries"));
+        }
+        Ok(Plan::with_capacity(request.entries.len() - start)
+            .keep_all(&request.entries[start..])
+            .build())
+    }
+}
+
+ctxhost_sdk::export_engine!(__TYPE__);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_sdk::testing::{TestHost, assemble_request, message};
+    use ctxhost_sdk::{ContextItem, Role, serde_json::json};
+
+    #[test]
+    fn keeps_the_newest_entries_the_config_asks_for() {
+        let history: Vec<_> = (0..5).map(|i| message(i, Role::User, "hello")).collect();
+        let host = TestHost::new().config(json!({"keepLast": 2}));
+        let plan = host
+            .run(|| __TYPE__::default().assemble(assemble_request(&history)))
+            .unwrap();
+        assert_eq!(plan.items, [ContextItem::Keep(3), ContextItem::Keep(4)]);
+        assert_eq!(host.calls(), ["config", "log"]);
+    }
+}
