@@ -25,12 +25,15 @@ const REQUEST_CHARS: usize = 48;
 const INSTRUCTION_CHARS: usize = 120;
 const MAX_INSTRUCTIONS: usize = 8;
 /// The error line of a failure, and the command head or path it names.
-const FAILURE_LINE_CHARS: usize = 90;
-const TARGET_CHARS: usize = 36;
+const FAILURE_LINE_CHARS: usize = 72;
+const TARGET_CHARS: usize = 30;
 /// Files are listed in full until their grouped lines pass these budgets (characters); then
 /// the oldest are elided with a count. Roughly 60–100 modified paths fit.
 pub const MODIFIED_FILES_BUDGET: usize = 1400;
 pub const READ_FILES_BUDGET: usize = 600;
+/// How the lists share what the cap leaves them: requests, failures, modified files, read
+/// files.
+const SHARES: [f64; 4] = [0.34, 0.30, 0.24, 0.12];
 /// The request ledger's own budget, before the global cap.
 const REQUESTS_BUDGET: usize = 2400;
 const RECENT: usize = 2;
@@ -743,8 +746,10 @@ impl Sections {
     }
 
     /// Renders within [`MAX_CHARS`], taking from the past first: recent exchanges, the model's
-    /// earlier text, progress, the oldest requests, read files, resolved failures, modified
-    /// files, open failures. The current task, focus and standing instructions are never cut.
+    /// earlier text, progress and the first request go whole; then the oldest items of the
+    /// request ledger, failures (resolved ones first), modified and read files, each list in
+    /// proportion to its share ([`SHARES`]), so no section is emptied for another. The current
+    /// task, focus and standing instructions are never cut, nor the newest item of a list.
     fn render_bounded(mut self) -> String {
         Self::fit_files(
             &mut self.modified,
@@ -766,33 +771,58 @@ impl Sections {
             }
             if !self.recent.is_empty() {
                 self.recent.remove(0);
-            } else if let Some(e) = self.earlier.take() {
+                continue;
+            }
+            if let Some(e) = self.earlier.take() {
                 let keep = e.chars().count().saturating_sub(over + 2);
                 if keep > 200 {
                     self.earlier = Some(clip(&e, keep));
                 }
-            } else if self.progress.take().is_some() {
-            } else if self.requests.len() > 5 {
-                self.requests.remove(0);
-                self.requests_elided += 1;
-            } else if !self.read.is_empty() {
-                self.read.remove(0);
-                self.read_elided += 1;
-            } else if let Some(i) = self.failures.iter().position(|f| f.resolved) {
-                self.failures.remove(i);
-                self.failures_elided += 1;
-            } else if self.modified.len() > 1 {
-                self.modified.remove(0);
-                self.modified_elided += 1;
-            } else if !self.failures.is_empty() {
-                self.failures.remove(0);
-                self.failures_elided += 1;
-            } else if self.requests.len() > 1 {
-                self.requests.remove(0);
-                self.requests_elided += 1;
-            } else {
+                continue;
+            }
+            if self.progress.take().is_some() {
+                continue;
+            }
+            if self.started.is_some() && self.started != self.current {
+                self.started = self.current.clone();
+                continue;
+            }
+            // The list furthest over its share gives up its oldest item.
+            let sizes = [
+                self.requests.iter().map(|r| r.len() + 3).sum::<usize>(),
+                self.failures.iter().map(|f| f.render().len() + 3).sum(),
+                grouped(&self.modified).iter().map(|l| l.len() + 3).sum(),
+                grouped(&self.read).iter().map(|l| l.len() + 3).sum(),
+            ];
+            let lens = [
+                self.requests.len(),
+                self.failures.len(),
+                self.modified.len(),
+                self.read.len() + 1,
+            ];
+            let pick = (0..4).filter(|&k| lens[k] > 1).max_by(|&a, &b| {
+                (sizes[a] as f64 / SHARES[a]).total_cmp(&(sizes[b] as f64 / SHARES[b]))
+            });
+            match pick {
+                Some(0) => {
+                    self.requests.remove(0);
+                    self.requests_elided += 1;
+                }
+                Some(1) => {
+                    let i = self.failures.iter().position(|f| f.resolved).unwrap_or(0);
+                    self.failures.remove(i);
+                    self.failures_elided += 1;
+                }
+                Some(2) => {
+                    self.modified.remove(0);
+                    self.modified_elided += 1;
+                }
+                Some(_) => {
+                    self.read.remove(0);
+                    self.read_elided += 1;
+                }
                 // Only the present is left; it is bounded by construction.
-                return out;
+                None => return out,
             }
         }
     }
@@ -1279,8 +1309,11 @@ mod tests {
         assert!(s.contains("- Never force-push the release branch."), "{s}");
         assert!(s.contains("request 299"), "the newest request stays: {s}");
         assert!(
-            s.contains("src/very/long/path/299.rs"),
-            "the newest file stays"
+            files_in(&s)
+                .1
+                .iter()
+                .any(|f| f == "src/very/long/path/299.rs"),
+            "the newest file stays: {s}"
         );
         assert!(s.contains("make target299"), "the newest failure stays");
         assert!(s.contains("earlier requests)"), "{s}");
