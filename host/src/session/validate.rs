@@ -210,6 +210,10 @@ mod tests {
                 entry,
                 role: Role::User,
                 tokens: 10,
+                tool_name: None,
+                tool_call_id: None,
+                is_error: false,
+                pruned: false,
             })
             .collect()
     }
