@@ -4,6 +4,7 @@
 //! Every measurement here is one named operation with a documented clock: what runs between
 //! `Instant::now()` and `elapsed()`, and what was prepared before. BENCHMARKS.md quotes them.
 
+pub mod continuity;
 pub mod serve;
 
 use std::hint::black_box;

@@ -6,6 +6,7 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --no-peer
 //! BENCH_QUICK=1 cargo run --release -p ctxhost-benches --bin bench-table   # smoke run
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --serve  # the sidecar rows only
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity  # what compaction keeps
 //! ```
 //!
 //! Each row is its own timing loop; the figures are medians (and ratios of medians) of that
@@ -61,6 +62,11 @@ fn main() -> Result<()> {
         eprintln!("warning: a debug build; run with --release for meaningful figures");
     }
 
+    if args.iter().any(|a| a == "--continuity") {
+        let table = continuity_table()?;
+        println!("{table}");
+        return Ok(());
+    }
     if args.iter().any(|a| a == "--serve") {
         // Only the sidecar rows (quick to rerun while working on `serve`).
         let mut rows = Vec::new();
@@ -402,6 +408,93 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
         None,
     ));
     Ok(())
+}
+
+/// The continuity rows (`--continuity`): every bundled engine replays the generated stress
+/// sessions (and the shared transcript when present) at a 32k window; recall is pooled over
+/// the states right after the 1st, 2nd, 3rd and 10th compaction, over every state from the
+/// 3rd on, and per session at its final compaction.
+fn continuity_table() -> Result<String> {
+    use ctxhost_benches::continuity as cont;
+    let rt = b::tokio_runtime();
+    let fx = Fixture::new()?;
+    let mut subjects = cont::generated();
+    if let Some(path) = b::shared_transcript() {
+        subjects.push(cont::shared(&path)?);
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Window {}k; sessions: {}.\n",
+        cont::WINDOW / 1000,
+        subjects
+            .iter()
+            .map(|x| format!("{} ({} messages)", x.name, x.messages.len()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        s,
+        "| engine | states | files modified | files read | tool failures | user requests | current request | standing instructions | non-verbatim tokens mean / max |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    let mut notes = Vec::new();
+    for engine in ["legacy", "checkpoint-manager"] {
+        let prepared = rt.block_on(fx.engine(engine))?;
+        let mut runs = Vec::new();
+        for subject in &subjects {
+            step(&format!("continuity: {engine} on {}", subject.name));
+            let run = rt.block_on(cont::run(
+                &fx.host,
+                prepared.clone(),
+                subject,
+                fx.dir.path(),
+            ))?;
+            notes.push(format!(
+                "{engine} on {}: {} compactions, {} ended in \"no cut point\", {} turns over the window; replayed in {}",
+                subject.name,
+                run.states.len(),
+                run.no_cut_point,
+                run.overflowing_turns,
+                fmt_duration(run.elapsed)
+            ));
+            runs.push(run);
+        }
+        let mut line = |label: String, p: cont::Pooled| {
+            let _ = writeln!(
+                s,
+                "| {engine} | {label} ({}) | {} | {} | {} | {} | {} | {} | {} / {} |",
+                p.states,
+                p.modified.show(),
+                p.read.show(),
+                p.failures.show(),
+                p.requests.show(),
+                p.current.show(),
+                p.instructions.show(),
+                p.tokens_mean,
+                p.tokens_max
+            );
+        };
+        for &n in cont::AT {
+            let states = runs.iter().filter_map(|r| r.states.get(n - 1));
+            line(format!("after compaction {n}"), cont::pool(states));
+        }
+        let from_third = runs.iter().flat_map(|r| r.states.iter().skip(2));
+        line("every state from the 3rd".into(), cont::pool(from_third));
+        for r in &runs {
+            if let Some(last) = r.states.last() {
+                line(
+                    format!("{}: final, #{}", r.session, last.compaction),
+                    cont::pool(std::iter::once(last)),
+                );
+            }
+        }
+    }
+    let _ = writeln!(s);
+    for n in notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    Ok(s)
 }
 
 fn step(name: &str) {
