@@ -555,6 +555,33 @@ impl Builder {
         }));
     }
 
+    /// Parallel reads in one assistant message, then their results: no cut can fall between
+    /// them.
+    fn batch(&mut self, calls: usize, chars: usize) {
+        let ts = self.tick();
+        let mut blocks = Vec::new();
+        let mut results = Vec::new();
+        for _ in 0..calls {
+            self.call += 1;
+            let id = format!("call_{}", self.call);
+            let file = self.some_file();
+            blocks.push(json!({"type": "toolCall", "id": id, "name": "read",
+                               "arguments": {"path": file}}));
+            results.push((id, self.body(chars)));
+        }
+        self.messages.push(json!({
+            "role": "assistant", "content": blocks, "api": "bench", "provider": "bench",
+            "model": "bench", "stopReason": "toolUse", "timestamp": ts,
+        }));
+        for (id, body) in results {
+            let ts = self.tick();
+            self.messages.push(json!({
+                "role": "toolResult", "toolCallId": id, "toolName": "read",
+                "content": [{"type": "text", "text": body}], "isError": false, "timestamp": ts,
+            }));
+        }
+    }
+
     fn new_file(&mut self) -> String {
         let dir = DIRS[self.rng.below(DIRS.len())];
         let noun = NOUNS[self.rng.below(NOUNS.len())];
@@ -759,9 +786,21 @@ pub fn generated() -> Vec<Subject> {
     b.rules();
     for n in 1..30 {
         let r = b.request(n);
-        // Every third turn reads files of ~9k tokens each: the turn outgrows the window.
-        let chars = if n % 3 == 0 { 36_000 } else { 2000 };
-        b.turn(&r, 5, 10, chars);
+        match n % 3 {
+            // Files of ~9k tokens each: the turn outgrows the window.
+            0 => b.turn(&r, 5, 10, 36_000),
+            // Batches of two ~8k-token reads and single ~14k-token ones: once a cut lands on a
+            // batch, the next cut can only fall inside this turn.
+            1 => {
+                b.user(&r);
+                for _ in 0..3 {
+                    b.batch(2, 32_000);
+                    b.batch(1, 56_000);
+                }
+                b.say("Read them all.");
+            }
+            _ => b.turn(&r, 5, 10, 2000),
+        }
         b.acknowledge();
     }
     out.push(Subject {
