@@ -281,7 +281,7 @@ mod config_tests {
     fn typed_config_reads_fields_and_names_the_bad_one() {
         let test_host = crate::testing::TestHost::new()
             .config(serde_json::json!({"keepLast": 3, "labels": ["a"]}));
-        let config: Config = test_host.run(|| crate::config()).unwrap();
+        let config: Config = test_host.run(crate::config).unwrap();
         assert_eq!(config.keep_last, 3);
         let empty: Config = super::parse_config("{}").unwrap();
         assert_eq!(

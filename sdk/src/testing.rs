@@ -428,7 +428,7 @@ mod tests {
 
     #[test]
     fn without_a_test_host_an_import_panics_naming_the_fix() {
-        let panic = std::panic::catch_unwind(|| host::config_json()).unwrap_err();
+        let panic = std::panic::catch_unwind(host::config_json).unwrap_err();
         let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(
             text.contains("`config`") && text.contains("TestHost"),

@@ -254,7 +254,10 @@ enum Located {
     /// At the manifest's `component` path (or the manifest is unreadable: install says why).
     AsNamed,
     /// Built by cargo into a target directory outside the package folder.
-    Elsewhere { manifest: Manifest, found: PathBuf },
+    Elsewhere {
+        manifest: Box<Manifest>,
+        found: PathBuf,
+    },
 }
 
 /// Finds the package's component: where its manifest says, else, for a Rust crate, where cargo
@@ -286,7 +289,7 @@ fn locate_component(dir: &Path, link: bool) -> anyhow::Result<Located> {
                         );
                     }
                     return Ok(Located::Elsewhere {
-                        manifest,
+                        manifest: Box::new(manifest),
                         found: release,
                     });
                 }
@@ -418,7 +421,7 @@ fn with_import_hint(error: anyhow::Error) -> anyhow::Error {
         .split('`')
         .skip(1)
         .step_by(2)
-        .find(|name| name.starts_with("wasi:") || name.contains(':') && name.contains('/'))
+        .find(|name| name.starts_with("wasi:") || (name.contains(':') && name.contains('/')))
         .filter(|_| text.contains("cannot link"))
     else {
         return error;
