@@ -6,8 +6,8 @@ Traps of componentize-py, handled here and worth knowing:
   build time and an import at call time fails.
 - An error is `raise Err("message")` (componentize_py_types.Err) with a string; any other
   exception traps, and the host then discards the instance.
-- Nothing is kept between calls on `self`: the exported class may be instantiated per call.
-  Keep per-session state in module globals (one component instance serves one session).
+- Keep per-session state in module globals, not on `self`: componentize-py, not the engine,
+  decides when the exported class is instantiated. One component instance serves one session.
 """
 
 from componentize_py_types import Err
