@@ -2,9 +2,14 @@
 //!
 //! Compiling a component with cranelift takes hundreds of milliseconds; loading a precompiled
 //! one takes microseconds. A cache file is keyed by the component's content hash and the
-//! engine's compatibility hash (so a different wasmtime or different settings never match),
-//! and carries the hash of its own payload, which is checked before wasmtime ever maps it:
-//! a truncated or tampered file is recompiled, never loaded.
+//! engine's compatibility hash (so a different wasmtime or different settings never match).
+//!
+//! The `.cwasm` file holds exactly what `Component::serialize` produced, so wasmtime maps it
+//! (`deserialize_file`) instead of the host copying it. Beside it, a small `.check` file holds
+//! the payload's blake3 hash and the file's identity when it was written (size, inode, change
+//! time). A load whose file still has that identity was not written since the hash was
+//! verified, so it is mapped without re-hashing; any other file is hashed before wasmtime sees
+//! it, and a truncated or tampered one is recompiled, never loaded.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -13,8 +18,10 @@ use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"CTXHCWv1";
+const MAGIC: &[u8; 8] = b"CTXHCWv2";
 const HASH_LEN: usize = 32;
+/// Magic, hash, then the identity: size, inode, change time (seconds, nanoseconds).
+const CHECK_LEN: usize = MAGIC.len() + HASH_LEN + 8 * 4;
 
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,24 +68,26 @@ impl CompileCache {
     ) -> wasmtime::Result<(Component, LoadSource)> {
         let path = self.path_for(component_bytes);
         let mut source = LoadSource::Compiled;
-        match std::fs::read(&path) {
-            Ok(file) => match verified_payload(&file) {
-                Some(payload) => {
-                    // SAFETY: the payload was written by `store` below from
-                    // `Component::serialize` of this engine configuration (the file name carries
-                    // the compatibility hash) and its content hash was just verified, so it is
-                    // exactly the bytes wasmtime produced.
-                    if let Ok(component) = unsafe { Component::deserialize(engine, payload) } {
-                        return Ok((component, LoadSource::Cache));
+        match std::fs::metadata(&path) {
+            Ok(meta) => {
+                if verified(&path, &meta) {
+                    // SAFETY: the file was written by `store` below from `Component::serialize`
+                    // of this engine configuration (the file name carries the compatibility
+                    // hash), and its content is the one whose hash was verified: either just
+                    // now, or when the check was written, with the file unchanged since (same
+                    // inode, size and change time). The host never writes a cache file in
+                    // place; a replacement is a new inode.
+                    match unsafe { Component::deserialize_file(engine, &path) } {
+                        Ok(component) => return Ok((component, LoadSource::Cache)),
+                        Err(e) => {
+                            tracing::warn!(path = %path.display(), error = %e, "cached component rejected by wasmtime; recompiling")
+                        }
                     }
-                    tracing::warn!(path = %path.display(), "cached component rejected by wasmtime; recompiling");
-                    source = LoadSource::Recompiled;
-                }
-                None => {
+                } else {
                     tracing::warn!(path = %path.display(), "cached component failed verification; recompiling");
-                    source = LoadSource::Recompiled;
                 }
-            },
+                source = LoadSource::Recompiled;
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "cannot read cached component; recompiling")
@@ -92,46 +101,162 @@ impl CompileCache {
         Ok((component, source))
     }
 
+    /// Writes the payload, then its check: a crash in between leaves a payload without a
+    /// matching check, which the next load hashes (and finds wanting) instead of trusting.
     fn store(&self, path: &Path, component: &Component) -> anyhow::Result<()> {
         let payload = component.serialize()?;
         std::fs::create_dir_all(&self.dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-        tmp.write_all(MAGIC)?;
-        tmp.write_all(blake3::hash(&payload).as_bytes())?;
         tmp.write_all(&payload)?;
         tmp.as_file().sync_all()?;
         tmp.persist(path)?;
-        Ok(())
+        let hash = *blake3::hash(&payload).as_bytes();
+        write_check(path, &hash, &std::fs::metadata(path)?)
     }
 }
 
-/// The payload of a cache file whose magic and hash check out.
-fn verified_payload(file: &[u8]) -> Option<&[u8]> {
-    let rest = file.strip_prefix(MAGIC.as_slice())?;
-    if rest.len() < HASH_LEN {
+/// The check file beside a cache file.
+fn check_path(path: &Path) -> PathBuf {
+    path.with_extension("check")
+}
+
+/// What identifies a file's content without reading it: size, inode and change time (the
+/// change time cannot be set back by a writer, unlike the modification time).
+fn identity(meta: &std::fs::Metadata) -> [u64; 4] {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        [
+            meta.len(),
+            meta.ino(),
+            meta.ctime() as u64,
+            meta.ctime_nsec() as u64,
+        ]
+    }
+    #[cfg(not(unix))]
+    {
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .unwrap_or_default();
+        [
+            meta.len(),
+            0,
+            modified.as_secs(),
+            u64::from(modified.subsec_nanos()),
+        ]
+    }
+}
+
+fn encode_check(hash: &[u8; HASH_LEN], identity: [u64; 4]) -> Vec<u8> {
+    let mut check = Vec::with_capacity(CHECK_LEN);
+    check.extend_from_slice(MAGIC);
+    check.extend_from_slice(hash);
+    for part in identity {
+        check.extend_from_slice(&part.to_le_bytes());
+    }
+    check
+}
+
+/// The hash and identity a check file records, when it is one.
+fn decode_check(check: &[u8]) -> Option<([u8; HASH_LEN], [u64; 4])> {
+    if check.len() != CHECK_LEN {
         return None;
     }
-    let (hash, payload) = rest.split_at(HASH_LEN);
-    (blake3::hash(payload).as_bytes() == hash).then_some(payload)
+    let rest = check.strip_prefix(MAGIC.as_slice())?;
+    let (hash, identity) = rest.split_at(HASH_LEN);
+    let mut parts = [0u64; 4];
+    for (part, bytes) in parts.iter_mut().zip(identity.chunks_exact(8)) {
+        *part = u64::from_le_bytes(bytes.try_into().ok()?);
+    }
+    Some((hash.try_into().ok()?, parts))
+}
+
+fn write_check(path: &Path, hash: &[u8; HASH_LEN], meta: &std::fs::Metadata) -> anyhow::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(&encode_check(hash, identity(meta)))?;
+    tmp.persist(check_path(path))?;
+    Ok(())
+}
+
+/// Whether the cache file at `path` holds the payload its check names: by identity when the
+/// file is unchanged since the check was written, else by hashing it (and then the check is
+/// renewed, e.g. after the cache directory was copied).
+fn verified(path: &Path, meta: &std::fs::Metadata) -> bool {
+    let Some((hash, recorded)) = std::fs::read(check_path(path))
+        .ok()
+        .and_then(|check| decode_check(&check))
+    else {
+        return false;
+    };
+    if recorded == identity(meta) {
+        return true;
+    }
+    let Ok(payload) = std::fs::read(path) else {
+        return false;
+    };
+    if *blake3::hash(&payload).as_bytes() != hash {
+        return false;
+    }
+    if let Err(e) = write_check(path, &hash, meta) {
+        tracing::debug!(path = %path.display(), error = %e, "cannot renew the cache check");
+    }
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn verification_rejects_truncation_and_bit_flips() {
-        let payload = b"precompiled bytes".to_vec();
-        let mut file = MAGIC.to_vec();
-        file.extend_from_slice(blake3::hash(&payload).as_bytes());
-        file.extend_from_slice(&payload);
-        assert_eq!(verified_payload(&file), Some(payload.as_slice()));
+    fn cached(dir: &Path, payload: &[u8]) -> PathBuf {
+        let path = dir.join("x.cwasm");
+        std::fs::write(&path, payload).unwrap();
+        let hash = *blake3::hash(payload).as_bytes();
+        write_check(&path, &hash, &std::fs::metadata(&path).unwrap()).unwrap();
+        path
+    }
 
-        let mut flipped = file.clone();
+    fn check(path: &Path) -> bool {
+        verified(path, &std::fs::metadata(path).unwrap())
+    }
+
+    #[test]
+    fn verification_rejects_truncation_bit_flips_and_missing_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let payload = b"precompiled bytes".to_vec();
+        let path = cached(dir.path(), &payload);
+        assert!(check(&path));
+
+        // Rewritten in place, same size: the identity changed, so the hash decides.
+        let mut flipped = payload.clone();
         *flipped.last_mut().unwrap() ^= 1;
-        assert_eq!(verified_payload(&flipped), None);
-        assert_eq!(verified_payload(&file[..file.len() - 1]), None);
-        assert_eq!(verified_payload(&file[..10]), None);
-        assert_eq!(verified_payload(b"not a cache file at all"), None);
+        std::fs::write(&path, &flipped).unwrap();
+        assert!(!check(&path));
+        std::fs::write(&path, &payload[..payload.len() - 1]).unwrap();
+        assert!(!check(&path));
+
+        // Restored: hashed, found whole, and the check renewed for the next load.
+        std::fs::write(&path, &payload).unwrap();
+        assert!(check(&path));
+        let renewed = decode_check(&std::fs::read(check_path(&path)).unwrap()).unwrap();
+        assert_eq!(renewed.1, identity(&std::fs::metadata(&path).unwrap()));
+
+        std::fs::write(check_path(&path), b"not a check").unwrap();
+        assert!(!check(&path));
+        std::fs::remove_file(check_path(&path)).unwrap();
+        assert!(!check(&path));
+    }
+
+    #[test]
+    fn checks_round_trip() {
+        let hash = [7u8; HASH_LEN];
+        let identity = [1, 2, 3, u64::MAX];
+        assert_eq!(
+            decode_check(&encode_check(&hash, identity)),
+            Some((hash, identity))
+        );
+        assert_eq!(decode_check(&encode_check(&hash, identity)[1..]), None);
     }
 }
