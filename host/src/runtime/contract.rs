@@ -6,6 +6,7 @@
 //! comes from that version's guest, and is dropped on the way to it.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// The position of an entry in its session's transcript (0-based, header excluded).
 pub type EntryRef = u32;
@@ -75,10 +76,10 @@ pub struct ContextEntry {
     pub role: Role,
     /// The estimate the model will be charged (the placeholder's, when pruned).
     pub tokens: u32,
-    /// For tool results: the tool's name (0.2 on).
-    pub tool_name: Option<String>,
+    /// For tool results: the tool's name (0.2 on). Shared: the host reads it once per entry.
+    pub tool_name: Option<Arc<str>>,
     /// For tool results: the id of the call it answers (0.2 on).
-    pub tool_call_id: Option<String>,
+    pub tool_call_id: Option<Arc<str>>,
     /// For tool results: whether the tool reported an error (0.2 on).
     pub is_error: bool,
     /// Whether a compaction already replaced this tool output by a placeholder (0.2 on).

@@ -272,8 +272,8 @@ impl StoreState {
         let strings: usize = entries
             .iter()
             .map(|e| {
-                e.tool_name.as_ref().map_or(0, String::len)
-                    + e.tool_call_id.as_ref().map_or(0, String::len)
+                e.tool_name.as_deref().map_or(0, str::len)
+                    + e.tool_call_id.as_deref().map_or(0, str::len)
             })
             .sum();
         self.budget

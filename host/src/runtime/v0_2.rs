@@ -63,8 +63,8 @@ impl From<&d::ContextEntry> for g::ContextEntry {
             entry: e.entry,
             role: e.role.into(),
             tokens: e.tokens,
-            tool_name: e.tool_name.clone(),
-            tool_call_id: e.tool_call_id.clone(),
+            tool_name: e.tool_name.as_deref().map(String::from),
+            tool_call_id: e.tool_call_id.as_deref().map(String::from),
             is_error: e.is_error,
             pruned: e.pruned,
         }

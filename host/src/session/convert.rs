@@ -1,5 +1,7 @@
 //! Transcript entries in the contract's terms: what crosses into the guest.
 
+use std::sync::{Arc, Mutex};
+
 use ctxhost_transcript::{Entry, Role as TranscriptRole, Transcript};
 
 use crate::runtime::contract::{ContextEntry, Message, Role, ToolCall, Usage};
@@ -21,8 +23,39 @@ pub fn tokens_u32(tokens: u64) -> u32 {
     u32::try_from(tokens).unwrap_or(u32::MAX)
 }
 
-/// The current context as entry references: the input of `assemble`.
+/// The current context as entry references, without tool facts: for measuring and
+/// validating, which need only references, roles and tokens.
 pub fn context_entries(transcript: &Transcript) -> Vec<ContextEntry> {
+    entries_with(transcript, |_, _| ToolFacts::default())
+}
+
+/// The current context as an engine receives it (`assemble`, `context-entries`): with the tool
+/// facts of tool results, read once per entry through `cache`.
+pub fn context_entries_with_tools(transcript: &Transcript, cache: &ToolCache) -> Vec<ContextEntry> {
+    let mut known = cache.facts.lock().unwrap_or_else(|e| e.into_inner());
+    entries_with(transcript, |index, entry| {
+        if entry.context_role() != Some(TranscriptRole::ToolResult) {
+            return ToolFacts::default();
+        }
+        if known.len() <= index {
+            known.resize_with(index + 1, || None);
+        }
+        match &known[index] {
+            // Keyed by id too: a replaced transcript must not inherit another entry's facts.
+            Some((id, facts)) if **id == *entry.id() => facts.clone(),
+            _ => {
+                let facts = ToolFacts::from(ToolHead::of(&entry.message_json()));
+                known[index] = Some((entry.id().into(), facts.clone()));
+                facts
+            }
+        }
+    })
+}
+
+fn entries_with(
+    transcript: &Transcript,
+    mut tools: impl FnMut(usize, &Entry) -> ToolFacts,
+) -> Vec<ContextEntry> {
     let entries = transcript.entries();
     transcript
         .context()
@@ -30,10 +63,7 @@ pub fn context_entries(transcript: &Transcript) -> Vec<ContextEntry> {
         .filter_map(|index| {
             let entry = &entries[index];
             let role = entry.context_role()?;
-            let tool = match role {
-                TranscriptRole::ToolResult => ToolHead::of(&entry.message_json()),
-                _ => ToolHead::default(),
-            };
+            let tool = tools(index, entry);
             Some(ContextEntry {
                 entry: index as u32,
                 role: self::role(role),
@@ -45,6 +75,31 @@ pub fn context_entries(transcript: &Transcript) -> Vec<ContextEntry> {
             })
         })
         .collect()
+}
+
+/// Tool facts of a session's tool results by entry index. Reading them means scanning the
+/// whole message (the error flag follows the output), megabytes for a long session, so each
+/// entry is read once; entries never change once written.
+#[derive(Default)]
+pub struct ToolCache {
+    facts: Mutex<Vec<Option<(Box<str>, ToolFacts)>>>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ToolFacts {
+    tool_name: Option<Arc<str>>,
+    tool_call_id: Option<Arc<str>>,
+    is_error: bool,
+}
+
+impl From<ToolHead> for ToolFacts {
+    fn from(head: ToolHead) -> Self {
+        Self {
+            tool_name: head.tool_name.map(Arc::from),
+            tool_call_id: head.tool_call_id.map(Arc::from),
+            is_error: head.is_error,
+        }
+    }
 }
 
 /// One entry as a message, or `None` for entries that never reach the model.

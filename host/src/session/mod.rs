@@ -373,7 +373,7 @@ impl Session {
     ) -> Result<Assembly> {
         let (entries, context_tokens, transcript_len) = {
             let transcript = self.shared.read();
-            let entries = convert::context_entries(&transcript);
+            let entries = convert::context_entries_with_tools(&transcript, &self.shared.tools);
             let tokens = self.measure(&transcript, &entries);
             (entries, tokens, transcript.entries().len())
         };

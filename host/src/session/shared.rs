@@ -20,6 +20,8 @@ pub struct Shared {
     /// Replaced when the runtime's window for the session changes (`Session::set_settings`).
     settings: RwLock<Settings>,
     transcript: RwLock<Transcript>,
+    /// Tool facts engines receive with context entries, read once per entry.
+    pub tools: convert::ToolCache,
 }
 
 impl Shared {
@@ -34,6 +36,7 @@ impl Shared {
             file,
             settings: RwLock::new(settings),
             transcript: RwLock::new(transcript),
+            tools: convert::ToolCache::default(),
         }
     }
 
@@ -109,7 +112,7 @@ impl Shared {
 
 impl SessionServices for Shared {
     fn context_entries(&self) -> Vec<ContextEntry> {
-        convert::context_entries(&self.read())
+        convert::context_entries_with_tools(&self.read(), &self.tools)
     }
 
     fn read_entries(&self, refs: &[EntryRef]) -> Result<Vec<Message>, HostError> {
