@@ -1,7 +1,7 @@
 //! The library's entry point: config, the engines it can run, and sessions on them.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxhost_transcript::compaction::Settings;
@@ -121,6 +121,20 @@ impl Host {
         if let Some(engine) = loaded.get(id) {
             return Ok(engine.clone());
         }
+        let engine = self.load(id, self.home.state_dir(id)).await?;
+        loaded.insert(id.to_string(), engine.clone());
+        Ok(engine)
+    }
+
+    /// The engine the slot selects, loaded afresh with `state_dir` as its private directory
+    /// instead of its own: a dry run (`context inspect`) must not change what the engine keeps.
+    pub async fn active_engine_in(&self, state_dir: PathBuf) -> Result<Arc<PreparedEngine>> {
+        self.load(self.config.active_engine(), state_dir).await
+    }
+
+    /// Loads an engine by id with its private directory at `state_dir`: it must exist, be
+    /// enabled, have a config its schema accepts, and answer `info` with its own id.
+    async fn load(&self, id: &str, state_dir: PathBuf) -> Result<Arc<PreparedEngine>> {
         let available = self.registry.resolve(id, self.config.source.path())?;
         let entry = self.config.plugin_entry(id);
         if entry.and_then(|e| e.enabled) == Some(false) {
@@ -144,7 +158,7 @@ impl Host {
         let spec = EngineSpec {
             id: id.to_string(),
             origin: available.origin(),
-            state_dir: self.home.state_dir(id),
+            state_dir,
             config_json: config.to_string(),
             limits,
             grants: self.grants(id, available.capabilities()),
@@ -158,7 +172,6 @@ impl Host {
             }
             .into());
         }
-        loaded.insert(id.to_string(), engine.clone());
         Ok(engine)
     }
 
@@ -216,8 +229,15 @@ impl Host {
                 Ok((key.clone(), path.clone()))
             }
             SessionTarget::Key(key) => {
-                let file = format!("{}.jsonl", encode_key(key)?);
-                Ok((key.clone(), self.home.sessions_dir().join(file)))
+                let dir = self.home.sessions_dir();
+                // Sessions written before keys were grouped by agent stay where they are.
+                let flat = dir.join(format!("{}.jsonl", encode_key(key)?));
+                let path = if flat.exists() {
+                    flat
+                } else {
+                    session_file(&dir, key)?
+                };
+                Ok((key.clone(), path))
             }
         }
     }
@@ -279,6 +299,25 @@ impl Host {
             summarizer,
         }
     }
+}
+
+/// Where a session key's transcript lives under `sessions/`: keys of the form
+/// `agent:<agent>:...` (OpenClaw's) under `agents/<agent>/`, others directly; the key itself
+/// `%`-encoded into the file name.
+pub fn session_file(sessions_dir: &Path, key: &str) -> Result<PathBuf> {
+    let file = format!("{}.jsonl", encode_key(key)?);
+    let agent = key
+        .strip_prefix("agent:")
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(agent, _)| agent)
+        .filter(|agent| !agent.is_empty());
+    Ok(match agent {
+        Some(agent) => sessions_dir
+            .join("agents")
+            .join(encode_key(agent)?)
+            .join(file),
+        None => sessions_dir.join(file),
+    })
 }
 
 /// Session keys map to file names losslessly: `[A-Za-z0-9._-]` stay, other bytes become `%XX`.

@@ -22,7 +22,7 @@ pub mod session;
 
 pub use ctxhost_transcript as transcript;
 pub use error::{Error, Result};
-pub use host::{Host, SessionTarget, encode_key};
+pub use host::{Host, SessionTarget, encode_key, session_file};
 pub use session::{
     AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome, Session,
 };

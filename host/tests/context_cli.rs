@@ -570,3 +570,48 @@ fn every_session_flag_has_help() {
         );
     }
 }
+
+#[test]
+fn inspect_leaves_the_engines_own_state_alone() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        r#"{ plugins: { slots: { contextEngine: "checkpoint-manager" } }, agents: { defaults: { contextWindow: 32000 } } }"#,
+    )
+    .unwrap();
+    let path = session(home.path(), 400);
+    let state = home.path().join("state/checkpoint-manager");
+    let files = |dir: &Path| -> Vec<String> {
+        fn walk(dir: &Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else {
+                    out.push(path.display().to_string());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(dir, &mut out);
+        out.sort();
+        out
+    };
+    let before = files(&state);
+    let output = ctxhost(
+        home.path(),
+        &[
+            "context",
+            "inspect",
+            "--session",
+            path.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    json_of(&output);
+    assert_eq!(
+        files(&state),
+        before,
+        "inspect wrote into the engine's state dir"
+    );
+}

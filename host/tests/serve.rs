@@ -183,6 +183,7 @@ fn assistant(text: &str) -> Value {
 fn kept_positions(items: &[Value]) -> Vec<u64> {
     items
         .iter()
+        .filter(|item| item.get("message").is_none())
         .flat_map(|item| {
             match (
                 item["index"].as_u64(),
@@ -191,7 +192,7 @@ fn kept_positions(items: &[Value]) -> Vec<u64> {
             ) {
                 (Some(index), _, _) => index..=index,
                 (None, Some(from), Some(to)) => from..=to,
-                _ => 1..=0,
+                _ => panic!("neither a kept item nor a message: {item}"),
             }
         })
         .collect()
@@ -315,6 +316,36 @@ fn every_method_answers_as_documented() {
     assert_eq!(server.response(&id)["result"], json!({}));
     let status = wait_with_timeout(&mut server.child, Duration::from_secs(30));
     assert!(status.success());
+}
+
+#[test]
+fn the_context_commands_find_a_mirror_by_its_session_key() {
+    let home = tempfile::tempdir().unwrap();
+    let key = "agent:main:by-key";
+    let mut server = Server::start(home.path(), &[]);
+    server.call("session.bootstrap", json!({ "sessionKey": key }));
+    server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "t1", "messages": [user("find me"), assistant("found")] }),
+    );
+    server.finish();
+    let output = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+        .args(["context", "history", "--session", key, "--json"])
+        .env("CTXHOST_HOME", home.path())
+        .env_remove("CTXHOST_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let created: Vec<_> = walk(&home.path().join("sessions"));
+    assert_eq!(
+        created.len(),
+        1,
+        "a second transcript was created: {created:?}"
+    );
 }
 
 #[test]

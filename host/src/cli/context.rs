@@ -282,7 +282,12 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             std::fs::copy(&path, &copy)
                 .with_context(|| format!("cannot copy {}", path.display()))?;
             let settings = prompt_settings(&host, workspace);
-            let mut session = host.open_session(&SessionTarget::Path(copy)).await?;
+            // ... and with a scratch state dir: an engine that writes as it assembles (the
+            // checkpoint-manager's checkpoints) must not change what it keeps for real.
+            let engine = host.active_engine_in(scratch.path().join("state")).await?;
+            let mut session = host
+                .open_session_on(&SessionTarget::Path(copy), engine)
+                .await?;
             // A request that does not fit is what needs inspecting: shown, and marked.
             let request = session
                 .inspect_request(&settings, &TurnOptions::default())

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
-use crate::host::{Host, SessionTarget, encode_key};
+use crate::host::{Host, SessionTarget, session_file};
 use crate::replay::settings_for_window;
 use crate::runtime::contract::CompactionTrigger;
 use crate::session::{AssembleOptions, AssembledItem, CompactOptions, CompactOutcome, Session};
@@ -23,23 +23,6 @@ pub const MARKER: &str = "ctxhost.mirror";
 /// Sessions whose key holds this are a runtime's internal turns (memory flushes): their mirror
 /// lives in a scratch directory, never under the sessions dir.
 const EPHEMERAL_KEY_PART: &str = ":internal-session-effects:";
-
-/// Where a session key's mirror lives under `sessions/`.
-pub fn mirror_path(sessions_dir: &Path, key: &str) -> Result<PathBuf> {
-    let file = format!("{}.jsonl", encode_key(key)?);
-    let agent = key
-        .strip_prefix("agent:")
-        .and_then(|rest| rest.split_once(':'))
-        .map(|(agent, _)| agent)
-        .filter(|agent| !agent.is_empty());
-    Ok(match agent {
-        Some(agent) => sessions_dir
-            .join("agents")
-            .join(encode_key(agent)?)
-            .join(file),
-        None => sessions_dir.join(file),
-    })
-}
 
 /// What `commit` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +94,7 @@ impl Mirror {
             Some(dir) => dir.path().to_path_buf(),
             None => host.home().sessions_dir(),
         };
-        let path = mirror_path(&sessions_dir, key)?;
+        let path = session_file(&sessions_dir, key)?;
         let created = !path.exists();
         if !created {
             set_aside_torn_commit(&path)?;
@@ -434,9 +417,14 @@ pub fn inserted(json: &str) -> Value {
         .and_then(Value::as_str)
         .unwrap_or("unknown")
         .to_string();
-    let timestamp = message.get("timestamp").cloned();
+    // A runtime prints a message's time beside it: one ctxhost made up gets the current time
+    // rather than none (which shows as 1970).
+    let timestamp = Some(message.get("timestamp").cloned().unwrap_or_else(now_ms));
     match role.as_str() {
         "user" | "assistant" | "toolResult" => {
+            if let Some(timestamp) = timestamp {
+                message.entry("timestamp").or_insert(timestamp);
+            }
             message.insert(
                 "__ctxhost".into(),
                 json!({ "inserted": true, "kind": role }),
@@ -459,6 +447,13 @@ pub fn inserted(json: &str) -> Value {
         }
         _ => user_text(content_text(&message), &role, timestamp),
     }
+}
+
+fn now_ms() -> Value {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    ms.into()
 }
 
 /// The text of a message's `content` (a string or a list of text blocks), else its JSON.
@@ -568,15 +563,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mirror_paths_group_by_agent_and_encode_keys() {
+    fn session_files_group_by_agent_and_encode_keys() {
         let dir = Path::new("/h/sessions");
         assert_eq!(
-            mirror_path(dir, "agent:main:main").unwrap(),
+            session_file(dir, "agent:main:main").unwrap(),
             dir.join("agents/main/agent%3Amain%3Amain.jsonl")
         );
-        assert_eq!(mirror_path(dir, "plain").unwrap(), dir.join("plain.jsonl"));
+        assert_eq!(session_file(dir, "plain").unwrap(), dir.join("plain.jsonl"));
         assert_eq!(
-            mirror_path(dir, "agent:../x:y").unwrap(),
+            session_file(dir, "agent:../x:y").unwrap(),
             dir.join("agents/..%2Fx/agent%3A..%2Fx%3Ay.jsonl")
         );
     }

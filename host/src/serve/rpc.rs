@@ -249,7 +249,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
             }
             break;
         }
-        let (chunk, found) = match memchr_newline(available) {
+        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
             Some(at) => (&available[..at], Some(at + 1)),
             None => (available, None),
         };
@@ -274,10 +274,6 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
         Ok(text) => Ok(Line::Text(text)),
         Err(_) => Ok(Line::NotUtf8),
     }
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
 }
 
 #[cfg(test)]

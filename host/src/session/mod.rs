@@ -121,6 +121,9 @@ impl Session {
             tracing::warn!("{warning}");
         }
         let mut transcript = transcript;
+        // Recorded usage above this window was measured elsewhere (a replayed or moved
+        // session): it must not stand for this session's context.
+        transcript.set_context_window(Some(context_window));
         if token_counter.is_some() {
             transcript.set_token_counter(token_counter);
         }
@@ -341,6 +344,9 @@ impl Session {
     /// compacted against, e.g. when the runtime's model has a smaller budget than configured.
     pub fn set_settings(&mut self, settings: ctxhost_transcript::compaction::Settings) {
         self.context_window = settings.context_window;
+        self.shared
+            .write()
+            .set_context_window(Some(settings.context_window));
         self.shared.set_settings(settings);
     }
 
