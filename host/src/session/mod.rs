@@ -270,29 +270,9 @@ impl Session {
     /// Appends several messages (a turn's worth), then hands them to the engine in one
     /// `ingest-batch` call. Returns the new entries' indices.
     pub async fn append_batch(&mut self, messages: &[Value]) -> Result<Vec<usize>> {
-        let ready = self.instance().await.map(|_| ());
-        let (indices, batch) = {
-            let mut transcript = self.shared.write();
-            let first = transcript.entries().len();
-            let mut indices = Vec::with_capacity(messages.len());
-            for message in messages {
-                indices.push(transcript.append_message(message, &now_iso())?);
-            }
-            self.file.append(&transcript, first)?;
-            let entries = transcript.entries();
-            let batch: Vec<_> = indices
-                .iter()
-                .filter_map(|&i| convert::message(i, &entries[i]))
-                .collect();
-            (indices, batch)
-        };
-        let Some(&last) = indices.last() else {
-            return Ok(indices);
-        };
-        ready.map_err(|e| self.saved_but(last, e))?;
-        let result = self.instance().await?.ingest_batch(&batch, false).await;
-        self.settle(result).map_err(|e| self.saved_but(last, e))?;
-        Ok(indices)
+        let texts: Vec<String> = messages.iter().map(Value::to_string).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        self.append_texts_with(&texts, None).await
     }
 
     /// Appends messages given as JSON text (kept byte for byte), then one entry of another
