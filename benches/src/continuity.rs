@@ -305,9 +305,8 @@ pub async fn run(
         messages: subject.messages.len(),
         ..Run::default()
     };
-    // Source messages appended so far, and how many of them are behind the last cut.
-    let mut appended = 0usize;
-    for message in &subject.messages {
+    // `appended`: source messages appended so far.
+    for (appended, message) in subject.messages.iter().enumerate() {
         if message["role"] == "assistant" {
             let mut tokens = session.assemble(&options).await?.estimated_tokens;
             if settings.should_compact(u64::from(tokens)) {
@@ -363,7 +362,6 @@ pub async fn run(
             }
         }
         session.append(message).await?;
-        appended += 1;
     }
     session.close().await?;
     result.elapsed = started.elapsed();
