@@ -179,8 +179,8 @@ impl Server {
             }
             let request = match rpc::parse_request(&text) {
                 Ok(request) => request,
-                Err((id, error)) => {
-                    send(&lines, &id, Err(error));
+                Err(rejected) => {
+                    send(&lines, &rejected.id, Err(rejected.error));
                     continue;
                 }
             };

@@ -134,12 +134,23 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Value::deserialize(d).map(Some)
 }
 
-/// Parses one line into a request, or the error response to send (with the id when known).
-pub fn parse_request(line: &str) -> Result<Request, (Value, RpcError)> {
+/// A line that is not a request: the error to answer with, and the id when it could be read.
+#[derive(Debug)]
+pub struct Rejected {
+    pub id: Value,
+    pub error: RpcError,
+}
+
+fn rejected(id: Value, error: RpcError) -> Box<Rejected> {
+    Box::new(Rejected { id, error })
+}
+
+/// Parses one line into a request, or the error response to send.
+pub fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
     // Checked as JSON without building it: `params` must reach the methods as the client's
     // own text (messages are kept byte for byte).
     let value: &RawValue = serde_json::from_str(line).map_err(|e| {
-        (
+        rejected(
             Value::Null,
             RpcError::new(code::PARSE_ERROR, format!("the line is not JSON: {e}"))
                 .with_data(json!({ "column": e.column() })),
@@ -153,23 +164,24 @@ pub fn parse_request(line: &str) -> Result<Request, (Value, RpcError)> {
         } else {
             "not a JSON-RPC request object"
         };
-        return Err((
+        return Err(rejected(
             Value::Null,
             RpcError::new(code::INVALID_REQUEST, format!("the line is {what}")),
         ));
     }
     let envelope: Envelope = serde_json::from_str(value.get()).map_err(|e| {
-        (
+        rejected(
             Value::Null,
             RpcError::new(code::INVALID_REQUEST, format!("bad request object: {e}")),
         )
     })?;
     let id = envelope.id.clone().unwrap_or(Value::Null);
-    let invalid = |message: String| (id.clone(), RpcError::new(code::INVALID_REQUEST, message));
+    let invalid =
+        |message: String| rejected(id.clone(), RpcError::new(code::INVALID_REQUEST, message));
     if let Some(id) = &envelope.id
         && !(id.is_string() || id.is_number() || id.is_null())
     {
-        return Err((
+        return Err(rejected(
             Value::Null,
             RpcError::new(code::INVALID_REQUEST, "`id` must be a string or a number"),
         ));
@@ -322,13 +334,13 @@ mod tests {
         let notification = parse_request(r#"{"jsonrpc":"2.0","method":"x","params":{}}"#).unwrap();
         assert_eq!(notification.id, None);
 
-        let (_, e) = parse_request("{nope").unwrap_err();
+        let e = parse_request("{nope").unwrap_err().error;
         assert_eq!(e.code, code::PARSE_ERROR);
-        let (_, e) = parse_request("[1]").unwrap_err();
+        let e = parse_request("[1]").unwrap_err().error;
         assert_eq!(e.code, code::INVALID_REQUEST);
         assert!(e.message.contains("batch"), "{}", e.message);
-        let (id, e) = parse_request(r#"{"jsonrpc":"1.0","id":"a","method":"m"}"#).unwrap_err();
-        assert_eq!((id, e.code), (json!("a"), code::INVALID_REQUEST));
+        let r = parse_request(r#"{"jsonrpc":"1.0","id":"a","method":"m"}"#).unwrap_err();
+        assert_eq!((r.id, r.error.code), (json!("a"), code::INVALID_REQUEST));
     }
 
     #[test]
