@@ -43,7 +43,10 @@ fn embed_sdk_sources(root: &std::path::Path, out_dir: &std::path::Path) {
             }
         }
     }
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.toml").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.toml").display()
+    );
     let mut files = vec![
         root.join("Cargo.toml"),
         root.join("Cargo.lock"),
@@ -55,7 +58,10 @@ fn embed_sdk_sources(root: &std::path::Path, out_dir: &std::path::Path) {
     for file in &files {
         let relative = file.strip_prefix(root).expect("under the root");
         let relative = relative.to_string_lossy().replace('\\', "/");
-        list += &format!("    ({relative:?}, include_str!({:?})),\n", file.display().to_string());
+        list += &format!(
+            "    ({relative:?}, include_str!({:?})),\n",
+            file.display().to_string()
+        );
     }
     list += "]\n";
     std::fs::write(out_dir.join("sdk_sources.rs"), list).expect("write sdk_sources.rs");
