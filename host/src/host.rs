@@ -22,6 +22,9 @@ pub enum SessionTarget {
     Path(PathBuf),
     /// A session key whose transcript lives at a given path (the `serve` mirror).
     KeyAt { key: String, path: PathBuf },
+    /// A scratch copy of a transcript (a dry run): its key is the original's file stem, and
+    /// what loading it finds is not reported again, under the copy's name.
+    Copy { copy: PathBuf, original: PathBuf },
 }
 
 /// What an embedding runtime holds for the life of its process: the operator's config, the
@@ -224,6 +227,13 @@ impl Host {
                     .unwrap_or_else(|| "session".into());
                 Ok((key, path.clone()))
             }
+            SessionTarget::Copy { copy, original } => {
+                let key = original
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "session".into());
+                Ok((key, copy.clone()))
+            }
             SessionTarget::KeyAt { key, path } => {
                 encode_key(key)?;
                 Ok((key.clone(), path.clone()))
@@ -279,7 +289,8 @@ impl Host {
                 field: "agents.defaults.compaction.tokenCounter".into(),
                 message,
             })?;
-        Session::open(engine, &key, &path, settings, counter).await
+        let report_load = !matches!(target, SessionTarget::Copy { .. });
+        Session::open(engine, &key, &path, settings, counter, report_load).await
     }
 
     /// The compaction settings of the config (`agents.defaults`).

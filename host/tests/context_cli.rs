@@ -615,3 +615,32 @@ fn inspect_leaves_the_engines_own_state_alone() {
         "inspect wrote into the engine's state dir"
     );
 }
+
+#[test]
+fn inspect_warns_about_the_session_file_never_its_scratch_copy() {
+    let home = tempfile::tempdir().unwrap();
+    let path = session(home.path(), 60);
+    // Two entries glued on the last line: readable, with a warning naming file and line.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let trimmed = text.trim_end_matches('\n');
+    let cut = trimmed.rfind('\n').unwrap();
+    std::fs::write(
+        &path,
+        format!("{}{}\n", &trimmed[..cut], &trimmed[cut + 1..]),
+    )
+    .unwrap();
+    let output = ctxhost(
+        home.path(),
+        &[
+            "context",
+            "inspect",
+            "--session",
+            path.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    json_of(&output);
+    let err = stderr(&output);
+    assert!(err.contains(path.to_str().unwrap()), "{err}");
+    assert!(!err.contains("/ctxhost-"), "a scratch copy is named: {err}");
+}

@@ -286,7 +286,13 @@ pub async fn run(home: Home, config: Config, command: ContextCommand) -> anyhow:
             // checkpoint-manager's checkpoints) must not change what it keeps for real.
             let engine = host.active_engine_in(scratch.path().join("state")).await?;
             let mut session = host
-                .open_session_on(&SessionTarget::Path(copy), engine)
+                .open_session_on(
+                    &SessionTarget::Copy {
+                        copy,
+                        original: path.clone(),
+                    },
+                    engine,
+                )
                 .await?;
             // A request that does not fit is what needs inspecting: shown, and marked.
             let request = session

@@ -100,6 +100,7 @@ impl Session {
         path: &Path,
         settings: ctxhost_transcript::compaction::Settings,
         token_counter: Option<ctxhost_transcript::TokenCounter>,
+        report_load: bool,
     ) -> Result<Self> {
         let context_window = settings.context_window;
         let (file, transcript) = if path.exists() {
@@ -117,8 +118,10 @@ impl Session {
             let transcript = Transcript::new(&uuid::Uuid::new_v4().to_string(), &cwd, &now_iso());
             (TranscriptFile::create(path, &transcript)?, transcript)
         };
-        for warning in transcript.warnings() {
-            tracing::warn!("{warning}");
+        if report_load {
+            for warning in transcript.warnings() {
+                tracing::warn!("{warning}");
+            }
         }
         let mut transcript = transcript;
         // Recorded usage above this window was measured elsewhere (a replayed or moved
