@@ -82,8 +82,11 @@ fn entries_with(
 /// entry is read once; entries never change once written.
 #[derive(Default)]
 pub struct ToolCache {
-    facts: Mutex<Vec<Option<(Box<str>, ToolFacts)>>>,
+    facts: Mutex<Vec<Option<CachedFacts>>>,
 }
+
+/// The facts read from an entry, with the id of the entry they were read from.
+type CachedFacts = (Box<str>, ToolFacts);
 
 #[derive(Debug, Clone, Default)]
 struct ToolFacts {
