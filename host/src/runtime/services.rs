@@ -10,8 +10,10 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The session-side services behind the host imports.
 pub trait SessionServices: Send + Sync + 'static {
-    /// The current context, as `assemble` would receive it.
-    fn context_entries(&self) -> Vec<ContextEntry>;
+    /// The current context, as `assemble` would receive it. `tool_facts`: whether the caller's
+    /// contract carries the tool facts of tool results (reading them scans each tool output
+    /// once, a cost a 0.1 guest, which never sees them, must not pay).
+    fn context_entries(&self, tool_facts: bool) -> Vec<ContextEntry>;
 
     /// Entries of this session's transcript; an unknown reference is an `invalid-argument`.
     fn read_entries(&self, refs: &[EntryRef]) -> Result<Vec<Message>, HostError>;
@@ -36,7 +38,7 @@ pub trait SessionServices: Send + Sync + 'static {
 pub struct Detached;
 
 impl SessionServices for Detached {
-    fn context_entries(&self) -> Vec<ContextEntry> {
+    fn context_entries(&self, _tool_facts: bool) -> Vec<ContextEntry> {
         Vec::new()
     }
 

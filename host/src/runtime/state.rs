@@ -260,15 +260,17 @@ impl StoreState {
     // are already copied out of guest memory when an import starts (bounded by the guest's
     // memory limit); those dropped when it returns are not charged, those passed on (prompts,
     // instructions) are.
-    /// `record_bytes`: the size of one entry in the guest's version of the record.
+    /// `record_bytes`: the size of one entry in the guest's version of the record;
+    /// `tool_facts`: whether that version carries tool facts.
     pub(super) fn import_context_entries(
         &mut self,
         record_bytes: usize,
+        tool_facts: bool,
     ) -> anyhow::Result<Vec<ContextEntry>> {
         const IMPORT: &str = "context-entries";
         self.budget.call(IMPORT)?;
         // The host's own view of the transcript, bounded by it; charged before the guest gets it.
-        let entries = self.services.context_entries();
+        let entries = self.services.context_entries(tool_facts);
         let strings: usize = entries
             .iter()
             .map(|e| {

@@ -187,7 +187,7 @@ impl host::Host for StoreState {
     }
 
     async fn context_entries(&mut self) -> anyhow::Result<Vec<g::ContextEntry>> {
-        let entries = self.import_context_entries(std::mem::size_of::<g::ContextEntry>())?;
+        let entries = self.import_context_entries(std::mem::size_of::<g::ContextEntry>(), false)?;
         Ok(entries.iter().map(Into::into).collect())
     }
 

@@ -39,6 +39,14 @@ impl Pre {
         }
     }
 
+    /// Whether this version's context entries carry tool facts (0.2 on).
+    pub fn tool_facts(&self) -> bool {
+        match self {
+            Self::V0_1(_) => false,
+            Self::V0_2(_) => true,
+        }
+    }
+
     pub async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
         Ok(match self {
             Self::V0_1(pre) => Bindings::V0_1(v0_1::Engine::instantiate(pre, store).await?),

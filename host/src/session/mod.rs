@@ -362,7 +362,11 @@ impl Session {
     ) -> Result<Assembly> {
         let (entries, context_tokens, transcript_len) = {
             let transcript = self.shared.read();
-            let entries = convert::context_entries_with_tools(&transcript, &self.shared.tools);
+            let entries = if self.engine.receives_tool_facts() {
+                convert::context_entries_with_tools(&transcript, &self.shared.tools)
+            } else {
+                convert::context_entries(&transcript)
+            };
             let tokens = self.measure(&transcript, &entries);
             (entries, tokens, transcript.entries().len())
         };

@@ -111,8 +111,12 @@ impl Shared {
 }
 
 impl SessionServices for Shared {
-    fn context_entries(&self) -> Vec<ContextEntry> {
-        convert::context_entries_with_tools(&self.read(), &self.tools)
+    fn context_entries(&self, tool_facts: bool) -> Vec<ContextEntry> {
+        if tool_facts {
+            convert::context_entries_with_tools(&self.read(), &self.tools)
+        } else {
+            convert::context_entries(&self.read())
+        }
     }
 
     fn read_entries(&self, refs: &[EntryRef]) -> Result<Vec<Message>, HostError> {
