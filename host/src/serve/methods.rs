@@ -9,7 +9,7 @@ use super::mirror::{Commit, Mirror};
 use super::rpc::{self, RpcError, code};
 use crate::host::Host;
 use crate::runtime::contract::{CompactionTrigger, ContextMode, SubagentEndReason};
-use crate::session::{CompactOptions, CompactOutcome};
+use crate::session::{CompactOptions, CompactOutcome, PendingCall};
 
 /// A request, decoded.
 pub enum Call {
@@ -38,6 +38,7 @@ pub enum SessionMethod {
         last_fingerprint: Option<String>,
         token_budget: Option<u32>,
         available_tools: Vec<String>,
+        pending: PendingCall,
     },
     Compact {
         force: bool,
@@ -101,11 +102,45 @@ struct AssembleParams {
     token_budget: Option<u32>,
     #[serde(default)]
     available_tools: Vec<String>,
-    // Accepted for the engine's benefit once the contract carries them (contract 0.2).
-    #[allow(dead_code)]
+    /// The prompt about to be sent (a string, or a message whose text is used).
     prompt: Option<Value>,
-    #[allow(dead_code)]
+    /// The model the call goes to (its id, or an object with `id` / `provider`).
     model: Option<Value>,
+}
+
+/// A prompt as the engine gets it: the string, or the text of a message's content.
+fn prompt_text(prompt: Option<Value>) -> Option<String> {
+    match prompt? {
+        Value::String(text) => Some(text),
+        Value::Object(message) => match message.get("content") {
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Array(blocks)) => Some(
+                blocks
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A model as the engine gets it: `provider/id` when both are known, else what there is.
+fn model_id(model: Option<Value>) -> Option<String> {
+    match model? {
+        Value::String(id) => Some(id),
+        Value::Object(model) => {
+            let field = |name: &str| model.get(name).and_then(Value::as_str);
+            match (field("provider"), field("id").or_else(|| field("modelId"))) {
+                (Some(provider), Some(id)) => Some(format!("{provider}/{id}")),
+                (None, Some(id)) => Some(id.to_string()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 #[derive(Deserialize)]
@@ -243,6 +278,10 @@ pub fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
                     last_fingerprint: p.last_fingerprint,
                     token_budget: p.token_budget,
                     available_tools: p.available_tools,
+                    pending: PendingCall {
+                        model: model_id(p.model),
+                        prompt: prompt_text(p.prompt),
+                    },
                 },
             )
         }
@@ -390,6 +429,7 @@ pub async fn run(
             last_fingerprint,
             token_budget,
             available_tools,
+            pending,
         } => {
             let mirror = open(slot, key)?;
             if !mirror.in_sync(message_count, last_fingerprint.as_deref()) {
@@ -400,7 +440,9 @@ pub async fn run(
                     "lastFingerprint": state.last_fingerprint,
                 }));
             }
-            let assembly = mirror.assemble(token_budget, available_tools).await?;
+            let assembly = mirror
+                .assemble(token_budget, available_tools, &pending)
+                .await?;
             let mut result = json!({
                 "status": "ok",
                 "items": assembly.items,
@@ -494,4 +536,54 @@ fn compact_result(mirror: &Mirror, outcome: &CompactOutcome) -> Value {
         "tokensAfter": outcome.tokens_after,
         "firstKeptIndex": first_kept_index,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_and_models_reach_the_engine_in_its_terms() {
+        assert_eq!(
+            prompt_text(Some(json!("next step"))),
+            Some("next step".into())
+        );
+        let message = json!({ "role": "user", "content": [{ "type": "text", "text": "a" }, { "type": "image" }, { "type": "text", "text": "b" }] });
+        assert_eq!(prompt_text(Some(message)), Some("a\nb".into()));
+        assert_eq!(prompt_text(Some(json!(5))), None);
+        assert_eq!(
+            model_id(Some(json!("fake/fake-model"))),
+            Some("fake/fake-model".into())
+        );
+        assert_eq!(
+            model_id(Some(
+                json!({ "provider": "fake", "id": "m1", "contextWindow": 32000 })
+            )),
+            Some("fake/m1".into())
+        );
+        assert_eq!(model_id(Some(json!({ "id": "m1" }))), Some("m1".into()));
+        assert_eq!(model_id(None), None);
+    }
+
+    #[test]
+    fn assemble_params_carry_the_pending_call() {
+        let raw = RawValue::from_string(
+            r#"{"sessionKey":"s","messageCount":3,"prompt":"go","model":"p/m"}"#.into(),
+        )
+        .unwrap();
+        let Ok(Call::Session(
+            Some(key),
+            SessionMethod::Assemble {
+                pending,
+                message_count,
+                ..
+            },
+        )) = parse("session.assemble", &raw)
+        else {
+            panic!("not an assemble call");
+        };
+        assert_eq!((key.as_str(), message_count), ("s", 3));
+        assert_eq!(pending.prompt.as_deref(), Some("go"));
+        assert_eq!(pending.model.as_deref(), Some("p/m"));
+    }
 }

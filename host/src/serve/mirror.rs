@@ -15,7 +15,9 @@ use crate::error::{Error, Result};
 use crate::host::{Host, SessionTarget, session_file};
 use crate::replay::settings_for_window;
 use crate::runtime::contract::CompactionTrigger;
-use crate::session::{AssembleOptions, AssembledItem, CompactOptions, CompactOutcome, Session};
+use crate::session::{
+    AssembleOptions, AssembledItem, CompactOptions, CompactOutcome, PendingCall, Session,
+};
 
 /// `customType` of the entry that closes every commit.
 pub const MARKER: &str = "ctxhost.mirror";
@@ -258,6 +260,7 @@ impl Mirror {
         &mut self,
         token_budget: Option<u32>,
         available_tools: Vec<String>,
+        pending: &PendingCall,
     ) -> Result<ClientAssembly> {
         self.set_budget(token_budget);
         let settings = self.session.settings();
@@ -280,7 +283,7 @@ impl Mirror {
             token_budget: Some(crate::session::tokens_u32(settings.threshold())),
             available_tools,
         };
-        let assembly = self.session.assemble(&options).await?;
+        let assembly = self.session.assemble_for(&options, pending).await?;
         let transcript = self.session.transcript();
         let positions = message_positions(&transcript);
         let mut items = Items::default();
