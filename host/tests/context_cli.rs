@@ -598,17 +598,7 @@ fn inspect_leaves_the_engines_own_state_alone() {
         out
     };
     let before = files(&state);
-    let output = ctxhost(
-        home.path(),
-        &[
-            "context",
-            "inspect",
-            "--session",
-            path.to_str().unwrap(),
-            "--json",
-        ],
-    );
-    json_of(&output);
+    inspect_json(home.path(), &path);
     assert_eq!(
         files(&state),
         before,
@@ -629,8 +619,16 @@ fn inspect_warns_about_the_session_file_never_its_scratch_copy() {
         format!("{}{}\n", &trimmed[..cut], &trimmed[cut + 1..]),
     )
     .unwrap();
+    let output = inspect_json(home.path(), &path);
+    let err = stderr(&output);
+    assert!(err.contains(path.to_str().unwrap()), "{err}");
+    assert!(!err.contains("/ctxhost-"), "a scratch copy is named: {err}");
+}
+
+/// `context inspect --session PATH --json`, which must succeed.
+fn inspect_json(home: &Path, path: &Path) -> Output {
     let output = ctxhost(
-        home.path(),
+        home,
         &[
             "context",
             "inspect",
@@ -640,7 +638,5 @@ fn inspect_warns_about_the_session_file_never_its_scratch_copy() {
         ],
     );
     json_of(&output);
-    let err = stderr(&output);
-    assert!(err.contains(path.to_str().unwrap()), "{err}");
-    assert!(!err.contains("/ctxhost-"), "a scratch copy is named: {err}");
+    output
 }
