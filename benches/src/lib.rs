@@ -279,18 +279,6 @@ pub async fn detached_instance(engine: &PreparedEngine) -> Result<EngineInstance
 // ---------------------------------------------------------------------------------------------
 // Contract values built from a transcript (the host's own conversion is private to it)
 
-pub fn contract_role(role: Role) -> c::Role {
-    match role {
-        Role::User => c::Role::User,
-        Role::Assistant => c::Role::Assistant,
-        Role::ToolResult => c::Role::ToolResult,
-        Role::BashExecution => c::Role::BashExecution,
-        Role::Custom => c::Role::Custom,
-        Role::BranchSummary => c::Role::BranchSummary,
-        Role::CompactionSummary => c::Role::CompactionSummary,
-    }
-}
-
 pub fn sdk_role(role: Role) -> ctxhost_sdk::Role {
     match role {
         Role::User => ctxhost_sdk::Role::User,
@@ -312,7 +300,7 @@ pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleReque
         .filter_map(|i| {
             Some(c::ContextEntry {
                 entry: i as u32,
-                role: contract_role(entries[i].context_role()?),
+                role: entries[i].context_role()?,
                 tokens: entries[i].tokens(),
                 tool_name: None,
                 tool_call_id: None,

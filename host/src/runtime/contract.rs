@@ -20,16 +20,8 @@ pub struct Session {
     pub key: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    User,
-    Assistant,
-    ToolResult,
-    BashExecution,
-    Custom,
-    BranchSummary,
-    CompactionSummary,
-}
+/// Message roles are the transcript's own: one enum from the file to the guest.
+pub use ctxhost_transcript::Role;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {

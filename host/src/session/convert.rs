@@ -2,21 +2,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use ctxhost_transcript::{Entry, Role as TranscriptRole, Transcript};
+use ctxhost_transcript::{Entry, Transcript};
 
 use crate::runtime::contract::{ContextEntry, Message, Role, ToolCall, Usage};
-
-pub fn role(role: TranscriptRole) -> Role {
-    match role {
-        TranscriptRole::User => Role::User,
-        TranscriptRole::Assistant => Role::Assistant,
-        TranscriptRole::ToolResult => Role::ToolResult,
-        TranscriptRole::BashExecution => Role::BashExecution,
-        TranscriptRole::Custom => Role::Custom,
-        TranscriptRole::BranchSummary => Role::BranchSummary,
-        TranscriptRole::CompactionSummary => Role::CompactionSummary,
-    }
-}
 
 /// Saturates a token figure into the contract's `u32`.
 pub fn tokens_u32(tokens: u64) -> u32 {
@@ -34,7 +22,7 @@ pub fn context_entries(transcript: &Transcript) -> Vec<ContextEntry> {
 pub fn context_entries_with_tools(transcript: &Transcript, cache: &ToolCache) -> Vec<ContextEntry> {
     let mut known = cache.facts.lock().unwrap_or_else(|e| e.into_inner());
     entries_with(transcript, |index, entry| {
-        if entry.context_role() != Some(TranscriptRole::ToolResult) {
+        if entry.context_role() != Some(Role::ToolResult) {
             return ToolFacts::default();
         }
         if known.len() <= index {
@@ -66,7 +54,7 @@ fn entries_with(
             let tool = tools(index, entry);
             Some(ContextEntry {
                 entry: index as u32,
-                role: self::role(role),
+                role,
                 tokens: entry.tokens(),
                 tool_name: tool.tool_name,
                 tool_call_id: tool.tool_call_id,
@@ -109,13 +97,13 @@ impl From<ToolHead> for ToolFacts {
 pub fn message(index: usize, entry: &Entry) -> Option<Message> {
     let view = entry.view()?;
     let tool_call_id = match view.role {
-        TranscriptRole::ToolResult => ToolHead::of(&entry.message_json()).tool_call_id,
+        Role::ToolResult => ToolHead::of(&entry.message_json()).tool_call_id,
         _ => None,
     };
     Some(Message {
         entry: index as u32,
         entry_id: entry.id().to_string(),
-        role: role(view.role),
+        role: view.role,
         timestamp: view.timestamp,
         text: view.text,
         tool_calls: view
