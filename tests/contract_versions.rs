@@ -232,7 +232,7 @@ fn a_0_1_guest_gives_the_results_it_gave_before() {
             })
             .unwrap();
         let job = plan.unwrap_or_else(|skip| panic!("{}", skip.reason));
-        let expected = job.run(&ctxhost::transcript::compaction::Extractive, &mut |_, _| {});
+        let expected = job.run(&ctxhost::transcript::compaction::Extractive);
         assert_eq!(
             outcome.first_kept_entry_id.as_deref(),
             Some(expected.first_kept_entry_id.as_str())

@@ -111,11 +111,11 @@ fn compaction_and_checkpoints(c: &mut Criterion) {
         b.iter(|| {
             compaction::prepare(&t, &settings, &compaction::Request::default())
                 .unwrap()
-                .run(&Extractive, &mut |_, _| {})
+                .run(&Extractive)
         })
     });
-    c.bench_function("compaction/plan_200k", |b| {
-        b.iter(|| compaction::plan(&t, &settings, None).unwrap())
+    c.bench_function("compaction/prepare_200k", |b| {
+        b.iter(|| compaction::prepare(&t, &settings, &compaction::Request::default()).unwrap())
     });
     let mut g = c.benchmark_group("checkpoint");
     g.sample_size(20).measurement_time(Duration::from_secs(5));

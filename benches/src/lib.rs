@@ -638,12 +638,12 @@ pub fn runtime_compaction(fx: &Fixture, budget: Budget) -> Result<(Samples, Comp
         let start = Instant::now();
         let job = compaction::prepare(&t, &settings, &request)
             .map_err(|skip| anyhow::anyhow!("no compaction: {}", skip.reason))?;
-        let plan = job.run(&Extractive, &mut |_, _| {});
+        let plan = job.run(&Extractive);
         s.push(start.elapsed());
         info.get_or_insert_with(|| CompactionInfo {
             tokens_before: plan.tokens_before,
             tokens_after: plan.tokens_after,
-            layer: plan.layer.as_str().to_string(),
+            layer: plan.layer.to_string(),
             messages_compacted: plan.messages_compacted,
         });
         black_box(plan);
@@ -651,25 +651,24 @@ pub fn runtime_compaction(fx: &Fixture, budget: Budget) -> Result<(Samples, Comp
     Ok((s.done(), info.context("no sample")?))
 }
 
-/// `compaction::plan`: the plain keep-recent cut + extractive summary, on the same session.
-pub fn compaction_plan(fx: &Fixture, budget: Budget) -> Result<(Samples, CompactionInfo)> {
+/// The runtime compaction's preparation alone (`compaction::prepare`: layer choice, prune
+/// candidates, the cut, the entries to summarize gathered), on the same session as
+/// [`runtime_compaction`]. Returns the samples and the messages it would summarize.
+pub fn compaction_prepare(fx: &Fixture, budget: Budget) -> Result<(Samples, usize)> {
     let t = Transcript::load(&fx.generated_200k)?;
     let settings = Settings::default();
-    let mut info = None;
+    let request = compaction::Request::default();
+    let mut to_summarize = None;
     let mut s = Sampler::new(budget);
     while s.more() {
         let start = Instant::now();
-        let plan = compaction::plan(&t, &settings, None).context("nothing to compact")?;
+        let job = compaction::prepare(&t, &settings, &request)
+            .map_err(|skip| anyhow::anyhow!("no compaction: {}", skip.reason))?;
         s.push(start.elapsed());
-        info.get_or_insert_with(|| CompactionInfo {
-            tokens_before: plan.tokens_before,
-            tokens_after: plan.tokens_after,
-            layer: plan.layer.as_str().to_string(),
-            messages_compacted: plan.messages_compacted,
-        });
-        black_box(plan);
+        to_summarize.get_or_insert_with(|| job.estimate().messages_to_summarize);
+        black_box(job);
     }
-    Ok((s.done(), info.context("no sample")?))
+    Ok((s.done(), to_summarize.context("no sample")?))
 }
 
 /// What a checkpoint measurement wrote.
@@ -997,7 +996,7 @@ pub fn peer_steps(path: &Path, budget: Budget) -> Result<PeerSteps> {
         let job = compaction::prepare(&t, &settings, &request);
         s.push(start.elapsed());
         layer = match &job {
-            Ok(job) => job.layer().as_str().to_string(),
+            Ok(job) => job.layer().to_string(),
             Err(skip) => format!("skipped: {}", skip.reason),
         };
         black_box(job.ok());

@@ -18,6 +18,8 @@ pub enum Error {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Transcript(#[from] ctxhost_transcript::TranscriptError),
+    #[error(transparent)]
+    Bundle(#[from] crate::bundle::BundleError),
     /// The message was written to the transcript, but the engine did not ingest it.
     #[error("message saved as entry {entry_id}, but {source}")]
     Ingest {

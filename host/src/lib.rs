@@ -8,6 +8,7 @@
 //! Modules depend one way: `cli → session → {runtime, transcript, config, plugins}`; the
 //! `runtime` knows nothing about transcripts, and `ctxhost-transcript` nothing about wasm.
 
+pub mod bundle;
 pub mod config;
 pub mod config_edit;
 pub mod error;

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 
 use crate::message::{self, MessageView};
 use crate::migrate::{Rewrite, rewrite_entry, splice_ids};
+use crate::record::CompactionRecord;
 use crate::role::Role;
 use crate::time::parse_iso_ms;
 use crate::tokens;
@@ -121,8 +122,8 @@ pub struct Entry {
     usage_total: Option<u64>,
     first_kept_id: Option<String>,
     tokens_before: u64,
-    /// For compaction entries: what `details` says about the compaction itself.
-    meta: Option<Box<CompactionMeta>>,
+    /// For compaction entries: their `details`.
+    meta: Option<Box<CompactionRecord>>,
     /// A value that was ignored as implausible, for the reader to report as a warning.
     note: Option<String>,
     /// Set by the transcript when a compaction on the active branch pruned this tool result.
@@ -165,24 +166,6 @@ struct RawEntry<'a> {
     display: Option<&'a RawValue>,
     #[serde(borrow)]
     details: Option<&'a RawValue>,
-}
-
-/// What a compaction entry's `details` records about how it was made (all optional: entries
-/// written by other tools have none of it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", expecting = "an object")]
-pub struct CompactionMeta {
-    /// Tool results whose output this compaction replaced by [`PRUNED_TEXT`] in the context.
-    #[serde(default)]
-    pub pruned_entry_ids: Vec<String>,
-    /// `prune`, `summarize` or `full`.
-    pub layer: Option<String>,
-    /// `manual`, `auto` or `overflow`.
-    pub trigger: Option<String>,
-    /// Compactions on the branch up to and including this one, when the writer recorded it.
-    pub compaction_count: Option<u64>,
-    /// Summarizing (non-prune) compactions up to and including this one.
-    pub summary_count: Option<u64>,
 }
 
 /// What a pruned tool output is replaced by in the context.
@@ -342,7 +325,7 @@ impl Entry {
                 // Details are free-form for other writers: a shape we do not know is no error.
                 meta = raw
                     .details
-                    .and_then(|d| serde_json::from_str::<CompactionMeta>(d.get()).ok())
+                    .and_then(|d| CompactionRecord::from_json(d.get()))
                     .map(Box::new);
                 synth = Some(format!(
                     "{{\"role\":\"compactionSummary\",\"summary\":{},\"tokensBefore\":{tokens_before},\"timestamp\":{timestamp_ms}}}",
@@ -511,11 +494,6 @@ impl Entry {
         }
     }
 
-    /// The estimate of the message as written, pruned or not.
-    pub fn unpruned_tokens(&self) -> u32 {
-        self.tokens
-    }
-
     pub(crate) fn set_tokens(&mut self, tokens: u32) {
         self.tokens = tokens;
     }
@@ -526,7 +504,7 @@ impl Entry {
     }
 
     /// For compaction entries: what their `details` record (layer, trigger, pruned ids...).
-    pub fn compaction_meta(&self) -> Option<&CompactionMeta> {
+    pub fn compaction_record(&self) -> Option<&CompactionRecord> {
         self.meta.as_deref()
     }
 

@@ -3,7 +3,7 @@
 //! the runtime compaction with an extractive summarizer. Knows nothing about wasm.
 //!
 //! Module direction: `role` <- `tokens` <- `message` <- `entry` <- `transcript` <- `store`,
-//! `compaction`; `time` and `migrate` are leaves; `generate` only produces text for tests and
+//! `compaction`; `time`, `migrate` and `record` (a compaction's `details`) are leaves; `generate` only produces text for tests and
 //! demos.
 
 pub mod compaction;
@@ -13,6 +13,7 @@ pub mod generate;
 mod message;
 mod migrate;
 mod read;
+mod record;
 mod role;
 pub mod status;
 pub mod store;
@@ -20,9 +21,10 @@ pub mod time;
 pub mod tokens;
 mod transcript;
 
-pub use entry::{CompactionMeta, Entry, Header, PRUNED_TEXT};
+pub use entry::{Entry, Header, PRUNED_TEXT};
 pub use error::{LoadWarning, TranscriptError};
 pub use message::{MessageView, ToolCall};
+pub use record::CompactionRecord;
 pub use role::Role;
 pub use tokens::Usage;
 pub use tokens::{Encoding, TokenCounter};

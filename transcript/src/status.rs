@@ -25,9 +25,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::entry::CompactionMeta;
+use crate::record::CompactionRecord;
 use crate::error::{LoadWarning, TranscriptError};
 use crate::transcript::Transcript;
 
@@ -70,8 +69,8 @@ pub struct LastCompaction {
     pub tokens_before: u64,
     pub first_kept_entry_id: String,
     pub summary_chars: usize,
-    /// The entry's `details` as written (layer, trigger, tokensAfter, ...), if any.
-    pub details: Option<Value>,
+    /// The entry's `details` (layer, trigger, tokensAfter, ...), if any.
+    pub details: Option<CompactionRecord>,
 }
 
 /// What `context status` shows.
@@ -111,7 +110,7 @@ struct Light {
 struct CompactionLine<'a> {
     #[serde(rename = "firstKeptEntryId")]
     first_kept: Option<String>,
-    // Free-form for other writers: kept raw, read as `CompactionMeta` only if it is one.
+    // Free-form for other writers: kept raw, read as a `CompactionRecord` only if an object.
     #[serde(borrow)]
     details: Option<&'a serde_json::value::RawValue>,
 }
@@ -437,17 +436,17 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
                     }
                     None => return full(),
                 };
-                let meta = c
+                let record = c
                     .details
-                    .and_then(|d| serde_json::from_str::<CompactionMeta>(d.get()).ok())
+                    .and_then(|d| CompactionRecord::from_json(d.get()))
                     .unwrap_or_default();
                 if boundary.is_none() {
                     // The latest compaction: its boundary, and maybe the counts so far.
                     boundary = Some(c.first_kept.unwrap_or_default());
-                    recorded = meta.compaction_count.is_some() && meta.summary_count.is_some();
+                    recorded = record.compaction_count.is_some() && record.summary_count.is_some();
                 }
                 total += 1;
-                prunes += u64::from(meta.layer.as_deref() == Some("prune"));
+                prunes += u64::from(record.is_prune());
             }
         }
         let tail_known = boundary_found || (boundary.is_none() && chain_done);
@@ -513,12 +512,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         .last_compaction
         .as_ref()
         .and_then(|c| c.details.as_ref());
-    let counts = details.and_then(|d| {
-        Some((
-            d.get("compactionCount")?.as_u64()?,
-            d.get("summaryCount")?.as_u64()?,
-        ))
-    });
+    let counts = details.and_then(|d| Some((d.compaction_count?, d.summary_count?)));
     match counts {
         Some((total, summaries)) => {
             // Compactions after the latest boundary cannot exist (it is the latest).
@@ -550,17 +544,14 @@ fn from_transcript(t: &Transcript, file_bytes: u64, source: CountSource) -> Stat
         .rev()
         .map(|&i| &t.entries()[i])
         .find(|e| e.entry_type() == "compaction")
-        .map(|e| {
-            let value: Option<Value> = serde_json::from_str(e.line()).ok();
-            LastCompaction {
-                id: e.id().to_string(),
-                timestamp_ms: e.timestamp_ms(),
-                timestamp: e.timestamp(),
-                tokens_before: e.tokens_before(),
-                first_kept_entry_id: e.first_kept_entry_id().unwrap_or("").to_string(),
-                summary_chars: e.view().map_or(0, |v| v.text.chars().count()),
-                details: value.and_then(|v| v.get("details").cloned()),
-            }
+        .map(|e| LastCompaction {
+            id: e.id().to_string(),
+            timestamp_ms: e.timestamp_ms(),
+            timestamp: e.timestamp(),
+            tokens_before: e.tokens_before(),
+            first_kept_entry_id: e.first_kept_entry_id().unwrap_or("").to_string(),
+            summary_chars: e.view().map_or(0, |v| v.text.chars().count()),
+            details: e.compaction_record().cloned(),
         });
     Status {
         session_id: t.header().id().to_string(),

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::entry::{Decode, Entry, Header};
 use crate::error::{LoadWarning, TranscriptError};
+use crate::record::{CompactionRecord, Trigger};
 use crate::role::Role;
 use crate::tokens::TokenCounter;
 
@@ -272,7 +273,7 @@ impl Transcript {
         let on_branch: std::collections::HashSet<usize> = branch.iter().copied().collect();
         let mut marks = Vec::new();
         for &i in &branch {
-            if let Some(meta) = self.entries[i].compaction_meta() {
+            if let Some(meta) = self.entries[i].compaction_record() {
                 marks.extend(
                     meta.pruned_entry_ids
                         .iter()
@@ -359,10 +360,6 @@ impl Transcript {
 
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.by_id.get(id).copied()
-    }
-
-    pub fn entry_by_id(&self, id: &str) -> Option<&Entry> {
-        self.index_of(id).and_then(|i| self.entries.get(i))
     }
 
     /// The last entry of the file.
@@ -520,14 +517,14 @@ impl Transcript {
                 continue;
             }
             stats.total += 1;
-            let meta = e.compaction_meta();
-            if meta.and_then(|m| m.layer.as_deref()) == Some("prune") {
+            let record = e.compaction_record();
+            if record.is_some_and(CompactionRecord::is_prune) {
                 continue;
             }
             stats.summarizing += 1;
             if matches!(
-                meta.and_then(|m| m.trigger.as_deref()),
-                Some("auto" | "overflow")
+                record.and_then(|r| r.trigger),
+                Some(Trigger::Auto | Trigger::Overflow)
             ) {
                 stats.auto_in_run += 1;
             }
@@ -586,7 +583,7 @@ impl Transcript {
             entry.set_tokens(tokens);
         }
         let prunes: Vec<usize> = entry
-            .compaction_meta()
+            .compaction_record()
             .map(|m| {
                 m.pruned_entry_ids
                     .iter()

@@ -25,7 +25,7 @@ fn status_on_a_1gb_transcript() {
     s.policy.prune_minimum_tokens = u64::MAX;
     let plan = compaction::prepare(&tail, &s, &Request::default())
         .unwrap()
-        .run(&Extractive, &mut |_, _| {});
+        .run(&Extractive);
     tail.append_compaction(&plan.to_new_compaction(), "2026-01-01T00:00:00.000Z")
         .unwrap();
     // ~10 MB of session after the compaction: the scan reads and parses all of it.
@@ -112,7 +112,7 @@ fn extractive_compaction_of_a_200k_token_session() {
     let started = Instant::now();
     let plan = compaction::prepare(&t, &s, &Request::default())
         .unwrap()
-        .run(&Extractive, &mut |_, _| {});
+        .run(&Extractive);
     let elapsed = started.elapsed();
     println!(
         "extractive compaction of a {}-token session ({n} messages): {:?}; {} -> {} tokens, {} messages summarized, summary {} chars, layer {}",
@@ -122,7 +122,7 @@ fn extractive_compaction_of_a_200k_token_session() {
         plan.tokens_after,
         plan.messages_compacted,
         plan.summary.chars().count(),
-        plan.layer.as_str()
+        plan.layer
     );
 }
 
@@ -160,14 +160,14 @@ fn layer_savings_on_the_shared_pi_session() {
         )
         .unwrap();
         assert_eq!(job.layer(), layer);
-        let plan = job.run(&Extractive, &mut |_, _| {});
+        let plan = job.run(&Extractive);
         let mut after = t.clone();
         after
             .append_compaction(&plan.to_new_compaction(), "2026-01-01T00:00:00.000Z")
             .unwrap();
         println!(
             "{:<9} at {:.0}% of a {}-token window: {} -> {} tokens (context after: {}), saved {} ({:.1}%), {} summarized, {} tool outputs pruned, {:?}",
-            layer.as_str(),
+            layer,
             share * 100.0,
             s.context_window,
             plan.tokens_before,
@@ -176,9 +176,7 @@ fn layer_savings_on_the_shared_pi_session() {
             plan.tokens_before.saturating_sub(after.context_tokens()),
             (1.0 - after.context_tokens() as f64 / plan.tokens_before as f64) * 100.0,
             plan.messages_compacted,
-            plan.details["prunedEntryIds"]
-                .as_array()
-                .map_or(0, Vec::len),
+            plan.details.pruned_entry_ids.len(),
             started.elapsed()
         );
     }

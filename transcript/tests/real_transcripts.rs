@@ -98,7 +98,9 @@ fn real_pi_session() {
         assert_eq!(a.id(), b.id());
     }
 
-    let p = compaction::plan(&t, &Settings::default(), None).expect("a large session compacts");
+    let p = compaction::prepare(&t, &Settings::default(), &compaction::Request::default())
+        .expect("a large session compacts")
+        .run(&compaction::Extractive);
     assert_ne!(
         t.entries()[p.first_kept_index].context_role(),
         Some(Role::ToolResult)

@@ -200,15 +200,14 @@ fn main() -> Result<()> {
             info.tokens_after / 1000
         ),
     ));
-    step("compaction::plan");
-    let (plan, plan_info) = b::compaction_plan(&fx, Budget::MEDIUM.from_env())?;
+    step("compaction::prepare");
+    let (prepare, to_summarize) = b::compaction_prepare(&fx, Budget::MEDIUM.from_env())?;
     rows.push(row(
-        "↳ `compaction::plan` (keep-recent cut + extractive summary)",
+        "↳ of which `compaction::prepare` (layer, prune candidates, the cut; no summary)",
         "report",
         format!(
-            "{} ({} messages summarized)",
-            fmt_duration(plan.median()),
-            plan_info.messages_compacted
+            "{} ({to_summarize} messages to summarize)",
+            fmt_duration(prepare.median())
         ),
         None,
     ));

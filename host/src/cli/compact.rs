@@ -3,18 +3,20 @@
 //! a dry run shows what the runtime compaction would do without writing anything.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
-use ctxhost::config::{Config, Home};
 use ctxhost::transcript::Transcript;
-use ctxhost::transcript::compaction::{self, Request, Trigger};
+use ctxhost::transcript::compaction::{
+    self, CompactionRecord, Degradation, Layer, Request, Trigger,
+};
 use ctxhost::{CompactOptions, Host, Session, SessionTarget};
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use super::output::{Bar, Out, print_json, thousands};
+use super::output::{Bar, Report, emit, thousands};
+use super::{existing_path, load_transcript};
 
 #[derive(Args)]
 pub struct CompactArgs {
@@ -32,31 +34,6 @@ pub struct CompactArgs {
     yes: bool,
     #[arg(long)]
     json: bool,
-}
-
-/// A `--session` value: an existing file or anything that looks like a path is a path;
-/// otherwise a key under `$CTXHOST_HOME/sessions/`.
-pub fn target(session: &str) -> SessionTarget {
-    let path = Path::new(session);
-    if path.exists() || session.contains('/') || session.ends_with(".jsonl") {
-        SessionTarget::Path(path.to_path_buf())
-    } else {
-        SessionTarget::Key(session.to_string())
-    }
-}
-
-/// The transcript file of `--session`, which must exist.
-pub fn existing_path(host: &Host, session: &str) -> anyhow::Result<(SessionTarget, PathBuf)> {
-    let target = target(session);
-    let (_, path) = host.session_path(&target)?;
-    if !path.is_file() {
-        bail!("no session transcript at {}", path.display());
-    }
-    Ok((target, path))
-}
-
-pub fn host(home: Home, config: Config) -> anyhow::Result<Host> {
-    Ok(Host::new(home, config)?)
 }
 
 /// What compacting now would do, by the measure `Session::compact` decides with: the host's
@@ -79,7 +56,12 @@ struct Expected {
 }
 
 impl Forecast {
-    fn new(transcript: &Transcript, settings: &compaction::Settings, focus: Option<&str>) -> Self {
+    fn new(
+        transcript: &Transcript,
+        settings: &compaction::Settings,
+        extractive: bool,
+        focus: Option<&str>,
+    ) -> Self {
         let window = settings.context_window;
         let (before, fullness) = Session::compaction_tokens(transcript, window);
         // The same request `Session::compact` gives the runtime compaction.
@@ -93,8 +75,8 @@ impl Forecast {
             .map_err(|skip| skip.reason)
             .map(|job| {
                 let estimate = job.estimate();
-                let exact = (settings.summarizer == compaction::SummarizerConfig::Extractive)
-                    .then(|| job.run(&compaction::Extractive, &mut |_, _| {}))
+                let exact = extractive
+                    .then(|| job.run(&compaction::Extractive))
                     .and_then(|plan| {
                         Session::compaction_tokens_after(
                             transcript,
@@ -138,119 +120,48 @@ fn summaries(n: u64) -> String {
     }
 }
 
-pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Result<ExitCode> {
-    let host = host(home, config)?;
+pub async fn run(host: Host, args: CompactArgs) -> anyhow::Result<ExitCode> {
     let (target, path) = existing_path(&host, &args.session)?;
     // Validate before anything can write: errors name the file, line and problem.
-    let mut transcript = Transcript::load(&path)?;
-    for w in transcript.warnings() {
-        eprintln!("warning: {w}");
-    }
+    let mut transcript = load_transcript(&path)?;
     let settings = host.compaction_settings();
-    let defaults = &host.config().settings.agents.defaults.compaction;
-    let config_problem = |problem: String| {
-        anyhow::anyhow!(
-            "config {}: {problem}",
-            host.config().source.path().display()
-        )
-    };
-    defaults.summarizer().map_err(config_problem)?;
     // Count as the session will (the configured counter), so the forecast matches the run.
-    let counter = defaults.token_counter().map_err(config_problem)?;
+    let counter = host
+        .config()
+        .settings
+        .agents
+        .defaults
+        .compaction
+        .token_counter
+        .counter();
     if counter.is_some() {
         transcript.set_token_counter(counter);
     }
-    let window = settings.context_window;
-    let forecast = Forecast::new(&transcript, &settings, args.focus.as_deref());
-    let pct = |t: u64| t as f64 * 100.0 / window.max(1) as f64;
-
+    let forecast = Forecast::new(
+        &transcript,
+        &settings,
+        host.model_config().is_extractive(),
+        args.focus.as_deref(),
+    );
     if args.dry_run {
-        let refusal = forecast.refusal();
-        let value = match &forecast.outcome {
-            Ok(x) => json!({
-                "session": path.display().to_string(),
-                "dryRun": true,
-                "wouldCompact": refusal.is_none(),
-                "reason": refusal,
-                "layer": x.estimate.layer.as_str(),
-                "contextWindow": window,
-                "tokensBefore": forecast.before,
-                "recordedContextTokens": forecast.recorded,
-                "estimatedTokensAfter": x.after,
-                "estimateExact": x.exact,
-                "estimatedSavings": forecast.before.saturating_sub(x.after),
-                "messagesToSummarize": x.estimate.messages_to_summarize,
-                "toolOutputsPruned": x.estimate.tool_outputs_pruned,
-                "summarizer": settings.summarizer.name(),
-            }),
-            Err(reason) => json!({
-                "session": path.display().to_string(),
-                "dryRun": true,
-                "wouldCompact": false,
-                "tokensBefore": forecast.before,
-                "recordedContextTokens": forecast.recorded,
-                "contextWindow": window,
-                "reason": reason,
-            }),
-        };
-        if args.json {
-            print_json(&value)?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        let mut out = Out::new();
-        match &forecast.outcome {
-            Ok(x) => {
-                out.line(format!("session            {}", path.display()));
-                out.line(format!(
-                    "current tokens     {} / {} ({:.1}%), counted from the context messages",
-                    thousands(forecast.before),
-                    thousands(window),
-                    pct(forecast.before)
-                ));
-                if forecast.recorded != forecast.before {
-                    out.line(format!(
-                        "recorded usage     {} (the last assistant turn's usage + estimates after it; not comparable)",
-                        thousands(forecast.recorded)
-                    ));
-                }
-                out.line(format!(
-                    "{:<19}{}{} ({:.1}%)",
-                    if x.exact { "after" } else { "estimated after" },
-                    if x.exact { "" } else { "~" },
-                    thousands(x.after),
-                    pct(x.after)
-                ));
-                out.line(format!(
-                    "savings            {}",
-                    thousands(forecast.before.saturating_sub(x.after))
-                ));
-                out.line(format!(
-                    "layer              {} ({} messages summarized, {} tool outputs pruned, summarizer {})",
-                    x.estimate.layer.as_str(),
-                    x.estimate.messages_to_summarize,
-                    x.estimate.tool_outputs_pruned,
-                    settings.summarizer.name()
-                ));
-                if let Some(refusal) = &refusal {
-                    out.line(format!("would not compact: {refusal}"));
-                }
-                out.line("(dry run: nothing written)".into());
-            }
-            Err(reason) => out.line(format!("nothing to compact: {reason}")),
-        }
+        let report = DryRun::new(
+            &path,
+            &forecast,
+            settings.context_window,
+            host.model_config().name(),
+        );
+        emit(&report, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
-
     let expected = match &forecast.outcome {
         Ok(x) => x,
         Err(reason) => {
-            if args.json {
-                print_json(
-                    &json!({"session": path.display().to_string(), "compacted": false, "reason": reason}),
-                )?;
-            } else {
-                Out::new().line(format!("nothing to compact: {reason}"));
-            }
+            let report = NothingToCompact {
+                session: path.display().to_string(),
+                compacted: false,
+                reason: reason.clone(),
+            };
+            emit(&report, args.json)?;
             return Ok(ExitCode::SUCCESS);
         }
     };
@@ -258,7 +169,7 @@ pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Resul
         print!(
             "compact {} ({} layer, {} -> {}{} tokens)? [y/N] ",
             path.display(),
-            expected.estimate.layer.as_str(),
+            expected.estimate.layer,
             thousands(forecast.before),
             if expected.exact { "" } else { "~" },
             thousands(expected.after)
@@ -272,85 +183,232 @@ pub async fn run(home: Home, config: Config, args: CompactArgs) -> anyhow::Resul
         }
     }
     drop(transcript);
+    let report = compact(&host, &target, &path, args.focus)
+        .await
+        .with_context(|| format!("compacting {}", path.display()))?;
+    emit(&report, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
 
-    let bar = Bar::new("compacting");
+/// Compacts through the engine, with what it recorded.
+async fn compact(
+    host: &Host,
+    target: &SessionTarget,
+    path: &Path,
+    focus: Option<String>,
+) -> anyhow::Result<Compacted> {
+    let bar = Bar::spinner("compacting");
     let outcome = async {
-        let mut session = host.open_session(&target).await?;
-        let outcome = session
-            .compact(&CompactOptions {
-                force: true,
-                custom_instructions: args.focus.clone(),
-                ..CompactOptions::default()
-            })
-            .await?;
-        let details = {
-            let t = session.transcript();
-            t.entries()
-                .iter()
-                .rev()
-                .find(|e| e.entry_type() == "compaction")
-                .and_then(|e| serde_json::from_str::<Value>(e.line()).ok())
-                .and_then(|v| v.get("details").cloned())
+        let mut session = host.open_session(target).await?;
+        let options = CompactOptions {
+            force: true,
+            custom_instructions: focus,
+            ..CompactOptions::default()
         };
+        let outcome = session.compact(&options).await?;
+        let record = outcome
+            .compacted
+            .then(|| {
+                let t = session.transcript();
+                t.entries()
+                    .iter()
+                    .rev()
+                    .find(|e| e.entry_type() == "compaction")
+                    .and_then(|e| e.compaction_record().cloned())
+            })
+            .flatten();
         session.close().await?;
-        anyhow::Ok((outcome, details))
+        anyhow::Ok((outcome, record))
     }
     .await;
     bar.finish();
-    let (outcome, details) = outcome.with_context(|| format!("compacting {}", path.display()))?;
-    let details = details.filter(|_| outcome.compacted).unwrap_or(Value::Null);
-    let value = json!({
-        "session": path.display().to_string(),
-        "compacted": outcome.compacted,
-        "reason": outcome.reason,
-        "tokensBefore": outcome.tokens_before,
-        "tokensAfter": outcome.tokens_after,
-        "firstKeptEntryId": outcome.first_kept_entry_id,
-        "layer": details.get("layer"),
-        "degradation": details.get("degradation"),
-        "warnings": details.get("warnings"),
-        "details": details,
-    });
-    if args.json {
-        print_json(&value)?;
-        return Ok(ExitCode::SUCCESS);
+    let (outcome, record) = outcome?;
+    Ok(Compacted {
+        session: path.display().to_string(),
+        compacted: outcome.compacted,
+        reason: outcome.reason,
+        tokens_before: outcome.tokens_before,
+        tokens_after: outcome.tokens_after,
+        first_kept_entry_id: outcome.first_kept_entry_id,
+        layer: record.as_ref().and_then(|r| r.layer),
+        degradation: record.as_ref().and_then(|r| r.degradation.clone()),
+        warnings: record
+            .as_ref()
+            .map(|r| r.warnings.clone())
+            .filter(|w| !w.is_empty()),
+        details: record,
+    })
+}
+
+/// A dry run.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRun {
+    session: String,
+    dry_run: bool,
+    would_compact: bool,
+    /// Why it would not compact.
+    reason: Option<String>,
+    context_window: u64,
+    tokens_before: u64,
+    recorded_context_tokens: u64,
+    /// What it would do, when there is something to do.
+    #[serde(flatten)]
+    expected: Option<ExpectedFigures>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ExpectedFigures {
+    layer: Layer,
+    estimated_tokens_after: u64,
+    estimate_exact: bool,
+    estimated_savings: u64,
+    messages_to_summarize: usize,
+    tool_outputs_pruned: usize,
+    summarizer: String,
+}
+
+impl DryRun {
+    fn new(path: &Path, forecast: &Forecast, window: u64, summarizer: String) -> Self {
+        let refusal = forecast.refusal();
+        let (reason, expected) = match &forecast.outcome {
+            Ok(x) => (
+                refusal,
+                Some(ExpectedFigures {
+                    layer: x.estimate.layer,
+                    estimated_tokens_after: x.after,
+                    estimate_exact: x.exact,
+                    estimated_savings: forecast.before.saturating_sub(x.after),
+                    messages_to_summarize: x.estimate.messages_to_summarize,
+                    tool_outputs_pruned: x.estimate.tool_outputs_pruned,
+                    summarizer,
+                }),
+            ),
+            Err(reason) => (Some(reason.clone()), None),
+        };
+        DryRun {
+            session: path.display().to_string(),
+            dry_run: true,
+            would_compact: expected.is_some() && reason.is_none(),
+            reason,
+            context_window: window,
+            tokens_before: forecast.before,
+            recorded_context_tokens: forecast.recorded,
+            expected,
+        }
     }
-    let mut out = Out::new();
-    if !outcome.compacted {
-        out.line(format!(
-            "not compacted: {}",
-            outcome.reason.as_deref().unwrap_or("the engine declined")
+}
+
+impl Report for DryRun {
+    fn lines(&self) -> Vec<String> {
+        let Some(x) = &self.expected else {
+            return vec![format!(
+                "nothing to compact: {}",
+                self.reason.as_deref().unwrap_or_default()
+            )];
+        };
+        let window = self.context_window;
+        let pct = |t: u64| t as f64 * 100.0 / window.max(1) as f64;
+        let mut lines = vec![
+            format!("session            {}", self.session),
+            format!(
+                "current tokens     {} / {} ({:.1}%), counted from the context messages",
+                thousands(self.tokens_before),
+                thousands(window),
+                pct(self.tokens_before)
+            ),
+        ];
+        if self.recorded_context_tokens != self.tokens_before {
+            lines.push(format!(
+                "recorded usage     {} (the last assistant turn's usage + estimates after it; not comparable)",
+                thousands(self.recorded_context_tokens)
+            ));
+        }
+        let exact = x.estimate_exact;
+        lines.push(format!(
+            "{:<19}{}{} ({:.1}%)",
+            if exact { "after" } else { "estimated after" },
+            if exact { "" } else { "~" },
+            thousands(x.estimated_tokens_after),
+            pct(x.estimated_tokens_after)
         ));
-        return Ok(ExitCode::SUCCESS);
-    }
-    out.line(format!(
-        "compacted {}: {} -> {} tokens ({} layer), first kept entry {}",
-        path.display(),
-        thousands(outcome.tokens_before),
-        thousands(outcome.tokens_after),
-        details
-            .get("layer")
-            .and_then(Value::as_str)
-            .unwrap_or("engine"),
-        outcome.first_kept_entry_id.as_deref().unwrap_or("?")
-    ));
-    if let Some(d) = details.get("degradation") {
-        out.line(format!(
-            "degradation        {} risk after {}: {}",
-            d["risk"].as_str().unwrap_or("?"),
-            summaries(d["count"].as_u64().unwrap_or(0)),
-            d["recommendation"].as_str().unwrap_or("")
+        lines.push(format!(
+            "savings            {}",
+            thousands(x.estimated_savings)
         ));
+        lines.push(format!(
+            "layer              {} ({} messages summarized, {} tool outputs pruned, summarizer {})",
+            x.layer, x.messages_to_summarize, x.tool_outputs_pruned, x.summarizer
+        ));
+        if let Some(refusal) = &self.reason {
+            lines.push(format!("would not compact: {refusal}"));
+        }
+        lines.push("(dry run: nothing written)".into());
+        lines
     }
-    for w in details
-        .get("warnings")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        out.line(format!("warning: {}", w.as_str().unwrap_or_default()));
+}
+
+/// The runtime compaction would not do anything.
+#[derive(Serialize)]
+struct NothingToCompact {
+    session: String,
+    compacted: bool,
+    reason: String,
+}
+
+impl Report for NothingToCompact {
+    fn lines(&self) -> Vec<String> {
+        vec![format!("nothing to compact: {}", self.reason)]
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// What `compact` did, with the record the compaction left.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Compacted {
+    session: String,
+    compacted: bool,
+    reason: Option<String>,
+    tokens_before: u64,
+    tokens_after: u64,
+    first_kept_entry_id: Option<String>,
+    layer: Option<Layer>,
+    degradation: Option<Degradation>,
+    warnings: Option<Vec<String>>,
+    details: Option<CompactionRecord>,
+}
+
+impl Report for Compacted {
+    fn lines(&self) -> Vec<String> {
+        if !self.compacted {
+            return vec![format!(
+                "not compacted: {}",
+                self.reason.as_deref().unwrap_or("the engine declined")
+            )];
+        }
+        let mut lines = vec![format!(
+            "compacted {}: {} -> {} tokens ({} layer), first kept entry {}",
+            self.session,
+            thousands(self.tokens_before),
+            thousands(self.tokens_after),
+            self.layer
+                .map_or_else(|| "engine".into(), |l| l.to_string()),
+            self.first_kept_entry_id.as_deref().unwrap_or("?")
+        )];
+        if let Some(d) = &self.degradation {
+            lines.push(format!(
+                "degradation        {} risk after {}: {}",
+                d.risk,
+                summaries(d.count),
+                d.recommendation
+            ));
+        }
+        for w in self.warnings.iter().flatten() {
+            lines.push(format!("warning: {w}"));
+        }
+        lines
+    }
 }
 
 #[cfg(test)]

@@ -10,12 +10,14 @@ mod plugins;
 mod replay;
 mod serve;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ctxhost::config::{Config, ConfigSource, Home};
+use ctxhost::transcript::Transcript;
+use ctxhost::{Host, SessionTarget};
 
 #[derive(Parser)]
 #[command(
@@ -104,7 +106,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => demo::run(messages, window, json).await,
         Command::Compact(args) => {
             let (home, config) = load_config(cli.config.as_deref())?;
-            compact::run(home, config, args).await
+            compact::run(ctxhost::Host::new(home, config)?, args).await
         }
         Command::Serve(args) => {
             let (home, config) = load_config(cli.config.as_deref())?;
@@ -112,7 +114,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Context(command) => {
             let (home, config) = load_config(cli.config.as_deref())?;
-            context::run(home, config, command).await
+            context::run(ctxhost::Host::new(home, config)?, command).await
         }
     }
 }
@@ -134,6 +136,36 @@ fn init_logging() {
         // Colour only for a person at a terminal: a piped log (a sidecar's stderr) stays plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+}
+
+/// A `--session` value: an existing file or anything that looks like a path is a path;
+/// otherwise a key under `$CTXHOST_HOME/sessions/`.
+fn target(session: &str) -> SessionTarget {
+    let path = Path::new(session);
+    if path.exists() || session.contains('/') || session.ends_with(".jsonl") {
+        SessionTarget::Path(path.to_path_buf())
+    } else {
+        SessionTarget::Key(session.to_string())
+    }
+}
+
+/// The transcript file of `--session`, which must exist.
+fn existing_path(host: &Host, session: &str) -> anyhow::Result<(SessionTarget, PathBuf)> {
+    let target = target(session);
+    let (_, path) = host.session_path(&target)?;
+    if !path.is_file() {
+        anyhow::bail!("no session transcript at {}", path.display());
+    }
+    Ok((target, path))
+}
+
+/// The transcript at `path`, what loading it found printed as warnings.
+fn load_transcript(path: &Path) -> anyhow::Result<Transcript> {
+    let t = Transcript::load(path)?;
+    for w in t.warnings() {
+        eprintln!("warning: {w}");
+    }
+    Ok(t)
 }
 
 /// A directory that lives as long as the value (for replays that keep nothing).

@@ -13,6 +13,24 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     }
 }
 
+/// What a command found or did: its fields are the `--json` output, [`Report::lines`] what a
+/// person reads.
+pub trait Report: serde::Serialize {
+    fn lines(&self) -> Vec<String>;
+}
+
+/// Prints a report as JSON (`json`) or as its lines.
+pub fn emit(report: &impl Report, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(report);
+    }
+    let mut out = Out::new();
+    for line in report.lines() {
+        out.line(line);
+    }
+    Ok(())
+}
+
 /// Lines for stdout. `println!` panics (exit 101) when the reader has closed the pipe
 /// (`ctxhost replay FILE | head`); this stops writing quietly instead.
 #[derive(Default)]
@@ -66,6 +84,17 @@ impl Bar {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_message(label.to_string());
+        Self(Some(bar))
+    }
+
+    /// A spinner on stderr when it is a terminal, for work whose progress is not counted.
+    pub fn spinner(label: &str) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Self(None);
+        }
+        let bar = ProgressBar::new_spinner();
+        bar.set_message(label.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
         Self(Some(bar))
     }
 

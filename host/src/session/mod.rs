@@ -10,8 +10,9 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use ctxhost_transcript::compaction;
 use ctxhost_transcript::store::TranscriptFile;
-use ctxhost_transcript::{NewCompaction, Transcript};
+use ctxhost_transcript::{CompactionRecord, NewCompaction, Transcript};
 use serde_json::Value;
 
 pub use request::{Breakdown, ContextOverflow, FlushSignal, ModelRequest, TurnOptions};
@@ -465,17 +466,20 @@ impl Session {
         let within_limit = compaction.summary.len()
             + compaction.details.as_ref().map_or(0, String::len)
             <= self.host_bytes_limit();
-        let mut details = match compaction.details.as_deref().map(serde_json::from_str) {
-            Some(Ok(Value::Object(map))) if within_limit => map,
-            _ => serde_json::Map::new(),
-        };
+        // The engine's record, with what the host measured added (keys it wrote are kept).
+        let mut record = compaction
+            .details
+            .as_deref()
+            .filter(|_| within_limit)
+            .and_then(CompactionRecord::from_json)
+            .unwrap_or_default();
         let tokens_after = within_limit
             .then(|| {
                 request::counted_tokens_after(
                     &self.shared.read(),
                     &compaction.summary,
                     compaction.first_kept_entry as usize,
-                    &request::pruned_ids(details.get("prunedEntryIds")),
+                    &request::pruned_ids(&record),
                 )
             })
             .flatten();
@@ -502,13 +506,13 @@ impl Session {
             )
         })?;
         if u64::from(compaction.tokens_after) != tokens_after {
-            details.insert("engineTokensAfter".into(), compaction.tokens_after.into());
+            record.engine_tokens_after = Some(compaction.tokens_after.into());
         }
-        details.insert("tokensAfter".into(), tokens_after.into());
-        details.insert("engine".into(), self.engine.id().into());
-        details.insert("trigger".into(), trigger_name(options.trigger).into());
+        record.tokens_after = Some(tokens_after);
+        record.engine = Some(self.engine.id().to_string());
+        record.trigger = Some(options.trigger.into());
         if let Some(focus) = &options.custom_instructions {
-            details.insert("customInstructions".into(), focus.clone().into());
+            record.custom_instructions = Some(focus.clone());
         }
         let first_kept_entry_id = {
             let mut transcript = self.shared.write();
@@ -520,7 +524,7 @@ impl Session {
                     summary: compaction.summary,
                     first_kept_entry_id: first_kept_entry_id.clone(),
                     tokens_before,
-                    details: Some(Value::Object(details)),
+                    details: Some(record.to_value()),
                 },
                 &now_iso(),
             )?;
@@ -615,11 +619,13 @@ impl Session {
     }
 }
 
-fn trigger_name(trigger: CompactionTrigger) -> &'static str {
-    match trigger {
-        CompactionTrigger::Manual => "manual",
-        CompactionTrigger::Auto => "auto",
-        CompactionTrigger::Overflow => "overflow",
+impl From<CompactionTrigger> for compaction::Trigger {
+    fn from(trigger: CompactionTrigger) -> Self {
+        match trigger {
+            CompactionTrigger::Manual => Self::Manual,
+            CompactionTrigger::Auto => Self::Auto,
+            CompactionTrigger::Overflow => Self::Overflow,
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use ctxhost_transcript::tokens::estimate_text;
-use ctxhost_transcript::{PRUNED_TEXT, Role, Transcript};
+use ctxhost_transcript::{CompactionRecord, PRUNED_TEXT, Role, Transcript};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -185,12 +185,8 @@ pub(super) fn counted_tokens_after(
 }
 
 /// The ids of a compaction's `details.prunedEntryIds`.
-pub(super) fn pruned_ids(ids: Option<&Value>) -> HashSet<&str> {
-    ids.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
+pub(super) fn pruned_ids(record: &CompactionRecord) -> HashSet<&str> {
+    record.pruned_entry_ids.iter().map(String::as_str).collect()
 }
 
 impl Session {
@@ -215,14 +211,9 @@ impl Session {
         transcript: &Transcript,
         summary: &str,
         first_kept: usize,
-        details: &Value,
+        details: &CompactionRecord,
     ) -> Option<u64> {
-        counted_tokens_after(
-            transcript,
-            summary,
-            first_kept,
-            &pruned_ids(details.get("prunedEntryIds")),
-        )
+        counted_tokens_after(transcript, summary, first_kept, &pruned_ids(details))
     }
 
     /// Builds the next model request: system prompt, history from the engine within what the

@@ -9,8 +9,7 @@ use ctxhost_transcript::compaction::{self, Settings};
 
 use super::convert;
 use crate::runtime::contract::{
-    CompactRequest, Compaction, CompactionTrigger, ContextEntry, EntryRef, HostError, Message,
-    Session,
+    CompactRequest, Compaction, ContextEntry, EntryRef, HostError, Message, Session,
 };
 use crate::runtime::{BoxFuture, SessionServices};
 
@@ -63,18 +62,13 @@ impl Shared {
     /// when the summarizer is a remote model; the transcript lock is released before it runs.
     /// None when there is nothing to do (the reason is logged).
     pub fn plan_compaction(&self, request: &CompactRequest) -> Option<Compaction> {
-        let trigger = match request.trigger {
-            CompactionTrigger::Manual => compaction::Trigger::Manual,
-            CompactionTrigger::Auto => compaction::Trigger::Auto,
-            CompactionTrigger::Overflow => compaction::Trigger::Overflow,
-        };
         let job = {
             let transcript = self.read();
             let prepared = compaction::prepare(
                 &transcript,
                 &self.settings(),
                 &compaction::Request {
-                    trigger,
+                    trigger: request.trigger.into(),
                     focus: request.custom_instructions.as_deref(),
                     engine: None,
                     context_tokens: request.current_tokens.map(u64::from),
@@ -96,7 +90,7 @@ impl Shared {
             tracing::warn!(session = %self.session.key, "{e}; using the extractive summarizer");
             Box::new(compaction::Extractive)
         });
-        let plan = job.run(summarizer.as_ref(), &mut |_, _| {});
+        let plan = job.run(summarizer.as_ref());
         for warning in &plan.warnings {
             tracing::warn!(session = %self.session.key, "{warning}");
         }
@@ -105,7 +99,7 @@ impl Shared {
             first_kept_entry: plan.first_kept_index as u32,
             tokens_before: convert::tokens_u32(plan.tokens_before),
             tokens_after: convert::tokens_u32(plan.tokens_after),
-            details: Some(plan.details.to_string()),
+            details: Some(plan.details.to_value().to_string()),
         })
     }
 }

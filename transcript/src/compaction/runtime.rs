@@ -9,12 +9,13 @@
 
 use std::collections::HashSet;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::summarizer::{SummarizeError, Summarizer, SummaryRequest};
 use super::{Plan, Settings, extractive};
 use crate::entry::{Entry, PRUNED_TEXT};
 use crate::message::MessageView;
+pub use crate::record::{CompactionRecord, Degradation, Layer, Risk, Tier, Trigger};
 use crate::role::Role;
 use crate::tokens::estimate_text;
 use crate::transcript::Transcript;
@@ -22,9 +23,15 @@ use crate::transcript::Transcript;
 /// Tools whose outputs are never pruned, besides `pruneProtectedTools`.
 pub const BUILTIN_PROTECTED_TOOLS: &[&str] = &["skill", "memory_search"];
 
-/// The layered policy (`agents.defaults.compaction`).
-#[derive(Debug, Clone, PartialEq)]
+/// The layered policy: the keys of `agents.defaults.compaction` that pick and shape a layer,
+/// read from the config as they are named here (camelCase); the chunking parameters are not
+/// operator keys.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Policy {
+    /// Phase 1 runs at all (`prune: false` skips straight to summarizing).
+    #[serde(skip)]
+    pub prune_enabled: bool,
     /// Prune when the context reaches this share of the window...
     pub prune_at: f64,
     /// ...and tool outputs in it exceed this many tokens.
@@ -45,15 +52,20 @@ pub struct Policy {
     /// Summarizing compactions from which a degradation warning is added; 0 = never.
     pub warn_at_compaction: u32,
     /// `summarizeInStages`: parts, base / minimum chunk ratio, safety margin.
+    #[serde(skip)]
     pub parts: usize,
+    #[serde(skip)]
     pub chunk_ratio: f64,
+    #[serde(skip)]
     pub min_chunk_ratio: f64,
+    #[serde(skip)]
     pub safety_margin: f64,
 }
 
 impl Default for Policy {
     fn default() -> Self {
         Policy {
+            prune_enabled: true,
             prune_at: 0.80,
             prune_tool_output_tokens: 50_000,
             prune_protect_tokens: 40_000,
@@ -71,94 +83,6 @@ impl Default for Policy {
             safety_margin: 1.2,
         }
     }
-}
-
-/// What started a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    Manual,
-    Auto,
-    Overflow,
-}
-
-impl Trigger {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Manual => "manual",
-            Trigger::Auto => "auto",
-            Trigger::Overflow => "overflow",
-        }
-    }
-}
-
-/// Which layer of the policy runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layer {
-    /// Phase 1 only.
-    Prune,
-    /// Phase 1 then Phase 2, keeping `summarizeKeepRecentTokens`.
-    Summarize,
-    /// Phase 1 then Phase 2, keeping `fullKeepRecentTokens`, pinned messages carried over.
-    Full,
-}
-
-impl Layer {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Layer::Prune => "prune",
-            Layer::Summarize => "summarize",
-            Layer::Full => "full",
-        }
-    }
-}
-
-/// How much a summary could be trusted: the fallback tier that produced it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Tier {
-    Full,
-    /// Oversized messages were left out (noted in the summary).
-    Partial,
-    /// The summarizer failed: a plain note plus the extractive summary.
-    Note,
-}
-
-impl Tier {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Full => "full",
-            Tier::Partial => "partial",
-            Tier::Note => "note",
-        }
-    }
-}
-
-/// Degradation risk from repeated summarizing compactions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Risk {
-    Low,
-    Medium,
-    High,
-    Critical,
-}
-
-impl Risk {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Low => "low",
-            Risk::Medium => "medium",
-            Risk::High => "high",
-            Risk::Critical => "critical",
-        }
-    }
-}
-
-/// The degradation report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Degradation {
-    /// Summarizing compactions so far.
-    pub count: u64,
-    pub risk: Risk,
-    pub recommendation: String,
 }
 
 /// Risk: low, medium from 2, high from 3, critical from 5 summarizing compactions.
@@ -230,12 +154,30 @@ struct Summarize {
     first_kept_index: usize,
     first_kept_entry_id: String,
     kept_tokens: u64,
-    kept_pruned: Vec<String>,
-    prev_details: Option<Value>,
+    /// The record of the latest summarizing compaction, whose file lists this one extends.
+    prev_details: Option<CompactionRecord>,
     /// The user's newest request in the kept part, for the summary's current task.
     current_request: Option<String>,
     /// The cut fell inside the newest turn (it alone was bigger than what may be kept).
     split_turn: bool,
+}
+
+/// What a job does after deciding.
+#[derive(Debug, Clone)]
+enum Work {
+    /// Phase 1 only: the boundary stays and the summary before it is carried over.
+    Prune {
+        first_kept_index: usize,
+        first_kept_entry_id: String,
+        /// The previous summary, or (without one) a note that outputs were pruned.
+        summary: String,
+        /// Whether `summary` is a real summary rather than the note.
+        carries_summary: bool,
+        /// Estimated context after (summary + messages, pruned ones as placeholders).
+        tokens_after: u64,
+    },
+    /// Phase 1, then Phase 2 summarizes the part before the cut.
+    Summarize(Box<Summarize>),
 }
 
 /// A prepared compaction: everything read from the transcript, nothing written.
@@ -251,11 +193,7 @@ pub struct Job {
     /// Tool results Phase 1 prunes (ids), and the tokens that saves.
     pruned: Vec<String>,
     pruned_saved: u64,
-    /// Estimated context after Phase 1 alone (summary + messages, pruned ones as placeholders).
-    prune_tokens_after: u64,
-    /// Phase 1 only: the boundary stays, the previous summary is carried.
-    prune_only: Option<(usize, String, String)>,
-    summarize: Option<Summarize>,
+    work: Work,
     counts_before: (u64, u64),
     warnings: Vec<String>,
 }
@@ -286,6 +224,16 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
         reason,
         capped: false,
     };
+    if request.trigger != Trigger::Manual && !settings.auto_enabled {
+        return Err(skip(format!(
+            "automatic compaction is off (agents.defaults.compaction.enabled: false): an {} compaction does not run; compact manually (`ctxhost compact`)",
+            if request.trigger == Trigger::Overflow {
+                "overflow"
+            } else {
+                "automatic"
+            }
+        )));
+    }
     if request.trigger != Trigger::Manual
         && policy.max_auto_compactions > 0
         && stats.auto_in_run >= policy.max_auto_compactions as usize
@@ -321,7 +269,12 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
     } else if r >= policy.summarize_at {
         Layer::Summarize
     } else if r >= policy.prune_at && tool_tokens > policy.prune_tool_output_tokens {
-        Layer::Prune
+        // With pruning off, the summarize layer runs where prune would have.
+        if policy.prune_enabled {
+            Layer::Prune
+        } else {
+            Layer::Summarize
+        }
     } else if fired || request.trigger == Trigger::Manual {
         Layer::Summarize
     } else {
@@ -332,7 +285,11 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
     };
 
     // Phase 1: prune old tool outputs.
-    let (pruned_idx, saved) = prune_candidates(t, &messages, policy);
+    let (pruned_idx, saved) = if policy.prune_enabled {
+        prune_candidates(t, &messages, policy)
+    } else {
+        (Vec::new(), 0)
+    };
     let prune_applies = !pruned_idx.is_empty() && saved >= policy.prune_minimum_tokens;
     let (pruned_idx, saved) = if prune_applies {
         (pruned_idx, saved)
@@ -341,8 +298,12 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
     };
     let pruned_set: HashSet<usize> = pruned_idx.iter().copied().collect();
     let after_prune = tokens_before.saturating_sub(saved);
-    let stop_at = ((policy.prune_at * window as f64) as u64).min(settings.threshold().max(1));
-    let base = Job {
+    let stop_at = ((policy.prune_at * window as f64) as u64).min(settings.auto_threshold().max(1));
+    let pruned: Vec<String> = pruned_idx
+        .iter()
+        .map(|&i| entries[i].id().to_string())
+        .collect();
+    let job = |layer, pruned, work, warnings| Job {
         layer,
         trigger: request.trigger,
         focus: request.focus.map(str::to_string),
@@ -350,16 +311,11 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
         context_window: window,
         tokens_before,
         policy: policy.clone(),
-        pruned: pruned_idx
-            .iter()
-            .map(|&i| entries[i].id().to_string())
-            .collect(),
+        pruned,
         pruned_saved: saved,
-        prune_tokens_after: 0,
-        prune_only: None,
-        summarize: None,
+        work,
         counts_before: (stats.total as u64, stats.summarizing as u64),
-        warnings: Vec::new(),
+        warnings,
     };
     let prune_is_enough = prune_applies
         && (layer == Layer::Prune || (request.trigger != Trigger::Manual && after_prune < stop_at));
@@ -368,16 +324,14 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
             .first()
             .copied()
             .ok_or_else(|| skip("no messages".into()))?;
-        let previous = boundary
+        let carried = boundary
             .filter(|&b| carries_summary(&entries[b]))
             .and_then(|b| entries[b].view())
-            .map(|v| v.text)
-            .unwrap_or_else(|| {
-                format!(
-                    "[{} older tool output(s) pruned for context]",
-                    base.pruned.len()
-                )
-            });
+            .map(|v| v.text);
+        let carries_summary = carried.is_some();
+        let previous = carried.unwrap_or_else(|| {
+            format!("[{} older tool output(s) pruned for context]", pruned.len())
+        });
         let placeholder = u64::from(estimate_text(PRUNED_TEXT));
         let prune_tokens_after = u64::from(estimate_text(&previous))
             + messages
@@ -390,12 +344,14 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
                     }
                 })
                 .sum::<u64>();
-        return Ok(Job {
-            layer: Layer::Prune,
-            prune_only: Some((first, entries[first].id().to_string(), previous)),
-            prune_tokens_after,
-            ..base
-        });
+        let work = Work::Prune {
+            first_kept_index: first,
+            first_kept_entry_id: entries[first].id().to_string(),
+            summary: previous,
+            carries_summary,
+            tokens_after: prune_tokens_after,
+        };
+        return Ok(job(Layer::Prune, pruned, work, Vec::new()));
     }
     if layer == Layer::Prune && !fired {
         return Err(skip(format!(
@@ -467,22 +423,18 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
         .active_branch()
         .into_iter()
         .rev()
-        .find(|&i| {
-            entries[i].entry_type() == "compaction"
-                && entries[i]
-                    .compaction_meta()
-                    .and_then(|m| m.layer.as_deref())
-                    != Some("prune")
-        })
-        .and_then(|i| serde_json::from_str::<Value>(entries[i].line()).ok())
-        .and_then(|v| v.get("details").cloned());
+        .filter(|&i| entries[i].entry_type() == "compaction")
+        .map(|i| entries[i].compaction_record())
+        .find(|record| !record.is_some_and(CompactionRecord::is_prune))
+        .flatten()
+        .cloned();
     let pinned = if layer == Layer::Full {
         pinned_before(t, &messages[..cut])
     } else {
         Vec::new()
     };
     let kept_tokens: u64 = messages[cut..].iter().map(|&i| tokens_of(i)).sum();
-    let kept_pruned = messages[cut..]
+    let kept_pruned: Vec<String> = messages[cut..]
         .iter()
         .filter(|i| pruned_set.contains(i))
         .map(|&i| entries[i].id().to_string())
@@ -507,34 +459,26 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
             r * 100.0
         ));
     }
-    Ok(Job {
-        layer,
-        summarize: Some(Summarize {
-            entries: to_summarize,
-            previous_summary,
-            pinned,
-            first_kept_index: first,
-            first_kept_entry_id: entries[first].id().to_string(),
-            kept_tokens,
-            kept_pruned,
-            prev_details,
-            current_request,
-            split_turn,
-        }),
-        warnings,
-        ..base
-    })
+    let work = Work::Summarize(Box::new(Summarize {
+        entries: to_summarize,
+        previous_summary,
+        pinned,
+        first_kept_index: first,
+        first_kept_entry_id: entries[first].id().to_string(),
+        kept_tokens,
+        prev_details,
+        current_request,
+        split_turn,
+    }));
+    // Only the pruned outputs that stay in the context are recorded: the rest are summarized.
+    Ok(job(layer, kept_pruned, work, warnings))
 }
 
 /// Whether a compaction entry's summary is a real one (prune-only entries without an earlier
 /// summary carry just a note).
-fn carries_summary(e: &crate::entry::Entry) -> bool {
-    let meta = e.compaction_meta();
-    !(meta.and_then(|m| m.layer.as_deref()) == Some("prune")
-        && serde_json::from_str::<Value>(e.line()).ok().and_then(|v| {
-            v.pointer("/details/carriesSummary")
-                .and_then(Value::as_bool)
-        }) == Some(false))
+fn carries_summary(e: &Entry) -> bool {
+    e.compaction_record()
+        .is_none_or(|r| !(r.is_prune() && r.carries_summary == Some(false)))
 }
 
 /// Phase 1 walk: from the newest message back, protect the last 2 user turns and the most
@@ -620,111 +564,83 @@ impl Job {
         self.layer
     }
 
-    /// Summarizer calls [`Job::run`] will make at most (for a progress bar): 0 for prune.
-    pub fn summarizer_calls(&self) -> usize {
-        match &self.summarize {
-            None => 0,
-            Some(_) => self.policy.parts.max(1) + 1,
-        }
-    }
-
     pub fn estimate(&self) -> Estimate {
-        let tokens_after = match (&self.summarize, &self.prune_only) {
-            (Some(s), _) => {
+        let (tokens_after, messages_to_summarize) = match &self.work {
+            Work::Prune { tokens_after, .. } => (*tokens_after, 0),
+            Work::Summarize(s) => (
                 s.kept_tokens
                     + (extractive::MAX_CHARS as u64)
                         .div_ceil(4)
-                        .min(self.tokens_before)
-            }
-            _ => self.prune_tokens_after,
+                        .min(self.tokens_before),
+                s.entries.len(),
+            ),
         };
         Estimate {
             layer: self.layer,
             tokens_before: self.tokens_before,
             tokens_after: tokens_after.min(self.tokens_before),
-            tool_outputs_pruned: match &self.summarize {
-                Some(s) => s.kept_pruned.len(),
-                None => self.pruned.len(),
-            },
-            messages_to_summarize: self.summarize.as_ref().map_or(0, |s| s.entries.len()),
+            tool_outputs_pruned: self.pruned.len(),
+            messages_to_summarize,
         }
     }
 
-    /// Call the summarizer (Phase 2) and build the entry. `progress(done, total)` is told
-    /// after each summarizer call.
-    pub fn run(self, summarizer: &dyn Summarizer, progress: &mut dyn FnMut(usize, usize)) -> Plan {
-        let mut details = Map::new();
+    /// Call the summarizer (Phase 2) and build the entry.
+    pub fn run(self, summarizer: &dyn Summarizer) -> Plan {
+        let mut record = CompactionRecord::default();
+        let (summary, first_kept_index, first_kept_entry_id, tokens_after, compacted) = match self
+            .work
+        {
+            Work::Prune {
+                first_kept_index,
+                first_kept_entry_id,
+                summary,
+                carries_summary,
+                tokens_after,
+            } => {
+                record.carries_summary = Some(carries_summary);
+                (
+                    summary,
+                    first_kept_index,
+                    first_kept_entry_id,
+                    tokens_after,
+                    0,
+                )
+            }
+            Work::Summarize(s) => {
+                let messages: Vec<MessageView> = s.entries.iter().filter_map(Entry::view).collect();
+                let request = SummaryRequest {
+                    messages: &messages,
+                    previous_summary: s.previous_summary.as_deref(),
+                    focus: self.focus.as_deref(),
+                    current_request: s.current_request.as_deref(),
+                };
+                let (mut text, tier, errors) =
+                    summarize_in_stages(summarizer, &request, self.context_window, &self.policy);
+                if !s.pinned.is_empty() {
+                    text.push_str("\n\n## Pinned messages\n");
+                    for p in &s.pinned {
+                        text.push_str(&format!("- {p}\n"));
+                    }
+                    text = text.trim_end().to_string();
+                }
+                record.summary_tier = Some(tier);
+                record.split_turn = s.split_turn;
+                record.summarizer_errors = errors;
+                let (read, modified) = extractive::file_operations(&messages);
+                let (read, modified) = merged_files(s.prev_details.as_ref(), read, modified);
+                record.read_files = Some(read);
+                record.modified_files = Some(modified);
+                let after = u64::from(estimate_text(&text)) + s.kept_tokens;
+                (
+                    text,
+                    s.first_kept_index,
+                    s.first_kept_entry_id,
+                    after,
+                    messages.len(),
+                )
+            }
+        };
         let (total_before, summaries_before) = self.counts_before;
-        let (summary, first_kept_index, first_kept_entry_id, tokens_after, compacted, pruned) =
-            match (self.summarize, self.prune_only) {
-                (None, Some((first, first_id, summary))) => {
-                    details.insert(
-                        "carriesSummary".into(),
-                        Value::Bool(!summary.ends_with("pruned for context]")),
-                    );
-                    (
-                        summary,
-                        first,
-                        first_id,
-                        self.prune_tokens_after,
-                        0,
-                        self.pruned,
-                    )
-                }
-                (Some(s), _) => {
-                    let messages: Vec<MessageView> =
-                        s.entries.iter().filter_map(Entry::view).collect();
-                    let total_calls = self.policy.parts.max(1) + 1;
-                    let mut done = 0;
-                    let mut tick = |n: usize| {
-                        done += n;
-                        progress(done.min(total_calls), total_calls);
-                    };
-                    let request = SummaryRequest {
-                        messages: &messages,
-                        previous_summary: s.previous_summary.as_deref(),
-                        focus: self.focus.as_deref(),
-                        current_request: s.current_request.as_deref(),
-                    };
-                    let (mut text, tier, errors) = summarize_in_stages(
-                        summarizer,
-                        &request,
-                        self.context_window,
-                        &self.policy,
-                        &mut tick,
-                    );
-                    progress(total_calls, total_calls);
-                    if !s.pinned.is_empty() {
-                        text.push_str("\n\n## Pinned messages\n");
-                        for p in &s.pinned {
-                            text.push_str(&format!("- {p}\n"));
-                        }
-                        text = text.trim_end().to_string();
-                    }
-                    details.insert("summaryTier".into(), tier.as_str().into());
-                    if s.split_turn {
-                        details.insert("splitTurn".into(), true.into());
-                    }
-                    if !errors.is_empty() {
-                        details.insert("summarizerErrors".into(), json!(errors));
-                    }
-                    let (read, modified) = extractive::file_operations(&messages);
-                    let (read, modified) = merged_files(s.prev_details.as_ref(), read, modified);
-                    details.insert("readFiles".into(), json!(read));
-                    details.insert("modifiedFiles".into(), json!(modified));
-                    let after = u64::from(estimate_text(&text)) + s.kept_tokens;
-                    let n = messages.len();
-                    (
-                        text,
-                        s.first_kept_index,
-                        s.first_kept_entry_id,
-                        after,
-                        n,
-                        s.kept_pruned,
-                    )
-                }
-                (None, None) => unreachable!("a job either prunes or summarizes"),
-            };
         let summarizing = self.layer != Layer::Prune;
         let summary_count = summaries_before + u64::from(summarizing);
         let report = degradation(summary_count);
@@ -735,41 +651,24 @@ impl Job {
         {
             warnings.push(format!(
                 "this is summarizing compaction #{summary_count}: {} risk of degraded context; {}",
-                report.risk.as_str(),
-                report.recommendation
+                report.risk, report.recommendation
             ));
         }
-        details.insert("tokensAfter".into(), tokens_after.into());
-        details.insert("layer".into(), self.layer.as_str().into());
-        details.insert("trigger".into(), self.trigger.as_str().into());
-        details.insert("messagesCompacted".into(), compacted.into());
-        if let Some(e) = &self.engine {
-            details.insert("engine".into(), e.clone().into());
+        record.tokens_after = Some(tokens_after);
+        record.layer = Some(self.layer);
+        record.trigger = Some(self.trigger);
+        record.messages_compacted = Some(compacted as u64);
+        record.engine = self.engine;
+        record.summarizer = Some(summarizing.then(|| summarizer.name()));
+        record.focus = self.focus;
+        if !self.pruned.is_empty() {
+            record.pruned_tokens = Some(self.pruned_saved);
         }
-        details.insert(
-            "summarizer".into(),
-            if summarizing {
-                summarizer.name().into()
-            } else {
-                Value::Null
-            },
-        );
-        if let Some(f) = &self.focus {
-            details.insert("focus".into(), f.clone().into());
-        }
-        if !pruned.is_empty() {
-            details.insert("prunedEntryIds".into(), json!(pruned));
-            details.insert("prunedTokens".into(), self.pruned_saved.into());
-        }
-        details.insert("compactionCount".into(), (total_before + 1).into());
-        details.insert("summaryCount".into(), summary_count.into());
-        details.insert(
-            "degradation".into(),
-            json!({"count": report.count, "risk": report.risk.as_str(), "recommendation": report.recommendation}),
-        );
-        if !warnings.is_empty() {
-            details.insert("warnings".into(), json!(warnings));
-        }
+        record.pruned_entry_ids = self.pruned;
+        record.compaction_count = Some(total_before + 1);
+        record.summary_count = Some(summary_count);
+        record.degradation = Some(report.clone());
+        record.warnings = warnings.clone();
         Plan {
             summary,
             first_kept_entry_id,
@@ -777,7 +676,7 @@ impl Job {
             tokens_before: self.tokens_before,
             tokens_after,
             messages_compacted: compacted,
-            details: Value::Object(details),
+            details: record,
             layer: self.layer,
             warnings,
             degradation: report,
@@ -785,19 +684,22 @@ impl Job {
     }
 }
 
+/// The file lists of the previous summarizing compaction, extended by this one's: a file
+/// modified anywhere is listed as modified, not read. Cumulative, as pi's details are.
 fn merged_files(
-    prev: Option<&Value>,
+    prev: Option<&CompactionRecord>,
     read: Vec<String>,
     modified: Vec<String>,
 ) -> (Vec<String>, Vec<String>) {
-    let list = |key: &str| super::file_list(prev, key);
-    let mut modified_all = list("modifiedFiles");
+    let mut modified_all = prev
+        .and_then(|r| r.modified_files.clone())
+        .unwrap_or_default();
     for p in modified {
         if !modified_all.contains(&p) {
             modified_all.push(p);
         }
     }
-    let mut read_all = list("readFiles");
+    let mut read_all = prev.and_then(|r| r.read_files.clone()).unwrap_or_default();
     for p in read {
         if !read_all.contains(&p) {
             read_all.push(p);
@@ -854,7 +756,6 @@ pub fn summarize_in_stages(
     request: &SummaryRequest<'_>,
     window: u64,
     policy: &Policy,
-    tick: &mut dyn FnMut(usize),
 ) -> (String, Tier, Vec<String>) {
     let messages = request.messages;
     let total: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
@@ -866,7 +767,6 @@ pub fn summarize_in_stages(
         || (total as f64 * policy.safety_margin) as u64 <= budget;
     if whole {
         let (s, tier) = summarize_with_fallback(summarizer, request, window, &mut errors);
-        tick(policy.parts.max(1) + 1);
         return (s, tier, errors);
     }
     let chunks = split_by_token_share(messages, policy.parts);
@@ -883,7 +783,6 @@ pub fn summarize_in_stages(
         let (s, tier) = summarize_with_fallback(summarizer, &part, window, &mut errors);
         worst = worst.max(tier);
         partials.push(s);
-        tick(1);
     }
     let merged = if partials.len() == 1 {
         partials.pop().unwrap_or_default()
@@ -897,7 +796,6 @@ pub fn summarize_in_stages(
             }
         }
     };
-    tick(1);
     (merged, worst, errors)
 }
 

@@ -1,7 +1,9 @@
 use std::io::Write as _;
 
+use serde_json::Value;
+
 use super::*;
-use crate::compaction::{self, Extractive, Request, Settings};
+use crate::compaction::{self, Extractive, Layer, Request, Settings};
 use crate::generate::coding_session;
 
 /// A session with `n` summarizing compactions, written to a file.
@@ -16,7 +18,7 @@ fn compacted(dir: &Path, n: usize) -> (std::path::PathBuf, Transcript) {
         s.policy.summarize_keep_recent_tokens = 30_000 - 5000 * k as u64;
         let plan = compaction::prepare(&t, &s, &Request::default())
             .unwrap()
-            .run(&Extractive, &mut |_, _| {});
+            .run(&Extractive);
         t.append_compaction(&plan.to_new_compaction(), "2026-01-01T00:00:00.000Z")
             .unwrap();
     }
@@ -38,7 +40,7 @@ fn backward_scan_agrees_with_a_full_load() {
     let last = s.last_compaction.unwrap();
     let c = t.context()[0];
     assert_eq!(last.id, t.entries()[c].id());
-    assert_eq!(last.details.unwrap()["layer"], "summarize");
+    assert_eq!(last.details.unwrap().layer, Some(Layer::Summarize));
     assert!(
         s.bytes_scanned < s.file_bytes / 2,
         "{} of {}",

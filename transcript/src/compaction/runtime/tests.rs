@@ -77,10 +77,11 @@ fn prune_only_records_ids_and_context_shows_placeholders() {
     assert_eq!(job.layer(), Layer::Prune);
     let est = job.estimate();
     assert!(est.tool_outputs_pruned > 0);
-    let plan = job.run(&Extractive, &mut |_, _| {});
-    assert_eq!(plan.details["layer"], "prune");
+    let plan = job.run(&Extractive);
+    let details = plan.details.to_value();
+    assert_eq!(details["layer"], "prune");
     assert_eq!(plan.messages_compacted, 0);
-    let ids: Vec<String> = plan.details["prunedEntryIds"]
+    let ids: Vec<String> = details["prunedEntryIds"]
         .as_array()
         .unwrap()
         .iter()
@@ -130,10 +131,10 @@ fn summarize_keeps_recent_and_records_details() {
     )
     .unwrap();
     assert_eq!(job.layer(), Layer::Summarize);
-    let mut calls = Vec::new();
-    let plan = job.run(&Extractive, &mut |d, n| calls.push((d, n)));
-    assert!(!calls.is_empty());
-    let d = &plan.details;
+    let counting = Counting::new(Extractive);
+    let plan = job.run(&counting);
+    assert!(counting.calls() > 0);
+    let d = &plan.details.to_value();
     for key in [
         "tokensAfter",
         "layer",
@@ -184,9 +185,9 @@ fn max_auto_compactions_caps_a_run_and_warnings_come_at_three() {
         s2.context_window = window_at(&t, 0.9);
         let plan = prepare(&t, &s2, &auto)
             .unwrap()
-            .run(&Extractive, &mut |_, _| {});
+            .run(&Extractive);
         warned |= !plan.warnings.is_empty();
-        assert_eq!(plan.details["summaryCount"], n);
+        assert_eq!(plan.details.summary_count, Some(n));
         apply(&mut t, &plan);
     }
     assert!(!warned, "no warning before the third");
@@ -214,7 +215,7 @@ fn max_auto_compactions_caps_a_run_and_warnings_come_at_three() {
     s3.keep_recent_tokens = 500;
     let plan = prepare(&t, &s3, &Request::default())
         .unwrap()
-        .run(&Extractive, &mut |_, _| {});
+        .run(&Extractive);
     assert_eq!(plan.degradation.risk, Risk::High);
     assert!(
         plan.warnings.iter().any(|w| w.contains("#3")),
@@ -234,6 +235,42 @@ fn degradation_levels() {
     assert!(degradation(5).recommendation.contains("export"));
 }
 
+/// A summarizer that counts the calls it passes on.
+struct Counting<S> {
+    inner: S,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl<S: Summarizer> Counting<S> {
+    fn new(inner: S) -> Self {
+        Self {
+            inner,
+            calls: Default::default(),
+        }
+    }
+    fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn count(&self) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl<S: Summarizer> Summarizer for Counting<S> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn summarize(&self, r: &SummaryRequest<'_>) -> Result<String, SummarizeError> {
+        self.count();
+        self.inner.summarize(r)
+    }
+    fn merge(&self, parts: &[String], focus: Option<&str>) -> Result<String, SummarizeError> {
+        self.count();
+        self.inner.merge(parts, focus)
+    }
+}
+
 /// A summarizer that fails in scripted ways.
 struct Flaky {
     fail_full_over: Option<u32>,
@@ -250,11 +287,7 @@ impl Summarizer for Flaky {
             .iter()
             .any(|m| Some(m.tokens) > self.fail_full_over);
         if self.always || (self.fail_full_over.is_some() && big) {
-            return Err(SummarizeError::Status {
-                status: 500,
-                url: "http://x".into(),
-                excerpt: "boom".into(),
-            });
+            return Err(SummarizeError::new("HTTP 500 from http://x: boom"));
         }
         Ok(format!("summary of {} messages", r.messages.len()))
     }
@@ -335,16 +368,15 @@ fn stages_split_by_token_share_and_merge() {
         always: false,
     };
     let policy = Policy::default();
-    let mut ticks = 0;
     // 40k tokens * 1.2 > 0.4 * 50k: staged
-    let (s, tier, errors) =
-        summarize_in_stages(&ok, &only(&msgs), 50_000, &policy, &mut |n| ticks += n);
+    let ok = Counting::new(ok);
+    let (s, tier, errors) = summarize_in_stages(&ok, &only(&msgs), 50_000, &policy);
     assert_eq!(s, "summary of 20 messages + summary of 20 messages");
     assert_eq!(tier, Tier::Full);
     assert!(errors.is_empty());
-    assert_eq!(ticks, 3);
+    assert_eq!(ok.calls(), 3, "two parts and their merge");
     // fits the budget: one call
-    let (s, _, _) = summarize_in_stages(&ok, &only(&msgs), 1_000_000, &policy, &mut |_| {});
+    let (s, _, _) = summarize_in_stages(&ok, &only(&msgs), 1_000_000, &policy);
     assert_eq!(s, "summary of 40 messages");
     // large messages shrink the chunk ratio
     let huge = vec![view(Role::ToolResult, 30_000); 4];
@@ -426,13 +458,13 @@ fn a_turn_bigger_than_what_is_kept_is_cut_between_its_steps() {
         ..Request::default()
     };
     let job = prepare(&t, &s, &request).expect("a cut inside the turn");
-    let plan = job.run(&Extractive, &mut |_, _| {});
+    let plan = job.run(&Extractive);
     assert_eq!(plan.first_kept_index, 2, "kept from the second step");
     assert_ne!(
         t.entries()[plan.first_kept_index].context_role(),
         Some(Role::ToolResult)
     );
-    assert_eq!(plan.details["splitTurn"], true);
+    assert_eq!(plan.details.to_value()["splitTurn"], true);
     assert!(plan.warnings.iter().any(|w| w.contains("newest turn")));
     assert!(plan.summary.contains("src/f0.rs"), "{}", plan.summary);
     assert!(plan.tokens_after < plan.tokens_before);
@@ -483,7 +515,7 @@ fn the_summary_names_the_request_the_user_is_on_and_errors_are_never_pruned() {
     let s = Settings { policy, ..s };
     let plan = prepare(&t, &s, &Request::default())
         .unwrap()
-        .run(&Extractive, &mut |_, _| {});
+        .run(&Extractive);
     assert!(
         plan.summary
             .starts_with("## Current task\n- Also port the CLI flags, keep the old names\n"),
@@ -510,4 +542,90 @@ fn the_summary_names_the_request_the_user_is_on_and_errors_are_never_pruned() {
             .all(|&i| !entries[i].view().is_some_and(|v| v.is_error)),
         "{pruned:?}"
     );
+}
+
+#[test]
+fn nothing_to_summarize_when_everything_fits() {
+    let t = Transcript::parse(&coding_session(1, 10), "g").unwrap();
+    let skip = prepare(&t, &Settings::default(), &Request::default()).unwrap_err();
+    assert!(skip.reason.contains("everything fits"), "{}", skip.reason);
+}
+
+#[test]
+fn keep_recent_compactions_on_a_generated_session_accumulate_files() {
+    let mut t = Transcript::parse(&coding_session(11, 300), "g").unwrap();
+    let mut settings = Settings {
+        keep_recent_tokens: 6000,
+        ..Settings::default()
+    };
+    // Whole outputs: the kept part is counted from the entries as they are.
+    settings.policy.prune_minimum_tokens = u64::MAX;
+    let focused = Request {
+        focus: Some("keep the failing tests in mind"),
+        ..Request::default()
+    };
+    let p = prepare(&t, &settings, &focused).unwrap().run(&Extractive);
+    let e = t.entries();
+    let first = &e[p.first_kept_index];
+    assert_eq!(first.id(), p.first_kept_entry_id);
+    assert_ne!(
+        first.context_role(),
+        Some(Role::ToolResult),
+        "cut on a toolResult"
+    );
+    assert!(first.context_role().is_some());
+
+    let ctx = t.context();
+    let pos = ctx.iter().position(|&i| i == p.first_kept_index).unwrap();
+    let kept: u64 = ctx[pos..].iter().map(|&i| u64::from(e[i].tokens())).sum();
+    assert!(kept >= settings.keep_recent_tokens, "kept {kept}");
+    assert_eq!(p.messages_compacted, pos);
+    assert_eq!(p.tokens_before, t.context_tokens());
+    assert!(p.tokens_after < p.tokens_before);
+    assert!(
+        p.summary
+            .contains("## Focus\n- keep the failing tests in mind")
+    );
+
+    // the summary names a file modified before the cut, and the record lists them all
+    let views: Vec<MessageView> = ctx[..pos].iter().filter_map(|&i| e[i].view()).collect();
+    let (_, modified) = extractive::file_operations(&views);
+    assert!(!modified.is_empty());
+    let (_, mut listed) = extractive::files_in(&p.summary);
+    let mut expected = modified.clone();
+    listed.sort();
+    expected.sort();
+    assert_eq!(listed, expected, "{}", p.summary);
+    let recorded = p.details.modified_files.clone().unwrap();
+    assert_eq!(recorded.len(), modified.len());
+
+    // applying it: boundary loading now starts with the summary
+    let c = apply(&mut t, &p);
+    assert_eq!(t.context()[0], c);
+    assert_eq!(t.context()[1], p.first_kept_index);
+    assert!(t.context_tokens() < p.tokens_before);
+    assert_eq!(t.compaction_count(), 1);
+
+    // nothing new since: no automatic compaction is due
+    let auto = Request {
+        trigger: Trigger::Auto,
+        ..Request::default()
+    };
+    assert!(prepare(&t, &settings, &auto).is_err());
+    // a tighter budget cuts again, after the previous boundary, merging its summary and files
+    let tighter = Settings {
+        keep_recent_tokens: 2000,
+        ..settings
+    };
+    let p2 = prepare(&t, &tighter, &Request::default())
+        .unwrap()
+        .run(&Extractive);
+    assert!(p2.first_kept_index > p.first_kept_index);
+    assert_eq!(p2.summary.matches("## Current task").count(), 1);
+    let modified_after = p2.details.modified_files.clone().unwrap();
+    for m in &recorded {
+        assert!(modified_after.contains(m), "{m} dropped");
+    }
+    apply(&mut t, &p2);
+    assert_eq!(t.compaction_count(), 2);
 }

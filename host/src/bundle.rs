@@ -1,0 +1,380 @@
+//! A context bundle: a session's context in one portable JSON file — the latest summary, the
+//! newest checkpoint data, every context entry after the boundary (as AgentMessages) and where
+//! it all came from — so a fresh session can start from it (`ctxhost context export` /
+//! `import`, or an embedder doing the same).
+
+use std::path::{Path, PathBuf};
+
+use ctxhost_transcript::compaction::{CompactionRecord, Layer, Trigger};
+use ctxhost_transcript::store::{TranscriptFile, rewrite_atomically};
+use ctxhost_transcript::{NewCompaction, Transcript, TranscriptError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::host::{Host, SessionTarget};
+use crate::session::now_iso;
+
+/// The `format` every bundle names.
+pub const BUNDLE_FORMAT: &str = "ctxhost-context-bundle";
+
+/// A bundle as written to its file (member names in camelCase).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextBundle {
+    /// Always [`BUNDLE_FORMAT`].
+    pub format: String,
+    #[serde(default)]
+    pub version: u32,
+    #[serde(default)]
+    pub exported_at: String,
+    #[serde(default)]
+    pub source: BundleSource,
+    #[serde(default)]
+    pub metadata: BundleMetadata,
+    /// The summary of the latest compaction on the active branch.
+    #[serde(default)]
+    pub summary: Option<String>,
+    #[serde(default)]
+    pub checkpoint: Option<Checkpoint>,
+    /// The context entries after the boundary, as the model gets them (AgentMessages).
+    pub entries: Vec<Value>,
+}
+
+/// The session a bundle was exported from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BundleSource {
+    pub path: String,
+    pub session_id: String,
+    pub cwd: Option<String>,
+    pub transcript_version: u32,
+}
+
+/// Figures of the exported session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BundleMetadata {
+    pub context_tokens: u64,
+    pub compaction_count: usize,
+    pub entries_in_file: usize,
+}
+
+/// The newest `custom` entry whose type names a checkpoint (an engine's saved state).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    #[serde(default = "checkpoint_type")]
+    pub custom_type: String,
+    #[serde(default)]
+    pub data: Value,
+}
+
+fn checkpoint_type() -> String {
+    "checkpoint".into()
+}
+
+/// A bundle that cannot be read or imported; every message names the bundle.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("cannot read {bundle}: {source}")]
+    Read {
+        bundle: String,
+        source: std::io::Error,
+    },
+    #[error("{bundle}:{line}:{column}: not a JSON bundle: {source}")]
+    Json {
+        bundle: String,
+        line: usize,
+        column: usize,
+        source: serde_json::Error,
+    },
+    #[error("{bundle}:1: not a context bundle (no \"format\": \"{BUNDLE_FORMAT}\")")]
+    NotABundle { bundle: String },
+    #[error("{bundle}: the bundle has no \"entries\" list")]
+    NoEntries { bundle: String },
+    #[error("{bundle}: `{member}`: {source}")]
+    Member {
+        bundle: String,
+        member: String,
+        source: serde_json::Error,
+    },
+    #[error("{bundle}: entries[{index}]: {source}")]
+    Entry {
+        bundle: String,
+        index: usize,
+        source: TranscriptError,
+    },
+    #[error("{} already exists: import starts a fresh session", path.display())]
+    SessionExists { path: PathBuf },
+}
+
+/// Where an import put the fresh session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedSession {
+    pub key: String,
+    pub path: PathBuf,
+    /// Entries in the new transcript.
+    pub entries: usize,
+}
+
+impl ContextBundle {
+    /// The bundle of `transcript` (read from `path`), its context measured against `window`.
+    pub fn export(transcript: &Transcript, path: &Path, window: u64) -> Self {
+        let ctx = transcript.context();
+        let entries = transcript.entries();
+        let boundary = ctx
+            .first()
+            .copied()
+            .filter(|&i| entries[i].entry_type() == "compaction");
+        let summary = boundary.and_then(|b| entries[b].view()).map(|v| v.text);
+        let checkpoint = transcript
+            .active_branch()
+            .into_iter()
+            .rev()
+            .filter(|&i| entries[i].entry_type() == "custom")
+            .filter_map(|i| serde_json::from_str::<Value>(entries[i].line()).ok())
+            .find_map(|line| {
+                let custom_type = line.get("customType")?.as_str()?;
+                custom_type.contains("checkpoint").then(|| Checkpoint {
+                    custom_type: custom_type.to_string(),
+                    data: line.get("data").cloned().unwrap_or(Value::Null),
+                })
+            });
+        // Every context entry after the boundary is sent to the model — `custom_message` and
+        // `branch_summary` entries as much as messages — so each goes in, as its AgentMessage.
+        let recent = ctx
+            .iter()
+            .filter(|&&i| Some(i) != boundary)
+            .filter_map(|&i| serde_json::from_str::<Value>(&entries[i].message_json()).ok())
+            .collect();
+        let header = transcript.header();
+        ContextBundle {
+            format: BUNDLE_FORMAT.into(),
+            version: 1,
+            exported_at: now_iso(),
+            source: BundleSource {
+                path: path.display().to_string(),
+                session_id: header.id().to_string(),
+                cwd: header.cwd().map(str::to_string),
+                transcript_version: header.version(),
+            },
+            metadata: BundleMetadata {
+                context_tokens: transcript.context_tokens_in_window(window),
+                compaction_count: transcript.compaction_count(),
+                entries_in_file: entries.len(),
+            },
+            summary,
+            checkpoint,
+            entries: recent,
+        }
+    }
+
+    /// Writes the bundle to `file` atomically (pretty-printed, one trailing newline).
+    pub fn write(&self, file: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Io {
+            path: file.to_path_buf(),
+            source: std::io::Error::other(e),
+        })? + "\n";
+        rewrite_atomically(file, &text)?;
+        Ok(())
+    }
+
+    /// Reads the bundle in `file`.
+    pub fn read(file: &Path) -> Result<Self, BundleError> {
+        let bundle = file.display().to_string();
+        let text = std::fs::read_to_string(file).map_err(|source| BundleError::Read {
+            bundle: bundle.clone(),
+            source,
+        })?;
+        Self::from_json(&text, &bundle)
+    }
+
+    /// The bundle in `text`; `name` says where it came from in errors.
+    pub fn from_json(text: &str, name: &str) -> Result<Self, BundleError> {
+        let bundle = || name.to_string();
+        let value: Value = serde_json::from_str(text).map_err(|source| BundleError::Json {
+            bundle: bundle(),
+            line: source.line(),
+            column: source.column(),
+            source,
+        })?;
+        if value.get("format").and_then(Value::as_str) != Some(BUNDLE_FORMAT) {
+            return Err(BundleError::NotABundle { bundle: bundle() });
+        }
+        if !value.get("entries").is_some_and(Value::is_array) {
+            return Err(BundleError::NoEntries { bundle: bundle() });
+        }
+        serde_path_to_error::deserialize(value).map_err(|e| BundleError::Member {
+            bundle: bundle(),
+            member: e.path().to_string(),
+            source: e.into_inner(),
+        })
+    }
+
+    /// A fresh transcript holding the bundle: the entries, then (with a summary) a compaction
+    /// whose first kept entry is the first of them, then the checkpoint data as a `custom`
+    /// entry. `name` says where the bundle came from in errors.
+    pub fn to_transcript(&self, session_id: &str, name: &str) -> Result<Transcript, BundleError> {
+        let now = now_iso();
+        let cwd = self.source.cwd.as_deref().unwrap_or("");
+        let mut t = Transcript::new(session_id, cwd, &now);
+        let entry_error = |index: usize| {
+            move |source| BundleError::Entry {
+                bundle: name.to_string(),
+                index,
+                source,
+            }
+        };
+        for (n, message) in self.entries.iter().enumerate() {
+            append_bundled(&mut t, message, &now).map_err(entry_error(n))?;
+        }
+        let appended = |source| BundleError::Entry {
+            bundle: name.to_string(),
+            index: self.entries.len(),
+            source,
+        };
+        if let Some(summary) = &self.summary
+            && let Some(first) = t.entries().first().map(|e| e.id().to_string())
+        {
+            let record = CompactionRecord {
+                layer: Some(Layer::Import),
+                trigger: Some(Trigger::Manual),
+                imported_from: serde_json::to_value(&self.source).ok(),
+                ..CompactionRecord::default()
+            };
+            let compaction = NewCompaction {
+                summary: summary.clone(),
+                first_kept_entry_id: first,
+                tokens_before: self.metadata.context_tokens,
+                details: Some(record.to_value()),
+            };
+            t.append_compaction(&compaction, &now).map_err(appended)?;
+        }
+        if let Some(cp) = &self.checkpoint {
+            let members = json!({"customType": cp.custom_type, "data": cp.data});
+            t.append_other("custom", &members, &now).map_err(appended)?;
+        }
+        Ok(t)
+    }
+
+    /// Starts a fresh session from the bundle: `target`, or `imported-<id>` under the host's
+    /// sessions, which must not exist yet. `name` says where the bundle came from in errors.
+    pub fn import(
+        &self,
+        host: &Host,
+        target: Option<&SessionTarget>,
+        name: &str,
+    ) -> Result<ImportedSession> {
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let target = target
+            .cloned()
+            .unwrap_or_else(|| SessionTarget::Key(format!("imported-{}", &session_id[..8])));
+        let (key, path) = host.session_path(&target)?;
+        if path.exists() {
+            return Err(BundleError::SessionExists { path }.into());
+        }
+        let transcript = self.to_transcript(&session_id, name)?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        TranscriptFile::create(&path, &transcript)?;
+        Ok(ImportedSession {
+            key,
+            path,
+            entries: transcript.entries().len(),
+        })
+    }
+}
+
+/// Appends one bundled AgentMessage as the entry it came from: `custom` messages as
+/// `custom_message` entries and branch summaries as `branch_summary` entries (what pi writes
+/// for them), everything else as a `message` entry.
+fn append_bundled(
+    t: &mut Transcript,
+    message: &Value,
+    now: &str,
+) -> Result<usize, TranscriptError> {
+    let member = |k: &str| message.get(k).cloned().unwrap_or(Value::Null);
+    match message.get("role").and_then(Value::as_str) {
+        Some("custom") => {
+            let mut members = json!({
+                "customType": member("customType"),
+                "content": member("content"),
+                "display": message.get("display").cloned().unwrap_or(Value::Bool(true)),
+            });
+            if let Some(details) = message.get("details") {
+                members["details"] = details.clone();
+            }
+            t.append_other("custom_message", &members, now)
+        }
+        Some("branchSummary") => t.append_other(
+            "branch_summary",
+            &json!({"summary": member("summary"), "fromId": member("fromId")}),
+            now,
+        ),
+        _ => t.append_message(message, now),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> Transcript {
+        let text = ctxhost_transcript::generate::coding_session(4, 60);
+        Transcript::parse(&text, "s.jsonl").unwrap()
+    }
+
+    #[test]
+    fn a_bundle_round_trips_through_its_text_and_a_fresh_transcript() {
+        let t = session();
+        let bundle = ContextBundle::export(&t, Path::new("s.jsonl"), 200_000);
+        assert_eq!(bundle.entries.len(), t.context().len());
+        let text = serde_json::to_string_pretty(&bundle).unwrap();
+        let again = ContextBundle::from_json(&text, "b.json").unwrap();
+        assert_eq!(again, bundle);
+        let fresh = again.to_transcript("new", "b.json").unwrap();
+        assert_eq!(fresh.context().len(), t.context().len());
+        assert_eq!(fresh.context_tokens(), t.context_tokens());
+    }
+
+    #[test]
+    fn errors_name_the_bundle_and_the_member() {
+        let err = |text: &str| {
+            ContextBundle::from_json(text, "b.json")
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err("{").starts_with("b.json:1:1: not a JSON bundle"),
+            "{}",
+            err("{")
+        );
+        assert_eq!(
+            err("{}"),
+            "b.json:1: not a context bundle (no \"format\": \"ctxhost-context-bundle\")"
+        );
+        let no_entries = r#"{"format": "ctxhost-context-bundle"}"#;
+        assert_eq!(
+            err(no_entries),
+            "b.json: the bundle has no \"entries\" list"
+        );
+        let bad_summary = r#"{"format": "ctxhost-context-bundle", "version": 1, "exportedAt": "", "summary": 3, "entries": []}"#;
+        assert!(
+            err(bad_summary).starts_with("b.json: `summary`: "),
+            "{}",
+            err(bad_summary)
+        );
+        let bad_entry = r#"{"format": "ctxhost-context-bundle", "version": 1, "exportedAt": "", "entries": [{"role": 3}]}"#;
+        let bundle = ContextBundle::from_json(bad_entry, "b.json").unwrap();
+        let problem = bundle
+            .to_transcript("new", "b.json")
+            .unwrap_err()
+            .to_string();
+        assert!(problem.starts_with("b.json: entries[0]: "), "{problem}");
+    }
+}
