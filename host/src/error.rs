@@ -58,3 +58,44 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error and its sources as one line: the message, then each source after `: `, leaving
+/// out a source whose text the message before it already shows. For where no error-chain
+/// printer (anyhow's `{:#}`) runs: log lines and JSON-RPC messages.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_shows_each_cause_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let shown_in_message = Error::Io {
+            path: "/x/s.jsonl".into(),
+            source: io,
+        };
+        let text = chain(&shown_in_message);
+        assert_eq!(text.matches("permission denied").count(), 1, "{text}");
+        let cause = wasmtime::Error::msg("unknown import `acme:db/query`").context("linking");
+        let kept_as_source = crate::runtime::RuntimeError::Link {
+            origin: "x.wasm".into(),
+            cause,
+        };
+        assert_eq!(
+            chain(&kept_as_source),
+            "x.wasm: cannot link the component: linking: unknown import `acme:db/query`"
+        );
+    }
+}

@@ -97,12 +97,13 @@ impl Host {
             Ok(engine) => Ok(engine),
             Err(cause) => {
                 tracing::warn!(
-                    "context engine `{id}` quarantined for this process, `{fallback}` serves instead (plugins.contextEngineFallback): {cause}"
+                    "context engine `{id}` quarantined for this process, `{fallback}` serves instead (plugins.contextEngineFallback): {}",
+                    crate::error::chain(&cause)
                 );
                 self.quarantined
                     .lock()
                     .await
-                    .insert(id.to_string(), cause.to_string());
+                    .insert(id.to_string(), crate::error::chain(&cause));
                 self.engine(fallback).await
             }
         }

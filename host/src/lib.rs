@@ -13,7 +13,6 @@ pub mod config;
 pub mod config_edit;
 pub mod error;
 mod host;
-pub mod plugin_ops;
 pub mod plugins;
 pub mod prompt;
 pub mod replay;

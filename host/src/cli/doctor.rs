@@ -154,7 +154,7 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
         Err(e) => {
             report.fail(
                 "runtime",
-                e.to_string(),
+                ctxhost::error::chain(&e),
                 "see the error; the wasm engine could not start",
             );
             return;
@@ -226,7 +226,7 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
             }
             Err(e) => report.fail(
                 format!("engine {id}"),
-                e.to_string(),
+                ctxhost::error::chain(&e),
                 match &e {
                     ctxhost::Error::Plugin(ctxhost::plugins::PluginError::Config { .. }) => {
                         format!("correct plugins.entries.{id}.config in {}", host.config().source.path().display())

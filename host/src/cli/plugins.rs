@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use anyhow::anyhow;
 use clap::{Subcommand, ValueEnum};
 use ctxhost::Host;
-use ctxhost::plugin_ops;
 use ctxhost::plugins::{Capability, EngineSource, Lang, MANIFEST, Manifest};
 use serde::Serialize;
 
@@ -114,7 +113,7 @@ pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode
             };
             let source = staged.as_ref().map_or(path.as_path(), |s| s.path());
             refuse_known_unprovided_imports(source)?;
-            let package = plugin_ops::install(&host, source, link, force)
+            let package = ctxhost::plugins::install(&host, source, link, force)
                 .await
                 .map_err(|e| with_import_hint(e.into()))?;
             let how = if link { "linked" } else { "installed" };
@@ -132,7 +131,7 @@ pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Uninstall { id, purge, .. } => {
-            let done = plugin_ops::uninstall(&host, &id, purge)?;
+            let done = ctxhost::plugins::uninstall(&host, &id, purge)?;
             println!("uninstalled `{id}`");
             if done.slot_reset {
                 println!("it was the active engine: plugins.slots.contextEngine is now `legacy`");
@@ -149,17 +148,17 @@ pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Enable { id } => {
-            plugin_ops::set_enabled(&host, &id, true)?;
+            ctxhost::plugins::set_enabled(&host, &id, true)?;
             println!("enabled `{id}`");
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Disable { id } => {
-            plugin_ops::set_enabled(&host, &id, false)?;
+            ctxhost::plugins::set_enabled(&host, &id, false)?;
             println!("disabled `{id}`");
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Use { id } => {
-            plugin_ops::use_engine(&host, &id)?;
+            ctxhost::plugins::use_engine(&host, &id)?;
             println!(
                 "context engine is now `{id}` (plugins.slots.contextEngine in {})",
                 host.config().source.path().display()
@@ -539,7 +538,8 @@ fn component_imports(bytes: &[u8]) -> Option<Vec<String>> {
 
 /// Adds how to remove an import ctxhost does not provide, where the toolchain is known.
 fn with_import_hint(error: anyhow::Error) -> anyhow::Error {
-    let text = error.to_string();
+    // The import is named by wasmtime, in the error's sources.
+    let text = format!("{error:#}");
     let Some(import) = text
         .split('`')
         .skip(1)
@@ -581,7 +581,7 @@ fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
                 .and_then(|bytes| {
                     host.runtime()
                         .contract_of(&engine.origin(), &bytes)
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| ctxhost::error::chain(&e))
                 });
             Row {
                 id: engine.id.clone(),
@@ -679,7 +679,9 @@ mod tests {
     fn a_components_imports_are_read_without_compiling_it() {
         let imports = component_imports(ctxhost::plugins::LEGACY_WASM).unwrap();
         assert!(
-            imports.iter().any(|i| i == "ctxhost:engine/host@0.1.0"),
+            imports
+                .iter()
+                .any(|i| i.starts_with("ctxhost:engine/host@")),
             "{imports:?}"
         );
         assert!(imports.iter().all(|i| !i.starts_with("wasi:http")));

@@ -2,6 +2,7 @@
 //! packages under `$CTXHOST_HOME/plugins/<id>/`, copied there or linked to a folder elsewhere.
 
 mod manifest;
+mod ops;
 mod package;
 mod scaffold;
 
@@ -11,7 +12,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 pub use manifest::{Capability, MANIFEST, Manifest, check_schema, valid_id, validate_config};
-pub use package::{LINK, install, uninstall};
+pub use ops::{
+    Uninstalled, ValidatedPackage, install, set_enabled, uninstall, use_engine, validate,
+};
+pub use package::LINK;
 pub use scaffold::{Lang, scaffold, scaffold_lang};
 
 /// The legacy engine, built from `engines/legacy` by the build script.
@@ -95,8 +99,34 @@ pub enum PluginError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Scaffold(String),
+    #[error("`{name}` is not a valid engine id: use [a-z0-9][a-z0-9._-]* (e.g. my-engine)")]
+    InvalidId { name: String },
+    #[error("{} already exists; choose another name or remove it", path.display())]
+    ScaffoldExists { path: PathBuf },
+    /// A file the binary should carry for `plugins new` is missing from this build.
+    #[error("this ctxhost was built without {path}; rebuild it")]
+    NotCarried { path: String },
+    #[error("this ctxhost carries no WIT of contract {contract}, which the templates implement")]
+    NoTemplateWit { contract: String },
+    #[error(
+        "--sdk {}: pass the sdk/ folder of a ctxhost checkout, or leave --sdk out to use the SDK this ctxhost carries",
+        path.display()
+    )]
+    SdkPath {
+        path: PathBuf,
+        #[source]
+        cause: std::io::Error,
+    },
+    #[error(
+        "sdk/Cargo.toml [{section}] `{key}` inherits from the workspace, but the workspace Cargo.toml has no such key"
+    )]
+    SdkManifest { section: String, key: String },
+    #[error("{}: cannot write the package's JSON", path.display())]
+    PackageJson {
+        path: PathBuf,
+        #[source]
+        cause: serde_json::Error,
+    },
 }
 
 /// Where an engine's component comes from.

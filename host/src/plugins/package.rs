@@ -23,6 +23,13 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PluginError + '_ {
     }
 }
 
+fn package_json(path: &Path) -> impl FnOnce(serde_json::Error) -> PluginError + '_ {
+    move |cause| PluginError::PackageJson {
+        path: path.to_path_buf(),
+        cause,
+    }
+}
+
 /// Reads the package in `plugins/<folder>/`: a copy, or a link to a folder elsewhere.
 pub(super) fn read(folder: &str, dir: &Path) -> Result<AvailableEngine, PluginError> {
     let link_file = dir.join(LINK);
@@ -55,10 +62,10 @@ pub(super) fn read(folder: &str, dir: &Path) -> Result<AvailableEngine, PluginEr
     })
 }
 
-/// Installs a validated package: copies its manifest and component into
-/// `plugins/<id>/` (or records a link to `source` when `link`). `replace` allows replacing an
-/// installed package of the same id.
-pub fn install(
+/// Stores a validated package: copies its manifest and component into `plugins/<id>/` (or
+/// records a link to `source` when `link`). `replace` allows replacing an installed package of
+/// the same id.
+pub(super) fn store(
     plugins_dir: &Path,
     source: &Path,
     manifest: &Manifest,
@@ -80,9 +87,9 @@ pub fn install(
         .map_err(io(plugins_dir))?;
     if link {
         let absolute = std::fs::canonicalize(source).map_err(io(source))?;
-        let text = serde_json::to_string_pretty(&Link { path: absolute })
-            .map_err(|e| PluginError::Scaffold(e.to_string()))?;
         let file = staging.path().join(LINK);
+        let text =
+            serde_json::to_string_pretty(&Link { path: absolute }).map_err(package_json(&file))?;
         std::fs::write(&file, text).map_err(io(&file))?;
     } else {
         let component = manifest.component_path(source);
@@ -96,9 +103,8 @@ pub fn install(
             component: file_name,
             ..manifest.clone()
         };
-        let text = serde_json::to_string_pretty(&installed)
-            .map_err(|e| PluginError::Scaffold(e.to_string()))?;
         let file = staging.path().join(super::MANIFEST);
+        let text = serde_json::to_string_pretty(&installed).map_err(package_json(&file))?;
         std::fs::write(&file, text).map_err(io(&file))?;
     }
     // Swap: move the old package aside first, so a failed rename can be undone.
@@ -120,7 +126,7 @@ pub fn install(
 }
 
 /// Removes `plugins/<id>/`; with `purge`, the engine's state dir too.
-pub fn uninstall(
+pub(super) fn remove(
     plugins_dir: &Path,
     state_dir: &Path,
     id: &str,
@@ -154,7 +160,7 @@ mod tests {
         let src = tempfile::tempdir().unwrap();
         let manifest = package(src.path(), "e");
 
-        let dest = install(&plugins, src.path(), &manifest, false, false).unwrap();
+        let dest = store(&plugins, src.path(), &manifest, false, false).unwrap();
         let copied = read("e", &dest).unwrap();
         assert_eq!(copied.kind(), "installed");
         assert_eq!(copied.manifest.as_ref().unwrap().component, "e.wasm");
@@ -163,10 +169,10 @@ mod tests {
             b"\0asm component bytes"
         );
 
-        let err = install(&plugins, src.path(), &manifest, true, false).unwrap_err();
+        let err = store(&plugins, src.path(), &manifest, true, false).unwrap_err();
         assert!(err.to_string().contains("--force"), "{err}");
 
-        install(&plugins, src.path(), &manifest, true, true).unwrap();
+        store(&plugins, src.path(), &manifest, true, true).unwrap();
         let linked = read("e", &dest).unwrap();
         assert_eq!(linked.kind(), "linked");
         // The development loop: a rebuilt component is picked up without reinstalling.
@@ -187,7 +193,7 @@ mod tests {
         let plugins = home.path().join("plugins");
         let src = tempfile::tempdir().unwrap();
         let manifest = package(src.path(), "gone");
-        let dest = install(&plugins, src.path(), &manifest, true, false).unwrap();
+        let dest = store(&plugins, src.path(), &manifest, true, false).unwrap();
         let src_path = src.path().to_path_buf();
         drop(src);
         let err = read("gone", &dest).unwrap_err();
@@ -203,12 +209,12 @@ mod tests {
         std::fs::create_dir_all(&state).unwrap();
         let src = tempfile::tempdir().unwrap();
         let manifest = package(src.path(), "e");
-        install(&plugins, src.path(), &manifest, false, false).unwrap();
-        uninstall(&plugins, &state, "e", false).unwrap();
+        store(&plugins, src.path(), &manifest, false, false).unwrap();
+        remove(&plugins, &state, "e", false).unwrap();
         assert!(!plugins.join("e").exists());
         assert!(state.exists());
-        install(&plugins, src.path(), &manifest, false, false).unwrap();
-        uninstall(&plugins, &state, "e", true).unwrap();
+        store(&plugins, src.path(), &manifest, false, false).unwrap();
+        remove(&plugins, &state, "e", true).unwrap();
         assert!(!state.exists());
     }
 }

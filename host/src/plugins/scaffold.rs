@@ -57,16 +57,13 @@ pub fn scaffold_lang(
     sdk: Option<&Path>,
 ) -> Result<PathBuf, PluginError> {
     if !valid_id(name) {
-        return Err(PluginError::Scaffold(format!(
-            "`{name}` is not a valid engine id: use [a-z0-9][a-z0-9._-]* (e.g. my-engine)"
-        )));
+        return Err(PluginError::InvalidId {
+            name: name.to_string(),
+        });
     }
     let dir = parent.join(name);
     if dir.exists() {
-        return Err(PluginError::Scaffold(format!(
-            "{} already exists; choose another name or remove it",
-            dir.display()
-        )));
+        return Err(PluginError::ScaffoldExists { path: dir });
     }
     let files = match lang {
         Lang::Rust => rust_files(name, sdk)?,
@@ -116,8 +113,8 @@ fn source(path: &str) -> Result<&'static str, PluginError> {
         .iter()
         .find(|(p, _)| *p == path)
         .map(|(_, text)| *text)
-        .ok_or_else(|| {
-            PluginError::Scaffold(format!("this ctxhost was built without {path}; rebuild it"))
+        .ok_or_else(|| PluginError::NotCarried {
+            path: path.to_string(),
         })
 }
 
@@ -175,11 +172,9 @@ fn rust_files(name: &str, sdk: Option<&Path>) -> Result<Files, PluginError> {
     let crate_name = name.replace(['-', '.'], "_");
     let dependency = match sdk {
         Some(sdk) => {
-            let sdk = std::fs::canonicalize(sdk).map_err(|e| {
-                PluginError::Scaffold(format!(
-                    "--sdk {}: {e}; pass the sdk/ folder of a ctxhost checkout, or leave --sdk out to use the SDK this ctxhost carries",
-                    sdk.display()
-                ))
+            let sdk = std::fs::canonicalize(sdk).map_err(|cause| PluginError::SdkPath {
+                path: sdk.to_path_buf(),
+                cause,
             })?;
             let sdk = sdk.display().to_string().replace('\\', "/");
             format!("ctxhost-sdk = {{ path = {sdk:?} }}")
@@ -269,11 +264,14 @@ fn standalone_manifest(sdk: &str, workspace: &str) -> Result<String, PluginError
         } else {
             &dependencies
         };
-        let value = values.iter().find(|(k, _)| k == key).ok_or_else(|| {
-            PluginError::Scaffold(format!(
-                "sdk/Cargo.toml [{section}] `{key}` inherits from the workspace, but the workspace Cargo.toml has no such key"
-            ))
-        })?;
+        let value =
+            values
+                .iter()
+                .find(|(k, _)| k == key)
+                .ok_or_else(|| PluginError::SdkManifest {
+                    section: section.to_string(),
+                    key: key.to_string(),
+                })?;
         out += &format!("{key} = {}\n", value.1);
     }
     Ok(out)
@@ -332,10 +330,8 @@ fn template_wit() -> Result<&'static str, PluginError> {
         .iter()
         .find(|(path, text)| path.starts_with("wit/") && text.contains(&header))
         .map(|(_, text)| *text)
-        .ok_or_else(|| {
-            PluginError::Scaffold(format!(
-                "this ctxhost carries no WIT of contract {TEMPLATE_CONTRACT}, which the templates implement"
-            ))
+        .ok_or_else(|| PluginError::NoTemplateWit {
+            contract: TEMPLATE_CONTRACT.to_string(),
         })
 }
 

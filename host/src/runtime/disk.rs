@@ -86,7 +86,7 @@ impl DiskQuota {
             return Ok(());
         }
         self.used.store(real, Ordering::Relaxed);
-        Err(LimitExceeded(format!(
+        Err(LimitExceeded::new(format!(
             "engine `{}` would use more than its state-dir quota of {} MiB ({} bytes in {}, {bytes} more asked; limits.stateDirQuotaMiB)",
             self.engine,
             self.limit >> 20,

@@ -12,8 +12,14 @@ pub enum RuntimeError {
         "{origin}: a core WebAssembly module, not a component; build the engine for `wasm32-wasip2` (cargo build --target wasm32-wasip2 --release)"
     )]
     CoreModule { origin: String },
-    #[error("{origin}: cannot compile the component: {detail}")]
-    Compile { origin: String, detail: String },
+    /// wasmtime's reasons are the source (an error-chain printer such as anyhow's `{:#}` shows
+    /// them after the message).
+    #[error("{origin}: cannot compile the component")]
+    Compile {
+        origin: String,
+        #[source]
+        cause: wasmtime::Error,
+    },
     #[error(
         "{origin}: not a ctxhost context engine: it does not export `ctxhost:engine/engine` (exports: {exports})"
     )]
@@ -26,16 +32,23 @@ pub enum RuntimeError {
         found: String,
         supported: String,
     },
-    #[error("{origin}: cannot link the component: {detail}")]
-    Link { origin: String, detail: String },
+    #[error("{origin}: cannot link the component")]
+    Link {
+        origin: String,
+        #[source]
+        cause: wasmtime::Error,
+    },
     #[error("engine `{engine}`: cannot create its state dir {path}: {source}")]
     StateDir {
         engine: String,
         path: std::path::PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot create the wasm engine: {0}")]
-    Engine(String),
+    #[error("cannot create the wasm engine")]
+    WasmEngine {
+        #[source]
+        cause: wasmtime::Error,
+    },
     #[error(transparent)]
     Call(#[from] EngineError),
 }
@@ -130,5 +143,13 @@ impl EngineError {
 /// The trap a host import or the host's filesystem layer raises when the guest reaches one of
 /// its host-side limits; the message names the limit and its config key.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct LimitExceeded(pub String);
+#[error("{message}")]
+pub struct LimitExceeded {
+    pub message: String,
+}
+
+impl LimitExceeded {
+    pub fn new(message: String) -> Self {
+        Self { message }
+    }
+}

@@ -122,9 +122,9 @@ impl Runtime {
         };
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        disk::add_to_linker(&mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        versions::add_to_linker(&mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+            .map_err(|cause| RuntimeError::WasmEngine { cause })?;
+        disk::add_to_linker(&mut linker).map_err(|cause| RuntimeError::WasmEngine { cause })?;
+        versions::add_to_linker(&mut linker).map_err(|cause| RuntimeError::WasmEngine { cause })?;
         let cache = options
             .cache_dir
             .as_ref()
@@ -140,7 +140,7 @@ impl Runtime {
     }
 
     fn on_demand_engine() -> Result<Engine, RuntimeError> {
-        Engine::new(&config(None)).map_err(|e| RuntimeError::Engine(format!("{e:#}")))
+        Engine::new(&config(None)).map_err(|cause| RuntimeError::WasmEngine { cause })
     }
 
     /// True when instances come from the pooling allocator.
@@ -159,9 +159,9 @@ impl Runtime {
             Some(cache) => cache.load(&self.engine, bytes),
             None => Component::new(&self.engine, bytes).map(|c| (c, LoadSource::Compiled)),
         };
-        compiled.map_err(|e| RuntimeError::Compile {
+        compiled.map_err(|cause| RuntimeError::Compile {
             origin: origin.to_string(),
-            detail: format!("{e:#}"),
+            cause,
         })
     }
 
@@ -189,10 +189,10 @@ impl Runtime {
         let (component, load_source) = self.compile(&spec.origin, bytes)?;
         let compiled_in = started.elapsed();
         let contract = contract_version(&self.engine, &component, &spec.origin)?;
-        let pre = versions::Pre::new(&self.linker, &component, &contract).map_err(|e| {
+        let pre = versions::Pre::new(&self.linker, &component, &contract).map_err(|cause| {
             RuntimeError::Link {
                 origin: spec.origin.clone(),
-                detail: format!("{e:#}"),
+                cause,
             }
         })?;
         // Shared by every instance of the engine: one count of one dir.

@@ -136,7 +136,7 @@ impl CallClock {
     }
     /// The trap that ends a call past its wall-time cap, saying where the time went.
     pub fn wall_exceeded(&self) -> LimitExceeded {
-        LimitExceeded(format!(
+        LimitExceeded::new(format!(
             "ran for {:.1?} of wall time ({:.1?} of it in host imports), over its cap of {:?} (limits.wallTimeoutMs)",
             self.started.elapsed(),
             self.in_host,
@@ -182,7 +182,7 @@ impl ImportBudget {
     fn call(&mut self, import: &str) -> Result<(), LimitExceeded> {
         self.calls += 1;
         if self.calls > self.calls_limit {
-            return Err(LimitExceeded(format!(
+            return Err(LimitExceeded::new(format!(
                 "made more than {} host import calls (the last one `{import}`), over limits.importCallsPerCall",
                 self.calls_limit
             )));
@@ -195,7 +195,7 @@ impl ImportBudget {
         self.call(import)?;
         self.slow += 1;
         if self.slow > self.slow_limit {
-            return Err(LimitExceeded(format!(
+            return Err(LimitExceeded::new(format!(
                 "called the slow imports (delegate-compaction, complete) more than {} times (the last one `{import}`), over limits.slowImportsPerCall",
                 self.slow_limit
             )));
@@ -207,7 +207,7 @@ impl ImportBudget {
     fn charge(&mut self, import: &str, bytes: usize) -> Result<(), LimitExceeded> {
         self.bytes = self.bytes.saturating_add(bytes);
         if self.bytes > self.bytes_limit {
-            return Err(LimitExceeded(format!(
+            return Err(LimitExceeded::new(format!(
                 "`{import}` would take the host past {} bytes built for this call's imports, over limits.importBytesPerCall",
                 self.bytes_limit
             )));
@@ -450,18 +450,18 @@ mod tests {
         };
         let mut budget = ImportBudget::new(&limits);
         budget.charge("config", 100).unwrap();
-        let err = budget.charge("read-entries", 1).unwrap_err().0;
+        let err = budget.charge("read-entries", 1).unwrap_err().message;
         assert!(err.contains("`read-entries`"), "{err}");
         assert!(err.contains("importBytesPerCall"), "{err}");
         budget.reset();
         budget.slow("complete").unwrap();
-        let err = budget.slow("delegate-compaction").unwrap_err().0;
+        let err = budget.slow("delegate-compaction").unwrap_err().message;
         assert!(err.contains("slowImportsPerCall"), "{err}");
         budget.reset();
         for _ in 0..3 {
             budget.call("log").unwrap();
         }
-        let err = budget.call("log").unwrap_err().0;
+        let err = budget.call("log").unwrap_err().message;
         assert!(err.contains("importCallsPerCall"), "{err}");
     }
 
@@ -477,7 +477,7 @@ mod tests {
             "guest time excludes imports"
         );
         assert!(clock.wall_remaining().is_zero());
-        let err = clock.wall_exceeded().0;
+        let err = clock.wall_exceeded().message;
         assert!(
             err.contains("in host imports") && err.contains("wallTimeoutMs"),
             "{err}"

@@ -83,7 +83,7 @@ impl From<Error> for RpcError {
             };
             json!({ "engine": engine, "function": function })
         };
-        let message = error.to_string();
+        let message = crate::error::chain(&error);
         match &error {
             Error::Engine(e) => {
                 RpcError::new(code::ENGINE_FAULT, message).with_data(engine_fault(e))

@@ -1,15 +1,16 @@
-//! What `ctxhost plugins …` does, as library calls: validate a package completely before
-//! touching anything, then install / link / uninstall it and edit the config atomically.
+//! What `ctxhost plugins …` does, as library calls on a [`Host`]: validate a package
+//! completely before touching anything, then install / link / uninstall it (the files are
+//! `package`'s business) and edit the config atomically.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::{Manifest, PluginError, package};
 use crate::config::ConfigSource;
 use crate::config_edit::ConfigEditor;
 use crate::error::{Error, Result};
 use crate::host::Host;
-use crate::plugins::{self, Manifest, PluginError};
 use crate::runtime::{EngineSpec, Grants, Limits};
 
 /// A package that passed every check.
@@ -88,7 +89,7 @@ pub async fn install(host: &Host, dir: &Path, link: bool, force: bool) -> Result
         .into());
     }
     let package = validate(host, dir).await?;
-    plugins::install(
+    package::store(
         &host.home().plugins_dir(),
         dir,
         &package.manifest,
@@ -132,7 +133,7 @@ pub fn uninstall(host: &Host, id: &str, purge: bool) -> Result<Uninstalled> {
             )
         })?;
     }
-    plugins::uninstall(&plugins_dir, &state_dir, id, purge)?;
+    package::remove(&plugins_dir, &state_dir, id, purge)?;
     Ok(Uninstalled {
         id: id.to_string(),
         slot_reset,
