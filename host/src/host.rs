@@ -7,8 +7,9 @@ use std::sync::Arc;
 use ctxhost_transcript::compaction::Settings;
 use serde_json::Value;
 
-use crate::config::{Config, ConfigError, Home};
+use crate::config::{Config, Home};
 use crate::error::{Error, Result};
+use crate::model::ModelConfig;
 use crate::plugins::{Capability, PluginError, Registry, validate_config};
 use crate::runtime::{EngineSpec, Grants, Limits, PreparedEngine, Runtime, RuntimeOptions};
 use crate::session::Session;
@@ -278,38 +279,29 @@ impl Host {
         settings: Settings,
     ) -> Result<Session> {
         let (key, path) = self.session_path(target)?;
-        let counter = self
-            .config
-            .settings
-            .agents
-            .defaults
-            .compaction
-            .token_counter()
-            .map_err(|message| ConfigError::Field {
-                path: self.config.source.path().to_path_buf(),
-                field: "agents.defaults.compaction.tokenCounter".into(),
-                message,
-            })?;
+        let compaction = &self.config.settings.agents.defaults.compaction;
         let report_load = !matches!(target, SessionTarget::Copy { .. });
-        Session::open(engine, &key, &path, settings, counter, report_load).await
+        Session::open(
+            engine,
+            &key,
+            &path,
+            settings,
+            compaction.token_counter.counter(),
+            compaction.model.clone(),
+            report_load,
+        )
+        .await
     }
 
-    /// The compaction settings of the config (`agents.defaults`).
+    /// The compaction settings of the config (`agents.defaults`), checked when it loaded.
     pub fn compaction_settings(&self) -> Settings {
-        let defaults = &self.config.settings.agents.defaults;
-        let compaction = &defaults.compaction;
-        let summarizer = compaction.summarizer().unwrap_or_else(|problem| {
-            tracing::warn!("{problem}; using the extractive summarizer");
-            Default::default()
-        });
-        Settings {
-            context_window: defaults.context_window,
-            reserve_tokens: compaction.reserve_tokens,
-            reserve_tokens_floor: compaction.reserve_tokens_floor,
-            keep_recent_tokens: compaction.keep_recent_tokens,
-            policy: compaction.policy(),
-            summarizer,
-        }
+        self.config.compaction_settings()
+    }
+
+    /// The operator's model (`agents.defaults.compaction.model`), checked when the config
+    /// loaded: the summarizer compactions use and what the `complete` import asks.
+    pub fn model_config(&self) -> &ModelConfig {
+        &self.config.settings.agents.defaults.compaction.model
     }
 }
 

@@ -8,11 +8,12 @@
 //! Modules depend one way: `cli → session → {runtime, transcript, config, plugins}`; the
 //! `runtime` knows nothing about transcripts, and `ctxhost-transcript` nothing about wasm.
 
+pub mod auto_compaction;
 pub mod bundle;
 pub mod config;
-pub mod config_edit;
 pub mod error;
 mod host;
+pub mod model;
 pub mod plugins;
 pub mod prompt;
 pub mod replay;

@@ -10,6 +10,7 @@ use ctxhost_transcript::Transcript;
 use ctxhost_transcript::compaction::Settings;
 use serde::Serialize;
 
+use crate::auto_compaction::AutoCompaction;
 use crate::error::Result;
 use crate::host::{Host, SessionTarget};
 use crate::prompt::PromptSettings;
@@ -50,7 +51,12 @@ pub struct ReplayReport {
     pub messages: usize,
     pub turns: usize,
     pub context_window: u64,
+    /// The context size automatic compaction fires above.
     pub threshold: u64,
+    /// False when the config turned automatic compaction off (`enabled: false`).
+    pub auto_compaction: bool,
+    /// Notices given before automatic compactions (`notifyBeforeAuto`).
+    pub auto_notices: usize,
     pub keep_recent_tokens: u64,
     pub compactions: Vec<CompactionEvent>,
     pub peak_tokens: u32,
@@ -72,6 +78,10 @@ pub struct ReplayReport {
 /// What the replay reports as it goes (a progress bar, or nothing).
 pub trait Progress {
     fn advance(&mut self, done: usize, total: usize);
+
+    /// An automatic compaction is about to run and the operator asked to be told
+    /// (`notifyBeforeAuto`): the CLI prints the notice on stderr.
+    fn before_auto_compaction(&mut self, _notice: &AutoCompaction) {}
 }
 
 impl Progress for () {
@@ -172,6 +182,8 @@ pub async fn replay_with(
     session.set_estimates_only(true);
     session.set_sync(false);
     let started = Instant::now();
+    // The engine assembles within what the window leaves after the response reserve; when
+    // automatic compaction fires is a separate question (`AutoCompaction::due_at`).
     let budget = u32::try_from(settings.threshold()).unwrap_or(u32::MAX);
     let options = AssembleOptions {
         token_budget: Some(budget),
@@ -183,6 +195,7 @@ pub async fn replay_with(
     let mut inserted = 0;
     let mut overflowing_turns = 0;
     let mut first_overflow_at = None;
+    let mut auto_notices = 0;
     for (n, message) in messages.iter().enumerate() {
         if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
             let mut turn = measure(&mut session, &options, prompt).await?;
@@ -193,7 +206,11 @@ pub async fn replay_with(
                     tokens_after: after,
                 });
             }
-            if settings.should_compact(u64::from(turn.tokens)) {
+            if let Some(due) = AutoCompaction::due_at(&session, u64::from(turn.tokens)) {
+                if due.notify {
+                    progress.before_auto_compaction(&due);
+                }
+                auto_notices += usize::from(due.notify);
                 let outcome = session
                     .compact(&CompactOptions {
                         trigger: CompactionTrigger::Auto,
@@ -240,7 +257,9 @@ pub async fn replay_with(
         messages: messages.len(),
         turns: assembled.len(),
         context_window: window,
-        threshold: settings.threshold(),
+        threshold: settings.auto_threshold(),
+        auto_compaction: settings.auto_enabled,
+        auto_notices,
         keep_recent_tokens: settings.keep_recent_tokens,
         compactions,
         peak_tokens: peak,

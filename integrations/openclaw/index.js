@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { resolveConfig } from "./src/config.js";
 import { Bridge, CtxhostContextEngine, ENGINE_ID } from "./src/engine.js";
-import { Sidecar } from "./src/sidecar.js";
+import { Sidecar, describeNotification } from "./src/sidecar.js";
 import { createTiming, timingEnabled } from "./src/timing.js";
 
 const VERSION = (() => {
@@ -40,6 +40,10 @@ function bridgeFor(config, log) {
       warn: (m) => log.warn(m),
       onCall: timing.onCall,
       onSpawn: timing.onSpawn,
+      onNotification: (method, params) => {
+        const text = describeNotification(method, params);
+        if (text) log.info(text);
+      },
     });
     bridge = new Bridge(sidecar, log, timing);
     bridges.set(key, bridge);

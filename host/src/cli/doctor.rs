@@ -11,9 +11,6 @@ use serde::Serialize;
 
 use super::output::print_json;
 
-/// Top-level keys ctxhost reads; others (an openclaw.json's) are ignored with a warning.
-const KNOWN_KEYS: &[&str] = &["plugins", "agents"];
-
 #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 enum Status {
@@ -131,22 +128,13 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
             return;
         }
     };
-    let unknown: Vec<&str> = config
-        .raw
-        .as_object()
-        .map(|map| {
-            map.keys()
-                .map(String::as_str)
-                .filter(|k| !KNOWN_KEYS.contains(k))
-                .collect()
-        })
-        .unwrap_or_default();
-    if !unknown.is_empty() {
-        report.warn(
-            "config keys",
-            format!("ignored top-level keys: {}", unknown.join(", ")),
-            "nothing to do if this is an openclaw.json; otherwise check the spelling",
-        );
+    // No silent keys: each key ctxhost does not know, with its path and the likely intended one.
+    for unknown in config.unknown_keys() {
+        let fix = match &unknown.did_you_mean {
+            Some(known) => format!("rename it to `{known}`, or remove it"),
+            None => "remove it, or check the spelling against the README's config section".into(),
+        };
+        report.warn("config keys", unknown.to_string(), fix);
     }
     let selected = config.active_engine().to_string();
     let host = match Host::new(home.clone(), config) {

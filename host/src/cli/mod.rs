@@ -2,6 +2,7 @@
 //! library only (`Host`, `Session`, `replay`).
 
 mod compact;
+mod config;
 mod context;
 mod demo;
 mod doctor;
@@ -63,6 +64,9 @@ enum Command {
     Context(context::ContextCommand),
     /// Serves agent runtimes over JSON-RPC (stdio or a unix socket); see docs/serve-protocol.md.
     Serve(serve::ServeArgs),
+    /// Shows the effective config: every setting after defaults, and where it came from.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
 }
 
 pub fn main() -> ExitCode {
@@ -115,6 +119,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Context(command) => {
             let (home, config) = load_config(cli.config.as_deref())?;
             context::run(ctxhost::Host::new(home, config)?, command).await
+        }
+        Command::Config(command) => {
+            let (_, config) = load_config(cli.config.as_deref())?;
+            config::run(&config, command)
         }
     }
 }

@@ -112,6 +112,14 @@ impl ctxhost::replay::Progress for Bar {
             bar.set_position(done as u64);
         }
     }
+
+    fn before_auto_compaction(&mut self, due: &ctxhost::auto_compaction::AutoCompaction) {
+        let line = format!("notice: {due}");
+        match &self.0 {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
 }
 
 #[cfg(test)]

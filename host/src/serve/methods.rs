@@ -7,9 +7,13 @@ use serde_json::{Value, json};
 
 use super::mirror::{Commit, Mirror};
 use super::rpc::{self, RpcError, code};
+use crate::auto_compaction::AutoCompaction;
 use crate::host::Host;
 use crate::runtime::contract::{CompactionTrigger, ContextMode, SubagentEndReason};
 use crate::session::{CompactOptions, CompactOutcome, PendingCall};
+
+/// The notification sent before an automatic compaction when `notifyBeforeAuto` is on.
+pub const COMPACTION_PENDING: &str = "session.compactionPending";
 
 /// A request, decoded.
 pub enum Call {
@@ -368,6 +372,7 @@ pub async fn run(
     key: &str,
     slot: &mut Option<Mirror>,
     call: SessionMethod,
+    notify: &super::Notify,
 ) -> Result<Value, RpcError> {
     match call {
         SessionMethod::Bootstrap => {
@@ -440,6 +445,24 @@ pub async fn run(
                     "lastFingerprint": state.last_fingerprint,
                 }));
             }
+            // `notifyBeforeAuto`: the client hears of an automatic compaction before the
+            // assemble that runs it answers.
+            mirror.set_budget(token_budget);
+            if let Some(due) = AutoCompaction::due(mirror.session())
+                && due.notify
+            {
+                notify(
+                    COMPACTION_PENDING,
+                    json!({
+                        "sessionKey": due.session_key,
+                        "trigger": "auto",
+                        "contextTokens": due.context_tokens,
+                        "threshold": due.threshold,
+                        "contextWindow": due.context_window,
+                        "message": due.to_string(),
+                    }),
+                );
+            }
             let assembly = mirror
                 .assemble(token_budget, available_tools, &pending)
                 .await?;
@@ -481,12 +504,12 @@ pub async fn run(
         } => {
             open(slot, key)?
                 .session_mut()
-                .after_turn(
+                .after_turn(&crate::AfterTurnOptions {
                     pre_prompt_message_count,
                     auto_compaction_summary,
                     is_heartbeat,
                     token_budget,
-                )
+                })
                 .await?;
             Ok(json!({}))
         }
@@ -497,7 +520,13 @@ pub async fn run(
         } => {
             let handle = open(slot, key)?
                 .session_mut()
-                .prepare_subagent_spawn(&child, context_mode, ttl_ms)
+                .prepare_subagent_spawn(
+                    &child,
+                    &crate::SpawnOptions {
+                        context_mode,
+                        ttl_ms,
+                    },
+                )
                 .await?;
             Ok(json!({ "rollbackHandle": handle }))
         }

@@ -45,9 +45,13 @@ impl Default for ServeOptions {
 /// Sends a response line to the connection a request came from (nothing for notifications).
 type Reply = Box<dyn FnOnce(Result<Value, RpcError>) + Send>;
 
+/// Sends a notification (method, params) to the connection a request came from.
+pub type Notify = Arc<dyn Fn(&str, Value) + Send + Sync>;
+
 struct Job {
     call: SessionMethod,
     reply: Reply,
+    notify: Notify,
 }
 
 struct Actor {
@@ -185,6 +189,7 @@ impl Server {
                 }
             };
             let reply = reply_to(&lines, request.id.clone());
+            let notify = notifier(&lines);
             match methods::parse(&request.method, &request.params) {
                 Err(error) => reply(Err(error)),
                 Ok(Call::Initialize) => {
@@ -195,10 +200,10 @@ impl Server {
                     shutdown_id = Some(reply);
                     break;
                 }
-                Ok(Call::Session(Some(key), call)) => self.enqueue(key, call, reply),
+                Ok(Call::Session(Some(key), call)) => self.enqueue(key, call, reply, notify),
                 Ok(Call::Session(None, call)) => match &call {
                     SessionMethod::Ended { child, .. } => match self.parent_of(child) {
-                        Some(parent) => self.enqueue(parent, call, reply),
+                        Some(parent) => self.enqueue(parent, call, reply, notify),
                         None => reply(Err(RpcError::new(
                             code::UNKNOWN_SESSION,
                             format!(
@@ -250,7 +255,7 @@ impl Server {
     }
 
     /// Hands a session call to its actor (starting one for `bootstrap`), in read order.
-    fn enqueue(self: &Arc<Self>, key: String, call: SessionMethod, reply: Reply) {
+    fn enqueue(self: &Arc<Self>, key: String, call: SessionMethod, reply: Reply, notify: Notify) {
         let mut sessions = self.sessions();
         if let SessionMethod::PrepareSpawn { child, .. } = &call {
             sessions.children.insert(child.clone(), key.clone());
@@ -278,7 +283,11 @@ impl Server {
             sessions.open.insert(key.clone(), Actor { jobs, task });
         }
         let actor = sessions.open.get(&key).expect("inserted above");
-        let job = Job { call, reply };
+        let job = Job {
+            call,
+            reply,
+            notify,
+        };
         if let Err(mpsc::error::SendError(job)) = actor.jobs.send(job) {
             (job.reply)(Err(RpcError::unknown_session(&key)));
         }
@@ -332,8 +341,9 @@ async fn run_actor(
         // the client waiting.
         let (task_host, task_key) = (host.clone(), key.clone());
         let mut slot = mirror.take();
+        let notify = job.notify.clone();
         let call = tokio::spawn(async move {
-            let result = methods::run(&task_host, &task_key, &mut slot, job.call).await;
+            let result = methods::run(&task_host, &task_key, &mut slot, job.call, &notify).await;
             (slot, result)
         });
         let result = match call.await {
@@ -383,6 +393,14 @@ where
 
 fn send(lines: &mpsc::UnboundedSender<String>, id: &Value, result: Result<Value, RpcError>) {
     let _ = lines.send(rpc::response(id, result));
+}
+
+fn notifier(lines: &mpsc::UnboundedSender<String>) -> Notify {
+    let lines = lines.clone();
+    Arc::new(move |method, params| {
+        let line = json!({ "jsonrpc": "2.0", "method": method, "params": params });
+        let _ = lines.send(line.to_string());
+    })
 }
 
 fn reply_to(lines: &mpsc::UnboundedSender<String>, id: Option<Value>) -> Reply {

@@ -101,6 +101,7 @@ impl Session {
         path: &Path,
         settings: ctxhost_transcript::compaction::Settings,
         token_counter: Option<ctxhost_transcript::TokenCounter>,
+        model: crate::model::ModelConfig,
         report_load: bool,
     ) -> Result<Self> {
         let context_window = settings.context_window;
@@ -139,6 +140,7 @@ impl Session {
             session,
             path.to_path_buf(),
             settings,
+            model,
             transcript,
         ));
         let mut session = Self {

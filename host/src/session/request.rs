@@ -280,7 +280,11 @@ impl Session {
         let mut overflow_compaction = None;
         let mut total_before_compaction = None;
         let mut overflow = None;
-        if breakdown.total > available {
+        if breakdown.total > available && !self.shared.settings().auto_enabled {
+            // Automatic compaction is off (`enabled: false`): the overflow is reported, never
+            // compacted behind the operator's back.
+            overflow = Some(ContextOverflow::new(&breakdown));
+        } else if breakdown.total > available {
             total_before_compaction = Some(breakdown.total);
             let outcome = self
                 .compact(&CompactOptions {

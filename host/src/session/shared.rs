@@ -8,6 +8,7 @@ use ctxhost_transcript::Transcript;
 use ctxhost_transcript::compaction::{self, Settings};
 
 use super::convert;
+use crate::model::{Completion, ModelConfig};
 use crate::runtime::contract::{
     CompactRequest, Compaction, ContextEntry, EntryRef, HostError, Message, Session,
 };
@@ -18,6 +19,8 @@ pub struct Shared {
     pub file: PathBuf,
     /// Replaced when the runtime's window for the session changes (`Session::set_settings`).
     settings: RwLock<Settings>,
+    /// The summarizer's model and what the `complete` import asks (checked at config load).
+    model: ModelConfig,
     transcript: RwLock<Transcript>,
     /// Tool facts engines receive with context entries, read once per entry.
     pub tools: convert::ToolCache,
@@ -28,12 +31,14 @@ impl Shared {
         session: Session,
         file: PathBuf,
         settings: Settings,
+        model: ModelConfig,
         transcript: Transcript,
     ) -> Self {
         Self {
             session,
             file,
             settings: RwLock::new(settings),
+            model,
             transcript: RwLock::new(transcript),
             tools: convert::ToolCache::default(),
         }
@@ -86,7 +91,10 @@ impl Shared {
                 }
             }
         };
-        let summarizer = self.settings().summarizer.build().unwrap_or_else(|e| {
+        // The model was checked when the config loaded; only its key variable can be missing
+        // now, and a compaction must not fail for it: the extractive summary stands in, and
+        // the reason is logged (and the summary's record names the summarizer that wrote it).
+        let summarizer = self.model.summarizer().unwrap_or_else(|e| {
             tracing::warn!(session = %self.session.key, "{e}; using the extractive summarizer");
             Box::new(compaction::Extractive)
         });
@@ -156,18 +164,16 @@ impl SessionServices for Shared {
         prompt: &'a str,
         max_tokens: Option<u32>,
     ) -> BoxFuture<'a, Result<String, HostError>> {
-        let config = self.settings().summarizer.clone();
+        let config = self.model.clone();
         let system = system.map(str::to_string);
         let prompt = prompt.to_string();
         Box::pin(async move {
-            if config == compaction::SummarizerConfig::Extractive {
-                return Err(HostError::Unavailable(
-                    "no completion model is configured: the summarizer is extractive".into(),
-                ));
-            }
             let call = tokio::task::spawn_blocking(move || {
-                let model = config.build()?;
-                model.complete(system.as_deref(), &prompt, max_tokens)
+                config.model()?.complete(&Completion {
+                    system: system.as_deref(),
+                    prompt: &prompt,
+                    max_tokens,
+                })
             });
             match call.await {
                 Ok(Ok(text)) => Ok(text),

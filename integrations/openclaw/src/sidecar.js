@@ -79,7 +79,24 @@ const MAX_WAIT_FOR_RESTART_MS = 1000;
  * @property {(line: string) => void} [stderr] where the child's stderr lines go
  * @property {(timing: CallTiming) => void} [onCall]
  * @property {(ms: number, pid: number | undefined) => void} [onSpawn] spawn to `initialize` answered
+ * @property {(method: string, params: any) => void} [onNotification] a notification the server
+ *   sent (a line with a `method` and no `id`), e.g. `session.compactionPending`
  */
+
+/**
+ * What to tell a person about a server notification, or null for one this client does not know
+ * (ignored, as JSON-RPC asks).
+ * @param {string} method
+ * @param {any} params
+ * @returns {string | null}
+ */
+export function describeNotification(method, params) {
+  if (method === "session.compactionPending") {
+    const fallback = `automatic compaction of session ${params?.sessionKey ?? "?"} is about to run`;
+    return `ctxhost: ${typeof params?.message === "string" ? params.message : fallback}`;
+  }
+  return null;
+}
 
 export class Sidecar {
   /** @type {SidecarOptions} */
@@ -355,6 +372,11 @@ export class Sidecar {
       message = JSON.parse(line);
     } catch {
       this.#warn(`ctxhost serve wrote a line that is not JSON: ${line.slice(0, 200)}`);
+      return;
+    }
+    if (typeof message?.method === "string" && message.id === undefined) {
+      // A notification of the server's own (docs/serve-protocol.md): no answer is owed.
+      this.#options.onNotification?.(message.method, message.params ?? {});
       return;
     }
     const call = typeof message?.id === "number" ? this.#pending.get(message.id) : undefined;

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Bridge, CtxhostContextEngine } from "../src/engine.js";
-import { Sidecar } from "../src/sidecar.js";
+import { Sidecar, describeNotification } from "../src/sidecar.js";
 import { createTiming } from "../src/timing.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -73,6 +73,10 @@ export function setup(opts) {
     warn: (m) => logs.push(`warn: ${m}`),
     stderr: (l) => stderr.push(l),
     onCall: (t) => calls.push({ method: t.method, ok: t.ok, bytesOut: t.bytesOut }),
+    onNotification: (method, params) => {
+      const text = describeNotification(method, params);
+      if (text) logs.push(`info: ${text}`);
+    },
   });
   const log = { info: (/** @type {string} */ m) => logs.push(`info: ${m}`), warn: (/** @type {string} */ m) => logs.push(`warn: ${m}`) };
   const bridge = new Bridge(sidecar, log, createTiming(false));

@@ -1,12 +1,9 @@
 //! Summarizers: what turns the older part of a context into text. `extractive` needs no model
-//! (the embedded default); `openai-compatible` calls a chat-completions endpoint.
-
-use std::fmt;
+//! (the embedded default); a host may implement [`Summarizer`] on a model of its own.
 
 use crate::message::MessageView;
 
 use super::extractive;
-use super::openai::{OpenAiCompatible, OpenAiConfig};
 
 /// What to summarize.
 #[derive(Debug, Clone, Copy)]
@@ -22,33 +19,15 @@ pub struct SummaryRequest<'a> {
     pub current_request: Option<&'a str>,
 }
 
-/// Why a summarizer produced nothing. Messages never contain credentials.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SummarizeError {
-    #[error("{0}")]
-    Config(String),
-    #[error("HTTP {status} from {url}: {excerpt}")]
-    Status {
-        status: u16,
-        url: String,
-        excerpt: String,
-    },
-    #[error("request to {url} timed out after {ms} ms")]
-    Timeout { url: String, ms: u64 },
-    #[error("request to {url} failed: {problem}")]
-    Transport { url: String, problem: String },
-    #[error("malformed response from {url}: {problem}")]
-    Malformed { url: String, problem: String },
-}
+/// Why a summarizer produced nothing: the cause kept whole (a model client's error, say).
+/// Messages never contain credentials.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct SummarizeError(Box<dyn std::error::Error + Send + Sync>);
 
 impl SummarizeError {
-    /// Worth another attempt: 429, 5xx, timeouts, connection trouble.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            SummarizeError::Status { status, .. } => *status == 429 || *status >= 500,
-            SummarizeError::Timeout { .. } | SummarizeError::Transport { .. } => true,
-            SummarizeError::Config(_) | SummarizeError::Malformed { .. } => false,
-        }
+    pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(cause.into())
     }
 }
 
@@ -62,18 +41,6 @@ pub trait Summarizer: Send + Sync {
     /// One summary from partial ones, preserving decisions, TODOs, open questions and
     /// constraints.
     fn merge(&self, parts: &[String], focus: Option<&str>) -> Result<String, SummarizeError>;
-
-    /// A plain completion (the `complete` import), for summarizers backed by a model.
-    fn complete(
-        &self,
-        _system: Option<&str>,
-        _prompt: &str,
-        _max_tokens: Option<u32>,
-    ) -> Result<String, SummarizeError> {
-        Err(SummarizeError::Config(
-            "no completion model is configured: the summarizer is extractive".into(),
-        ))
-    }
 }
 
 /// The embedded summarizer: deterministic, bounded, offline.
@@ -96,42 +63,5 @@ impl Summarizer for Extractive {
 
     fn merge(&self, parts: &[String], _focus: Option<&str>) -> Result<String, SummarizeError> {
         Ok(extractive::merge(parts))
-    }
-}
-
-/// `agents.defaults.compaction.model`.
-#[derive(Clone, PartialEq, Default)]
-pub enum SummarizerConfig {
-    #[default]
-    Extractive,
-    OpenAiCompatible(OpenAiConfig),
-}
-
-impl fmt::Debug for SummarizerConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SummarizerConfig::Extractive => f.write_str("Extractive"),
-            SummarizerConfig::OpenAiCompatible(c) => {
-                f.debug_tuple("OpenAiCompatible").field(c).finish()
-            }
-        }
-    }
-}
-
-impl SummarizerConfig {
-    /// The summarizer this config selects. The API key is read from the named environment
-    /// variable here; a missing variable is an error naming the variable (never a value).
-    pub fn build(&self) -> Result<Box<dyn Summarizer>, SummarizeError> {
-        Ok(match self {
-            SummarizerConfig::Extractive => Box::new(Extractive),
-            SummarizerConfig::OpenAiCompatible(c) => Box::new(OpenAiCompatible::from_env(c)?),
-        })
-    }
-
-    pub fn name(&self) -> String {
-        match self {
-            SummarizerConfig::Extractive => "extractive".into(),
-            SummarizerConfig::OpenAiCompatible(c) => format!("openai-compatible:{}", c.model_name),
-        }
     }
 }

@@ -1,6 +1,16 @@
 //! Operator configuration: where it lives, how it is parsed (JSON5), and the typed view of the
-//! keys ctxhost reads. Unknown keys are kept in the raw document, so an `openclaw.json` is a
-//! valid config and edits never drop what they do not own.
+//! keys ctxhost reads, checked once when it loads ([`compaction`] resolves and checks the
+//! compaction keys). Unknown keys are kept in the raw document, so an `openclaw.json` is a
+//! valid config and edits ([`edit`]) never drop what they do not own; [`keys`] reports the
+//! ones ctxhost does not know, [`show`] the effective settings with their origins.
+
+pub mod compaction;
+pub mod edit;
+pub mod keys;
+pub mod locate;
+pub mod show;
+
+pub use compaction::{CompactionSettings, MemoryFlushSettings, TokenCounterSetting};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -124,6 +134,8 @@ pub struct Config {
     pub found: bool,
     pub raw: Value,
     pub settings: Settings,
+    /// The line of each key in the file, by dotted path.
+    pub lines: std::collections::HashMap<String, usize>,
 }
 
 impl Config {
@@ -134,20 +146,14 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && source.missing_is_default() => {
                 return Ok(Self {
                     source,
-                    found: false,
-                    raw: Value::Object(Default::default()),
-                    settings: Settings::default(),
+                    ..Self::empty()
                 });
             }
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
-        let raw = parse_json5(&text, &path)?;
-        let settings = Settings::from_value(&raw, &path)?;
         Ok(Self {
             source,
-            found: true,
-            raw,
-            settings,
+            ..Self::parse(&text, &path)?
         })
     }
 
@@ -155,22 +161,65 @@ impl Config {
     pub fn defaults(home: &Home) -> Self {
         Self {
             source: ConfigSource::Home(home.default_config_path()),
+            ..Self::empty()
+        }
+    }
+
+    fn empty() -> Self {
+        Self {
+            source: ConfigSource::Home(PathBuf::new()),
             found: false,
             raw: Value::Object(Default::default()),
             settings: Settings::default(),
+            lines: Default::default(),
         }
     }
 
     /// Parses a config document given as text (tests, embedding runtimes).
     pub fn from_str(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        Self::parse(text, path)
+    }
+
+    fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let raw = parse_json5(text, path)?;
-        let settings = Settings::from_value(&raw, path)?;
+        let lines = locate::key_lines(text);
+        let settings = Settings::from_value(&raw, path).map_err(|e| match e {
+            ConfigError::Field {
+                path,
+                field,
+                message,
+            } => {
+                // Name the line too, when the key is written in the file.
+                let path = match lines.get(&field) {
+                    Some(line) => PathBuf::from(format!("{}:{line}", path.display())),
+                    None => path,
+                };
+                ConfigError::Field {
+                    path,
+                    field,
+                    message,
+                }
+            }
+            other => other,
+        })?;
         Ok(Self {
             source: ConfigSource::Flag(path.to_path_buf()),
             found: true,
             raw,
             settings,
+            lines,
         })
+    }
+
+    /// Keys under the sections ctxhost reads that it does not know (doctor warns about them).
+    pub fn unknown_keys(&self) -> Vec<keys::UnknownKey> {
+        keys::unknown_keys(&self.raw, &self.lines)
+    }
+
+    /// The compaction settings for the configured window.
+    pub fn compaction_settings(&self) -> ctxhost_transcript::compaction::Settings {
+        let defaults = &self.settings.agents.defaults;
+        defaults.compaction.settings(defaults.context_window)
     }
 
     /// The engine the slot selects.
@@ -226,12 +275,24 @@ impl Settings {
                 message: "the config must be an object".into(),
             });
         }
-        let settings: Self =
+        if raw.get("compaction").is_some() {
+            return Err(ConfigError::Field {
+                path: path.to_path_buf(),
+                field: "compaction".into(),
+                message: "a top-level `compaction` block is not read: move this under agents.defaults.compaction".into(),
+            });
+        }
+        let mut settings: Self =
             serde_path_to_error::deserialize(raw).map_err(|e| ConfigError::Field {
                 path: path.to_path_buf(),
                 field: e.path().to_string(),
                 message: e.inner().to_string(),
             })?;
+        settings
+            .agents
+            .defaults
+            .compaction
+            .resolve(raw.pointer("/agents/defaults/compaction"), path)?;
         settings.check_ranges(path)?;
         Ok(settings)
     }
@@ -439,209 +500,6 @@ impl Default for AgentDefaults {
             model: None,
         }
     }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct CompactionSettings {
-    pub reserve_tokens: u64,
-    pub reserve_tokens_floor: u64,
-    pub keep_recent_tokens: u64,
-    /// Layered policy: prune at this share of the window (when tool outputs exceed
-    /// `pruneToolOutputTokens`), summarize at `summarizeAt`, full at `fullAt`.
-    pub prune_at: f64,
-    pub prune_tool_output_tokens: u64,
-    pub prune_protect_tokens: u64,
-    pub prune_minimum_tokens: u64,
-    pub prune_protected_tools: Vec<String>,
-    pub summarize_at: f64,
-    pub summarize_keep_recent_tokens: u64,
-    pub full_at: f64,
-    pub full_keep_recent_tokens: u64,
-    /// Automatic summarizing compactions allowed between two user messages (0: no cap).
-    pub max_auto_compactions: u32,
-    /// Summarizing compactions from which a degradation warning is added (0: never).
-    pub warn_at_compaction: u32,
-    /// `chars` (chars/4, the default), `o200k_base` or `cl100k_base` (exact BPE counts).
-    pub token_counter: String,
-    /// The summarizer: `"extractive"` (default) or an `openai-compatible` object.
-    pub model: SummarizerSetting,
-    /// The pre-compaction memory-flush signal.
-    pub memory_flush: MemoryFlushSettings,
-}
-
-/// `agents.defaults.compaction.memoryFlush`: before compaction forgets, the runtime may run a
-/// turn that writes durable notes; the session reports once per cycle that one is due.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct MemoryFlushSettings {
-    pub enabled: bool,
-    /// The signal fires this many tokens before the compaction threshold.
-    pub soft_threshold_tokens: u64,
-    pub prompt: String,
-    pub system_prompt: String,
-}
-
-impl Default for MemoryFlushSettings {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            soft_threshold_tokens: 4_000,
-            prompt: "Pre-compaction memory flush: the conversation is about to be compacted. \
-                     Write anything worth keeping (decisions, open tasks, facts learned) to your \
-                     memory files now. Reply with NO_REPLY when nothing needs storing."
-                .into(),
-            system_prompt: "The session is near its context limit; store durable memories now."
-                .into(),
-        }
-    }
-}
-
-impl Default for CompactionSettings {
-    fn default() -> Self {
-        let policy = ctxhost_transcript::compaction::Policy::default();
-        Self {
-            reserve_tokens: 16_384,
-            reserve_tokens_floor: 20_000,
-            keep_recent_tokens: 20_000,
-            prune_at: policy.prune_at,
-            prune_tool_output_tokens: policy.prune_tool_output_tokens,
-            prune_protect_tokens: policy.prune_protect_tokens,
-            prune_minimum_tokens: policy.prune_minimum_tokens,
-            prune_protected_tools: policy.prune_protected_tools,
-            summarize_at: policy.summarize_at,
-            summarize_keep_recent_tokens: policy.summarize_keep_recent_tokens,
-            full_at: policy.full_at,
-            full_keep_recent_tokens: policy.full_keep_recent_tokens,
-            max_auto_compactions: policy.max_auto_compactions,
-            warn_at_compaction: policy.warn_at_compaction,
-            token_counter: "chars".into(),
-            model: SummarizerSetting::default(),
-            memory_flush: MemoryFlushSettings::default(),
-        }
-    }
-}
-
-impl CompactionSettings {
-    /// The summarizer the `model` key selects, or what is wrong with it (naming the key).
-    pub fn summarizer(
-        &self,
-    ) -> std::result::Result<ctxhost_transcript::compaction::SummarizerConfig, String> {
-        use ctxhost_transcript::compaction::{OpenAiConfig, SummarizerConfig};
-        let key = "agents.defaults.compaction.model";
-        let endpoint = match &self.model {
-            SummarizerSetting::Name(name) if name == "extractive" => {
-                return Ok(SummarizerConfig::Extractive);
-            }
-            SummarizerSetting::Name(name) => {
-                return Err(format!(
-                    "`{key}`: unknown summarizer `{name}` (use \"extractive\" or an object with provider \"openai-compatible\")"
-                ));
-            }
-            SummarizerSetting::Endpoint(e) => e,
-        };
-        match endpoint.provider.as_str() {
-            "extractive" => return Ok(SummarizerConfig::Extractive),
-            "openai-compatible" => {}
-            other => return Err(format!("`{key}.provider`: unknown provider `{other}`")),
-        }
-        let base_url = endpoint
-            .base_url
-            .clone()
-            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-            .ok_or_else(|| format!("`{key}.baseUrl`: an http:// or https:// URL is required"))?;
-        let model_name = endpoint
-            .model_name
-            .clone()
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| format!("`{key}.modelName` is required"))?;
-        let defaults = OpenAiConfig::default();
-        Ok(SummarizerConfig::OpenAiCompatible(OpenAiConfig {
-            base_url,
-            model_name,
-            api_key_env: endpoint.api_key_env.clone(),
-            temperature: endpoint.temperature.or(defaults.temperature),
-            max_tokens: endpoint.max_tokens.unwrap_or(defaults.max_tokens),
-            timeout: endpoint
-                .timeout_ms
-                .map_or(defaults.timeout, std::time::Duration::from_millis),
-            retries: endpoint.retries.unwrap_or(defaults.retries).min(10),
-            ..defaults
-        }))
-    }
-
-    /// The layered policy these keys set.
-    pub fn policy(&self) -> ctxhost_transcript::compaction::Policy {
-        ctxhost_transcript::compaction::Policy {
-            prune_at: self.prune_at,
-            prune_tool_output_tokens: self.prune_tool_output_tokens,
-            prune_protect_tokens: self.prune_protect_tokens,
-            prune_minimum_tokens: self.prune_minimum_tokens,
-            prune_protected_tools: self.prune_protected_tools.clone(),
-            summarize_at: self.summarize_at,
-            summarize_keep_recent_tokens: self.summarize_keep_recent_tokens,
-            full_at: self.full_at,
-            full_keep_recent_tokens: self.full_keep_recent_tokens,
-            max_auto_compactions: self.max_auto_compactions,
-            warn_at_compaction: self.warn_at_compaction,
-            ..Default::default()
-        }
-    }
-
-    /// The exact token counter `tokenCounter` selects (None: chars/4), or what is wrong.
-    pub fn token_counter(
-        &self,
-    ) -> std::result::Result<Option<ctxhost_transcript::TokenCounter>, String> {
-        if self.token_counter == "chars" {
-            return Ok(None);
-        }
-        let encoding = ctxhost_transcript::Encoding::parse(&self.token_counter).ok_or_else(|| {
-            format!(
-                "`agents.defaults.compaction.tokenCounter`: unknown counter `{}` (chars, o200k_base, cl100k_base)",
-                self.token_counter
-            )
-        })?;
-        ctxhost_transcript::TokenCounter::new(encoding)
-            .map(Some)
-            .ok_or_else(|| "this build has no BPE vocabularies (feature `bpe`)".into())
-    }
-}
-
-/// `agents.defaults.compaction.model`: a name (`"extractive"`) or an endpoint.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum SummarizerSetting {
-    Name(String),
-    Endpoint(EndpointSummarizer),
-}
-
-impl Default for SummarizerSetting {
-    fn default() -> Self {
-        Self::Name("extractive".into())
-    }
-}
-
-/// An `openai-compatible` summarizer. The key is never in the config: `apiKeyEnv` names the
-/// environment variable that holds it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct EndpointSummarizer {
-    /// `openai-compatible` (or `extractive`, ignoring the rest).
-    pub provider: String,
-    #[serde(default)]
-    pub base_url: Option<String>,
-    #[serde(default)]
-    pub model_name: Option<String>,
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    #[serde(default)]
-    pub temperature: Option<f64>,
-    #[serde(default)]
-    pub max_tokens: Option<u32>,
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-    #[serde(default)]
-    pub retries: Option<u32>,
 }
 
 #[cfg(test)]

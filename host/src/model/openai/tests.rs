@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::*;
-use crate::role::Role;
+use crate::model::ModelSummarizer;
+use ctxhost_transcript::compaction::{Summarizer, SummaryRequest, Tier, runtime};
+use ctxhost_transcript::{MessageView, Role};
 
 enum Reply {
     Status(u16, &'static str),
@@ -130,7 +132,8 @@ const KEY: &str = "sk-secret-value-123";
 fn success_sends_model_key_and_conversation() {
     let mut server = serve(vec![Reply::Status(200, "## Goal\n- fix it")]);
     let m = messages();
-    let s = server.client(Some(KEY)).summarize(&request(&m)).unwrap();
+    let summarizer = ModelSummarizer::new(Box::new(server.client(Some(KEY))));
+    let s = summarizer.summarize(&request(&m)).unwrap();
     // The model's text, then the facts the host copies from the messages.
     assert_eq!(
         s,
@@ -152,10 +155,8 @@ fn retries_429_then_succeeds() {
         Reply::Status(503, "{}"),
         Reply::Status(200, "merged"),
     ]);
-    let s = server
-        .client(None)
-        .merge(&["a".into(), "b".into()], None)
-        .unwrap();
+    let summarizer = ModelSummarizer::new(Box::new(server.client(None)));
+    let s = summarizer.merge(&["a".into(), "b".into()], None).unwrap();
     assert_eq!(s, "merged");
     assert_eq!(server.requests().len(), 3);
 }
@@ -164,16 +165,12 @@ fn retries_429_then_succeeds() {
 fn server_error_forever_falls_back_to_the_note_tier() {
     // 1 + 3 retries for the full attempt; no oversized messages, so no partial attempt.
     let mut server = serve((0..4).map(|_| Reply::Status(500, "down")).collect());
-    let client = server.client(Some(KEY));
+    let summarizer = ModelSummarizer::new(Box::new(server.client(Some(KEY))));
     let m = messages();
     let mut errors = Vec::new();
-    let (text, tier) = crate::compaction::runtime::summarize_with_fallback(
-        &client,
-        &request(&m),
-        100_000,
-        &mut errors,
-    );
-    assert_eq!(tier, crate::compaction::Tier::Note);
+    let (text, tier) =
+        runtime::summarize_with_fallback(&summarizer, &request(&m), 100_000, &mut errors);
+    assert_eq!(tier, Tier::Note);
     assert!(text.contains("HTTP 500"), "{text}");
     assert!(text.contains("## Current task\n- Fix the parser"), "{text}");
     assert_eq!(server.requests().len(), 4);
@@ -199,7 +196,7 @@ fn timeout_is_retried_and_reported() {
     let client = OpenAiCompatible::with_key(&config, Some(KEY.into()));
     let started = std::time::Instant::now();
     let err = client.chat(None, "hi", None).unwrap_err();
-    assert!(matches!(err, SummarizeError::Timeout { .. }), "{err:?}");
+    assert!(matches!(err, ModelError::Timeout { .. }), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(!err.to_string().contains(KEY));
     assert_eq!(server.requests().len(), 2);
@@ -213,7 +210,7 @@ fn malformed_body_is_not_retried() {
     ]);
     let client = server.client(None);
     let err = client.chat(None, "hi", None).unwrap_err();
-    assert!(matches!(err, SummarizeError::Malformed { .. }), "{err:?}");
+    assert!(matches!(err, ModelError::Malformed { .. }), "{err:?}");
     assert!(err.to_string().contains("not JSON"), "{err}");
     let err = client.chat(None, "hi", None).unwrap_err();
     assert!(

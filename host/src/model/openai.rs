@@ -1,5 +1,5 @@
-//! The `openai-compatible` summarizer: `POST {baseUrl}/chat/completions`, as OpenRouter,
-//! Ollama, vLLM and llama.cpp's server all accept. Blocking (ureq); plain HTTP for local
+//! The OpenAI-compatible model client: `POST {baseUrl}/chat/completions`, as OpenAI,
+//! OpenRouter, Groq, Together, Mistral, DeepSeek, Ollama, vLLM and llama.cpp's server accept. Blocking (ureq); plain HTTP for local
 //! servers, TLS (rustls, bundled web roots) for remote ones. The API key is read from the
 //! environment variable the config names and is only ever put in the `Authorization` header:
 //! it never appears in config, logs or errors.
@@ -9,11 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::extractive;
-use super::summarizer::{SummarizeError, Summarizer, SummaryRequest};
-use crate::message::MessageView;
+use super::{Completion, Model, ModelError};
 
-/// `agents.defaults.compaction.model` when `provider` is `openai-compatible`.
+/// `agents.defaults.compaction.model` with an OpenAI-compatible provider, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenAiConfig {
     /// e.g. `http://127.0.0.1:11434/v1` or `https://openrouter.ai/api/v1`.
@@ -65,64 +63,22 @@ impl fmt::Debug for OpenAiCompatible {
     }
 }
 
-const SYSTEM: &str = "You summarize the earlier part of a conversation between a user and a coding agent so the agent can continue without it. Write a structured markdown summary with these sections, in this order: Current task (the user's latest substantive request, quoted), Started with (the first request), Standing instructions (rules the user gave that still hold: don't/never/always/use X not Y; drop one only when the user replaced it), User requests (every request, oldest first, one line each; leave out acknowledgements like ok/yes/continue), Progress (what is done and what is next), Tool failures (the command or path, and the line naming the error), Files modified, Files read, Recent exchanges. Merge the previous summary in without losing any of its requests or instructions. Keep exact file paths, identifiers, commands and error messages. Be concise.";
-
-const MERGE: &str = "Merge these partial summaries of consecutive parts of one conversation into a single summary with the same sections. The current task is the last part's; keep every user request, standing instruction, failure and file; drop only repetition.";
-
-/// Heading of the facts the host appends to a model's summary.
-const FACTS: &str = "## Facts extracted by the host";
-
-/// The model's summary with the mechanical facts appended (a model may drop or garble paths
-/// and errors; these are copied from the messages).
-fn with_facts(model: String, facts: String) -> String {
-    // A previous summary's appended facts are re-extracted, not repeated.
-    let prose = match model.find(FACTS) {
-        Some(i) => model[..i].trim_end().to_string(),
-        None => model,
-    };
-    if facts.is_empty() {
-        return prose;
-    }
-    format!("{prose}\n\n{FACTS}\n\n{facts}")
-}
-
 fn excerpt(text: &str) -> String {
     let flat: String = text.chars().take(200).collect();
     flat.replace(['\n', '\r'], " ")
 }
 
-/// The conversation as plain text for the prompt.
-fn transcript_text(messages: &[MessageView]) -> String {
-    let mut out = String::new();
-    for m in messages {
-        out.push_str(&format!("[{}", m.role.as_str()));
-        if let Some(t) = &m.tool_name {
-            out.push_str(&format!(" {t}"));
-        }
-        if m.is_error {
-            out.push_str(" error");
-        }
-        out.push_str("]\n");
-        out.push_str(&m.text);
-        for c in &m.tool_calls {
-            out.push_str(&format!("\n(tool call {} {})", c.name, c.arguments));
-        }
-        out.push_str("\n\n");
-    }
-    out
-}
-
 impl OpenAiCompatible {
     /// Reads the key from `api_key_env` (when set).
-    pub fn from_env(config: &OpenAiConfig) -> Result<OpenAiCompatible, SummarizeError> {
+    pub fn from_env(config: &OpenAiConfig) -> Result<OpenAiCompatible, ModelError> {
         let key = match &config.api_key_env {
             None => None,
             Some(var) => match std::env::var(var) {
                 Ok(v) if !v.is_empty() => Some(v),
                 _ => {
-                    return Err(SummarizeError::Config(format!(
-                        "the summarizer's API key variable {var} is not set"
-                    )));
+                    return Err(ModelError::MissingKey {
+                        variable: var.clone(),
+                    });
                 }
             },
         };
@@ -156,7 +112,7 @@ impl OpenAiCompatible {
         system: Option<&str>,
         user: &str,
         max_tokens: Option<u32>,
-    ) -> Result<String, SummarizeError> {
+    ) -> Result<String, ModelError> {
         let mut messages = Vec::new();
         if let Some(s) = system {
             messages.push(json!({"role": "system", "content": s}));
@@ -184,7 +140,7 @@ impl OpenAiCompatible {
         }
     }
 
-    fn attempt(&self, body: &str) -> Result<String, SummarizeError> {
+    fn attempt(&self, body: &str) -> Result<String, ModelError> {
         let mut request = self
             .agent
             .post(&self.url)
@@ -194,11 +150,11 @@ impl OpenAiCompatible {
         }
         let url = self.url.clone();
         let transport = |e: ureq::Error| match e {
-            ureq::Error::Timeout(_) => SummarizeError::Timeout {
+            ureq::Error::Timeout(_) => ModelError::Timeout {
                 url: url.clone(),
                 ms: self.config.timeout.as_millis() as u64,
             },
-            other => SummarizeError::Transport {
+            other => ModelError::Transport {
                 url: url.clone(),
                 problem: other.to_string(),
             },
@@ -212,13 +168,13 @@ impl OpenAiCompatible {
             .read_to_string()
             .map_err(transport)?;
         if !(200..300).contains(&status) {
-            return Err(SummarizeError::Status {
+            return Err(ModelError::Status {
                 status,
                 url,
                 excerpt: excerpt(&text),
             });
         }
-        let malformed = |problem: String| SummarizeError::Malformed {
+        let malformed = |problem: String| ModelError::Malformed {
             url: url.clone(),
             problem,
         };
@@ -229,58 +185,19 @@ impl OpenAiCompatible {
             .and_then(Value::as_str)
             .ok_or_else(|| malformed("no choices[0].message.content".into()))?;
         if content.trim().is_empty() {
-            return Err(malformed("the summary is empty".into()));
+            return Err(malformed("the completion is empty".into()));
         }
         Ok(content.trim().to_string())
     }
 }
 
-impl Summarizer for OpenAiCompatible {
+impl Model for OpenAiCompatible {
     fn name(&self) -> String {
         format!("openai-compatible:{}", self.config.model_name)
     }
 
-    fn summarize(&self, r: &SummaryRequest<'_>) -> Result<String, SummarizeError> {
-        let mut prompt = String::new();
-        if let Some(prev) = r.previous_summary {
-            prompt.push_str("Summary of the conversation before this part (merge it in):\n");
-            prompt.push_str(prev);
-            prompt.push_str("\n\n");
-        }
-        if let Some(f) = r.focus {
-            prompt.push_str(&format!("Focus on: {f}\n\n"));
-        }
-        if let Some(current) = r.current_request {
-            prompt.push_str(&format!(
-                "The user's latest request (kept verbatim after this part): {current}\n\n"
-            ));
-        }
-        prompt.push_str("Conversation:\n\n");
-        prompt.push_str(&transcript_text(r.messages));
-        let model = self.chat(Some(SYSTEM), &prompt, None)?;
-        let facts = extractive::mechanical(r.messages, r.previous_summary, r.current_request);
-        Ok(with_facts(model, facts))
-    }
-
-    fn merge(&self, parts: &[String], focus: Option<&str>) -> Result<String, SummarizeError> {
-        let mut prompt = String::new();
-        if let Some(f) = focus {
-            prompt.push_str(&format!("Focus on: {f}\n\n"));
-        }
-        for (i, p) in parts.iter().enumerate() {
-            prompt.push_str(&format!("## Part {}\n{p}\n\n", i + 1));
-        }
-        let model = self.chat(Some(MERGE), &prompt, None)?;
-        Ok(with_facts(model, extractive::mechanical_merge(parts)))
-    }
-
-    fn complete(
-        &self,
-        system: Option<&str>,
-        prompt: &str,
-        max_tokens: Option<u32>,
-    ) -> Result<String, SummarizeError> {
-        self.chat(system, prompt, max_tokens)
+    fn complete(&self, request: &Completion<'_>) -> Result<String, ModelError> {
+        self.chat(request.system, request.prompt, request.max_tokens)
     }
 }
 

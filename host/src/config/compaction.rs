@@ -1,0 +1,553 @@
+//! `agents.defaults.compaction`: read once, when the config loads, into typed settings — every
+//! alias resolved, every range and the model checked — so a bad key fails there, with its
+//! path, and nothing later falls back silently.
+//!
+//! How the keys combine (the README's config section says the same):
+//! - `enabled` and `autoEnabled` are one switch (set both only to the same value). Off, no
+//!   automatic or overflow compaction runs; `ctxhost compact` still does, and a request that
+//!   overflows fails with the overflow error.
+//! - `prune: false` skips Phase 1 (the summarize layer runs where prune would have);
+//!   `prune: { enabled, protectRecentTokens, pruneMinimumTokens }` is the spec's spelling of
+//!   `pruneProtectTokens` and `pruneMinimumTokens` (set one spelling, or both alike).
+//! - `preserveRecentTokens` is the recent context every summarizing layer keeps verbatim: it
+//!   sets `keepRecentTokens` and `summarizeKeepRecentTokens` (the full layer keeps its own
+//!   smaller `fullKeepRecentTokens`, as it exists to free more room).
+//! - `autoThresholdPercent` brings automatic compaction forward to that share of the window
+//!   when that comes before the reserve threshold; the layer is still picked by
+//!   `pruneAt` / `summarizeAt` / `fullAt`, and below `pruneAt` the run summarizes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ctxhost_transcript::compaction::{self, Policy};
+use ctxhost_transcript::{Encoding, TokenCounter};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::ConfigError;
+use crate::model::{ModelConfig, OpenAiConfig};
+
+/// Where these keys live.
+pub const SECTION: &str = "agents.defaults.compaction";
+
+/// `agents.defaults.compaction`, resolved.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CompactionSettings {
+    /// Automatic compaction (pi's name)...
+    pub enabled: Option<bool>,
+    /// ...or the layered-compaction spec's; resolved into [`CompactionSettings::auto_enabled`].
+    pub auto_enabled: Option<bool>,
+    pub reserve_tokens: u64,
+    pub reserve_tokens_floor: u64,
+    pub keep_recent_tokens: u64,
+    pub preserve_recent_tokens: Option<u64>,
+    pub auto_threshold_percent: Option<f64>,
+    pub notify_before_auto: bool,
+    /// `false`, or `{ enabled, protectRecentTokens, pruneMinimumTokens }`.
+    pub prune: Option<PruneSetting>,
+    pub token_counter: TokenCounterSetting,
+    /// A name (`"extractive"`, `"openrouter/<model>"`) or an object; checked into
+    /// [`CompactionSettings::model`].
+    #[serde(rename = "model")]
+    pub model_setting: Option<Value>,
+    /// The pre-compaction memory-flush signal.
+    pub memory_flush: MemoryFlushSettings,
+    /// The layered policy, read from this same object (its keys are listed once, on
+    /// [`Policy`]), with `prune` applied.
+    #[serde(skip)]
+    pub policy: Policy,
+    /// The summarizer's model, checked.
+    #[serde(skip)]
+    pub model: ModelConfig,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        Self {
+            enabled: None,
+            auto_enabled: None,
+            reserve_tokens: 16_384,
+            reserve_tokens_floor: 20_000,
+            keep_recent_tokens: 20_000,
+            preserve_recent_tokens: None,
+            auto_threshold_percent: None,
+            notify_before_auto: false,
+            prune: None,
+            token_counter: TokenCounterSetting::Chars,
+            model_setting: None,
+            memory_flush: MemoryFlushSettings::default(),
+            policy: Policy::default(),
+            model: ModelConfig::Extractive,
+        }
+    }
+}
+
+/// `prune`: a switch, or the spec's object.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum PruneSetting {
+    Switch(bool),
+    Object(PruneObject),
+}
+
+/// `prune: { enabled, protectRecentTokens, pruneMinimumTokens }`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PruneObject {
+    pub enabled: Option<bool>,
+    pub protect_recent_tokens: Option<u64>,
+    pub prune_minimum_tokens: Option<u64>,
+}
+
+/// `tokenCounter`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+pub enum TokenCounterSetting {
+    /// chars / 4, the default.
+    #[default]
+    #[serde(rename = "chars")]
+    Chars,
+    #[serde(rename = "o200k_base", alias = "o200k")]
+    O200kBase,
+    #[serde(rename = "cl100k_base", alias = "cl100k")]
+    Cl100kBase,
+}
+
+impl TokenCounterSetting {
+    /// The exact counter (None: chars/4). Built at load, so its absence from a build without
+    /// BPE vocabularies is reported there.
+    pub fn counter(self) -> Option<TokenCounter> {
+        let encoding = match self {
+            TokenCounterSetting::Chars => return None,
+            TokenCounterSetting::O200kBase => Encoding::O200k,
+            TokenCounterSetting::Cl100kBase => Encoding::Cl100k,
+        };
+        TokenCounter::new(encoding)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenCounterSetting::Chars => "chars",
+            TokenCounterSetting::O200kBase => "o200k_base",
+            TokenCounterSetting::Cl100kBase => "cl100k_base",
+        }
+    }
+}
+
+/// `agents.defaults.compaction.memoryFlush`: before compaction forgets, the runtime may run a
+/// turn that writes durable notes; the session reports once per cycle that one is due.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct MemoryFlushSettings {
+    pub enabled: bool,
+    /// The signal fires this many tokens before the compaction threshold.
+    pub soft_threshold_tokens: u64,
+    pub prompt: String,
+    pub system_prompt: String,
+}
+
+impl Default for MemoryFlushSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            soft_threshold_tokens: 4_000,
+            prompt: "Pre-compaction memory flush: the conversation is about to be compacted. \
+                     Write anything worth keeping (decisions, open tasks, facts learned) to your \
+                     memory files now. Reply with NO_REPLY when nothing needs storing."
+                .into(),
+            system_prompt: "The session is near its context limit; store durable memories now."
+                .into(),
+        }
+    }
+}
+
+/// `model: { provider, modelName, ... }`. The key is never in the config: `apiKeyEnv` names
+/// the environment variable that holds it (each provider implies one).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelObject {
+    pub provider: String,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub model_name: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub retries: Option<u32>,
+}
+
+/// An OpenAI-compatible provider a user would name: where it answers and which variable holds
+/// its key (None: a local server without one). `baseUrl` and `apiKeyEnv` override both.
+pub struct Provider {
+    pub name: &'static str,
+    pub base_url: Option<&'static str>,
+    pub api_key_env: Option<&'static str>,
+}
+
+/// The providers `model.provider` may name. `openai-compatible` needs `baseUrl`.
+pub const PROVIDERS: &[Provider] = &[
+    Provider {
+        name: "openai-compatible",
+        base_url: None,
+        api_key_env: None,
+    },
+    Provider {
+        name: "openai",
+        base_url: Some("https://api.openai.com/v1"),
+        api_key_env: Some("OPENAI_API_KEY"),
+    },
+    Provider {
+        name: "openrouter",
+        base_url: Some("https://openrouter.ai/api/v1"),
+        api_key_env: Some("OPENROUTER_API_KEY"),
+    },
+    Provider {
+        name: "groq",
+        base_url: Some("https://api.groq.com/openai/v1"),
+        api_key_env: Some("GROQ_API_KEY"),
+    },
+    Provider {
+        name: "together",
+        base_url: Some("https://api.together.xyz/v1"),
+        api_key_env: Some("TOGETHER_API_KEY"),
+    },
+    Provider {
+        name: "mistral",
+        base_url: Some("https://api.mistral.ai/v1"),
+        api_key_env: Some("MISTRAL_API_KEY"),
+    },
+    Provider {
+        name: "deepseek",
+        base_url: Some("https://api.deepseek.com/v1"),
+        api_key_env: Some("DEEPSEEK_API_KEY"),
+    },
+    Provider {
+        name: "fireworks",
+        base_url: Some("https://api.fireworks.ai/inference/v1"),
+        api_key_env: Some("FIREWORKS_API_KEY"),
+    },
+    Provider {
+        name: "xai",
+        base_url: Some("https://api.x.ai/v1"),
+        api_key_env: Some("XAI_API_KEY"),
+    },
+    Provider {
+        name: "ollama",
+        base_url: Some("http://127.0.0.1:11434/v1"),
+        api_key_env: None,
+    },
+    Provider {
+        name: "lmstudio",
+        base_url: Some("http://127.0.0.1:1234/v1"),
+        api_key_env: None,
+    },
+    Provider {
+        name: "vllm",
+        base_url: Some("http://127.0.0.1:8000/v1"),
+        api_key_env: None,
+    },
+];
+
+pub fn provider(name: &str) -> Option<&'static Provider> {
+    PROVIDERS.iter().find(|p| p.name == name)
+}
+
+/// A problem with one key, before the file path is attached.
+struct Problem {
+    field: String,
+    message: String,
+}
+
+fn problem(field: impl Into<String>, message: impl Into<String>) -> Problem {
+    Problem {
+        field: format!("{SECTION}.{}", field.into()),
+        message: message.into(),
+    }
+}
+
+impl CompactionSettings {
+    /// Resolves what serde read: the policy from the same object, the aliases, the ranges and
+    /// the model. `object` is the raw `agents.defaults.compaction` (None: absent).
+    pub(super) fn resolve(
+        &mut self,
+        object: Option<&Value>,
+        path: &Path,
+    ) -> Result<(), ConfigError> {
+        self.resolve_inner(object).map_err(|p| ConfigError::Field {
+            path: path.to_path_buf(),
+            field: p.field,
+            message: p.message,
+        })
+    }
+
+    fn resolve_inner(&mut self, object: Option<&Value>) -> Result<(), Problem> {
+        let empty = Value::Object(Default::default());
+        let object = object.unwrap_or(&empty);
+        let has = |key: &str| object.get(key).is_some();
+        self.policy = serde_path_to_error::deserialize(object).map_err(|e| Problem {
+            field: format!("{SECTION}.{}", e.path()),
+            message: e.inner().to_string(),
+        })?;
+        if let (Some(a), Some(b)) = (self.enabled, self.auto_enabled)
+            && a != b
+        {
+            return Err(problem(
+                "autoEnabled",
+                format!("contradicts `{SECTION}.enabled` ({a}); they are one switch, set one"),
+            ));
+        }
+        match &self.prune {
+            None => {}
+            Some(PruneSetting::Switch(on)) => self.policy.prune_enabled = *on,
+            Some(PruneSetting::Object(o)) => {
+                self.policy.prune_enabled = o.enabled.unwrap_or(true);
+                let pairs = [
+                    (
+                        "protectRecentTokens",
+                        o.protect_recent_tokens,
+                        "pruneProtectTokens",
+                    ),
+                    (
+                        "pruneMinimumTokens",
+                        o.prune_minimum_tokens,
+                        "pruneMinimumTokens",
+                    ),
+                ];
+                for (nested, value, flat) in pairs {
+                    let Some(value) = value else { continue };
+                    let current = if flat == "pruneProtectTokens" {
+                        &mut self.policy.prune_protect_tokens
+                    } else {
+                        &mut self.policy.prune_minimum_tokens
+                    };
+                    if has(flat) && *current != value {
+                        return Err(problem(
+                            format!("prune.{nested}"),
+                            format!(
+                                "{value} contradicts `{SECTION}.{flat}` ({current}); set one of them"
+                            ),
+                        ));
+                    }
+                    *current = value;
+                }
+            }
+        }
+        if let Some(preserve) = self.preserve_recent_tokens {
+            for (flat, current) in [
+                ("keepRecentTokens", &mut self.keep_recent_tokens),
+                (
+                    "summarizeKeepRecentTokens",
+                    &mut self.policy.summarize_keep_recent_tokens,
+                ),
+            ] {
+                if has(flat) && *current != preserve {
+                    return Err(problem(
+                        "preserveRecentTokens",
+                        format!(
+                            "{preserve} contradicts `{SECTION}.{flat}` ({current}); set one of them"
+                        ),
+                    ));
+                }
+                *current = preserve;
+            }
+        }
+        self.check_ranges()?;
+        if self.token_counter != TokenCounterSetting::Chars
+            && self.token_counter.counter().is_none()
+        {
+            return Err(problem(
+                "tokenCounter",
+                "this build has no BPE vocabularies (feature `bpe`); use \"chars\"",
+            ));
+        }
+        self.model = model_config(self.model_setting.as_ref())?;
+        Ok(())
+    }
+
+    fn check_ranges(&self) -> Result<(), Problem> {
+        let p = &self.policy;
+        for (key, value) in [
+            ("pruneAt", p.prune_at),
+            ("summarizeAt", p.summarize_at),
+            ("fullAt", p.full_at),
+        ] {
+            if !(value > 0.0 && value <= 1.0) {
+                return Err(problem(
+                    key,
+                    format!("{value} is out of range (a share of the window, above 0 up to 1)"),
+                ));
+            }
+        }
+        if let Some(percent) = self.auto_threshold_percent
+            && !(1.0..=100.0).contains(&percent)
+        {
+            return Err(problem(
+                "autoThresholdPercent",
+                format!("{percent} is out of range (1 to 100)"),
+            ));
+        }
+        if self.preserve_recent_tokens == Some(0) {
+            return Err(problem(
+                "preserveRecentTokens",
+                "0 is out of range (at least 1)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether automatic compaction is on (`enabled` / `autoEnabled`, default true).
+    pub fn auto_enabled(&self) -> bool {
+        self.enabled.or(self.auto_enabled).unwrap_or(true)
+    }
+
+    /// The transcript crate's settings for a window.
+    pub fn settings(&self, context_window: u64) -> compaction::Settings {
+        compaction::Settings {
+            context_window,
+            reserve_tokens: self.reserve_tokens,
+            reserve_tokens_floor: self.reserve_tokens_floor,
+            keep_recent_tokens: self.keep_recent_tokens,
+            auto_enabled: self.auto_enabled(),
+            auto_threshold_ratio: self.auto_threshold_percent.map(|p| p / 100.0),
+            notify_before_auto: self.notify_before_auto,
+            policy: self.policy.clone(),
+        }
+    }
+}
+
+/// `model`, checked: `"extractive"`, `"<provider>/<model name>"`, or an object.
+fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
+    let object = match setting {
+        None | Some(Value::Null) => return Ok(ModelConfig::Extractive),
+        Some(Value::String(name)) if name == "extractive" => return Ok(ModelConfig::Extractive),
+        Some(Value::String(name)) => {
+            let (provider_name, model_name) = name.split_once('/').ok_or_else(|| {
+                problem(
+                    "model",
+                    format!(
+                        "unknown model `{name}`: use \"extractive\", \"<provider>/<model>\" (e.g. \"openrouter/meta-llama/llama-3.1-8b-instruct\") or an object with provider and modelName"
+                    ),
+                )
+            })?;
+            ModelObject {
+                provider: provider_name.to_string(),
+                base_url: None,
+                model_name: Some(model_name.to_string()),
+                api_key_env: None,
+                temperature: None,
+                max_tokens: None,
+                timeout_ms: None,
+                retries: None,
+            }
+        }
+        Some(value @ Value::Object(_)) => serde_path_to_error::deserialize(value).map_err(|e| {
+            let inner = e.path().to_string();
+            Problem {
+                field: match inner.as_str() {
+                    "." => format!("{SECTION}.model"),
+                    _ => format!("{SECTION}.model.{inner}"),
+                },
+                message: e.inner().to_string(),
+            }
+        })?,
+        Some(other) => {
+            return Err(problem(
+                "model",
+                format!("expected a string or an object, found {other}"),
+            ));
+        }
+    };
+    if object.provider == "extractive" {
+        return Ok(ModelConfig::Extractive);
+    }
+    let provider = provider(&object.provider).ok_or_else(|| {
+        let names: Vec<&str> = PROVIDERS.iter().map(|p| p.name).collect();
+        let hint = super::keys::closest(&object.provider, &names)
+            .map(|n| format!("did you mean `{n}`? "))
+            .unwrap_or_default();
+        problem(
+            "model.provider",
+            format!(
+                "unknown provider `{}`: {hint}known: extractive, {}",
+                object.provider,
+                names.join(", ")
+            ),
+        )
+    })?;
+    let base_url = object
+        .base_url
+        .clone()
+        .or_else(|| provider.base_url.map(str::to_string))
+        .ok_or_else(|| {
+            problem(
+                "model.baseUrl",
+                format!("provider `{}` needs a baseUrl", provider.name),
+            )
+        })?;
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(problem(
+            "model.baseUrl",
+            format!("`{base_url}` is not an http:// or https:// URL"),
+        ));
+    }
+    let model_name = object
+        .model_name
+        .clone()
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| problem("model.modelName", "is required"))?;
+    if let Some(t) = object.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(problem(
+            "model.temperature",
+            format!("{t} is out of range (0 to 2)"),
+        ));
+    }
+    if let Some(m) = object.max_tokens
+        && !(1..=1_000_000).contains(&m)
+    {
+        return Err(problem(
+            "model.maxTokens",
+            format!("{m} is out of range (1 to 1000000)"),
+        ));
+    }
+    if let Some(ms) = object.timeout_ms
+        && !(100..=3_600_000).contains(&ms)
+    {
+        return Err(problem(
+            "model.timeoutMs",
+            format!("{ms} is out of range (100 to 3600000)"),
+        ));
+    }
+    if let Some(r) = object.retries
+        && r > 10
+    {
+        return Err(problem(
+            "model.retries",
+            format!("{r} is out of range (0 to 10)"),
+        ));
+    }
+    let defaults = OpenAiConfig::default();
+    Ok(ModelConfig::OpenAiCompatible(OpenAiConfig {
+        base_url,
+        model_name,
+        api_key_env: object
+            .api_key_env
+            .clone()
+            .or_else(|| provider.api_key_env.map(str::to_string)),
+        temperature: object.temperature.or(defaults.temperature),
+        max_tokens: object.max_tokens.unwrap_or(defaults.max_tokens),
+        timeout: object
+            .timeout_ms
+            .map_or(defaults.timeout, Duration::from_millis),
+        retries: object.retries.unwrap_or(defaults.retries),
+        ..defaults
+    }))
+}
