@@ -122,4 +122,25 @@ mod tests {
         };
         assert_eq!(tiny.threshold(), 0);
     }
+
+    #[test]
+    fn the_auto_threshold_comes_earlier_never_later_and_the_switch_stops_it() {
+        let at_70 = Settings {
+            auto_threshold_ratio: Some(0.70),
+            ..Settings::default()
+        };
+        assert_eq!(at_70.auto_threshold(), 140_000);
+        assert_eq!(at_70.threshold(), 180_000, "the response reserve is unchanged");
+        assert!(at_70.should_compact(140_001));
+        let at_99 = Settings {
+            auto_threshold_ratio: Some(0.99),
+            ..Settings::default()
+        };
+        assert_eq!(at_99.auto_threshold(), 180_000, "never past the reserve");
+        let off = Settings {
+            auto_enabled: false,
+            ..Settings::default()
+        };
+        assert!(!off.should_compact(199_999));
+    }
 }

@@ -629,3 +629,60 @@ fn keep_recent_compactions_on_a_generated_session_accumulate_files() {
     apply(&mut t, &p2);
     assert_eq!(t.compaction_count(), 2);
 }
+
+#[test]
+fn with_automatic_compaction_off_only_a_manual_one_runs() {
+    let t = big();
+    let mut s = settings(window_at(&t, 0.96));
+    s.auto_enabled = false;
+    for trigger in [Trigger::Auto, Trigger::Overflow] {
+        let skip = prepare(
+            &t,
+            &s,
+            &Request {
+                trigger,
+                ..Request::default()
+            },
+        )
+        .unwrap_err();
+        assert!(skip.reason.contains("enabled: false"), "{}", skip.reason);
+        assert!(!skip.capped);
+    }
+    assert_eq!(
+        prepare(&t, &s, &Request::default()).unwrap().layer(),
+        Layer::Full
+    );
+}
+
+#[test]
+fn with_pruning_off_the_summarize_layer_runs_where_prune_would_have() {
+    let t = big();
+    let mut s = settings(window_at(&t, 0.83));
+    s.reserve_tokens_floor = 0;
+    s.reserve_tokens = 1;
+    s.policy.prune_minimum_tokens = 1000;
+    s.policy.prune_tool_output_tokens = 1000;
+    let auto = Request {
+        trigger: Trigger::Auto,
+        ..Request::default()
+    };
+    assert_eq!(prepare(&t, &s, &auto).unwrap().layer(), Layer::Prune);
+    s.policy.prune_enabled = false;
+    let job = prepare(&t, &s, &auto).unwrap();
+    assert_eq!(job.layer(), Layer::Summarize);
+    assert_eq!(job.estimate().tool_outputs_pruned, 0);
+}
+
+#[test]
+fn an_earlier_auto_threshold_fires_below_the_layers_and_summarizes() {
+    let t = big();
+    let mut s = settings(window_at(&t, 0.60));
+    let auto = Request {
+        trigger: Trigger::Auto,
+        ..Request::default()
+    };
+    assert!(prepare(&t, &s, &auto).is_err(), "below every layer");
+    s.auto_threshold_ratio = Some(0.50);
+    s.policy.prune_minimum_tokens = u64::MAX;
+    assert_eq!(prepare(&t, &s, &auto).unwrap().layer(), Layer::Summarize);
+}
