@@ -105,7 +105,10 @@ fn gauge_checkpoints_and_restores_in_the_host() {
         assert!(!engine.info().owns_compaction);
 
         let mut session = host
-            .open_session(&SessionTarget::Path(first_file.clone()))
+            .open_session(
+                &SessionTarget::Path(first_file.clone()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         // The gauge reads the host's estimate of the context (the entries' counts), so the
@@ -201,7 +204,10 @@ fn gauge_checkpoints_and_restores_in_the_host() {
 
         // A new transcript under the same key starts with the restore.
         let mut next = host
-            .open_session(&SessionTarget::Path(scratch.path("b/work.jsonl")))
+            .open_session(
+                &SessionTarget::Path(scratch.path("b/work.jsonl")),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         let assembly = next.assemble(&AssembleOptions::default()).await.unwrap();
@@ -216,7 +222,10 @@ fn gauge_checkpoints_and_restores_in_the_host() {
 
         // The same transcript reopened is not a new session.
         let mut reopened = host
-            .open_session(&SessionTarget::Path(first_file.clone()))
+            .open_session(
+                &SessionTarget::Path(first_file.clone()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         let assembly = reopened
@@ -333,10 +342,9 @@ fn restore_messages_on_the_shared_transcript_stay_lean() {
             available_tools: Vec::new(),
         };
         let mut session = host
-            .open_session_with(
+            .open_session(
                 &SessionTarget::Path(scratch.path("measure.jsonl")),
-                engine,
-                settings.clone(),
+                &ctxhost::SessionOptions::on(engine).with_settings(settings.clone()),
             )
             .await
             .unwrap();

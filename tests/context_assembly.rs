@@ -48,7 +48,10 @@ fn the_parts_add_up_and_history_gets_what_the_window_leaves() {
     let source = scratch.generated_transcript(21, 60);
     block_on(async {
         let mut session = host
-            .open_session(&SessionTarget::Key("budget".into()))
+            .open_session(
+                &SessionTarget::Key("budget".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         session.set_estimates_only(true);
@@ -105,7 +108,10 @@ fn overflow_compacts_then_fits_or_fails_with_the_numbers() {
     let source = scratch.generated_transcript(22, 160);
     block_on(async {
         let mut session = host
-            .open_session(&SessionTarget::Key("overflow".into()))
+            .open_session(
+                &SessionTarget::Key("overflow".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         session.set_estimates_only(true);
@@ -154,7 +160,10 @@ fn the_flush_signal_fires_once_per_cycle_and_never_for_a_read_only_workspace() {
     let all = recorded_messages(&source);
     block_on(async {
         let mut session = host
-            .open_session(&SessionTarget::Key("flush".into()))
+            .open_session(
+                &SessionTarget::Key("flush".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         session.set_estimates_only(true);
@@ -193,7 +202,10 @@ fn the_flush_signal_fires_once_per_cycle_and_never_for_a_read_only_workspace() {
     std::fs::set_permissions(&ro, perms).unwrap();
     block_on(async {
         let mut session = host
-            .open_session(&SessionTarget::Key("flush-ro".into()))
+            .open_session(
+                &SessionTarget::Key("flush-ro".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         session.set_estimates_only(true);

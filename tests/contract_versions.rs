@@ -44,15 +44,27 @@ fn a_0_2_guest_runs_every_export_and_sees_the_0_2_fields() {
         assert_eq!(engine.info().id, "v0-2-probe");
 
         let mut session = host
-            .open_session(&SessionTarget::Key("agent:main:probe".into()))
+            .open_session(
+                &SessionTarget::Key("agent:main:probe".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         for message in &messages {
             session.append(message).await.unwrap();
         }
-        session.after_turn(0, None, false, None).await.unwrap();
+        session
+            .after_turn(&ctxhost::AfterTurnOptions::default())
+            .await
+            .unwrap();
         let handle = session
-            .prepare_subagent_spawn("agent:main:child", ContextMode::Fork, Some(1000))
+            .prepare_subagent_spawn(
+                "agent:main:child",
+                &ctxhost::SpawnOptions {
+                    context_mode: ContextMode::Fork,
+                    ttl_ms: Some(1000),
+                },
+            )
             .await
             .unwrap()
             .expect("the probe hands out rollback handles");
@@ -175,7 +187,10 @@ fn a_0_1_guest_gives_the_results_it_gave_before() {
         assert_eq!(engine.id(), "legacy");
         assert_eq!(engine.contract_version(), "0.1.0");
         let mut session = host
-            .open_session(&SessionTarget::Key("agent:main:legacy".into()))
+            .open_session(
+                &SessionTarget::Key("agent:main:legacy".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         for message in &messages {

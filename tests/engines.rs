@@ -38,7 +38,10 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
         assert_eq!(engine.contract_version(), "0.1.0");
 
         let mut session = host
-            .open_session(&SessionTarget::Key("agent:main:test".into()))
+            .open_session(
+                &SessionTarget::Key("agent:main:test".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         let messages = recorded_messages(&source);
@@ -94,7 +97,10 @@ fn assert_pass_through_is_byte_identical(scratch: &Scratch, source: &Path) {
     std::fs::copy(source, &copy).unwrap();
     block_on(async {
         let mut session = host
-            .open_session(&SessionTarget::Path(copy.clone()))
+            .open_session(
+                &SessionTarget::Path(copy.clone()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
@@ -153,7 +159,10 @@ fn a_configured_example_engine_serves_the_session() {
         let engine = host.active_engine().await.unwrap();
         assert_eq!(engine.info().id, "sliding-window");
         let mut session = host
-            .open_session(&SessionTarget::Key("window".into()))
+            .open_session(
+                &SessionTarget::Key("window".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         for message in recorded_messages(&source) {
@@ -270,18 +279,30 @@ fn batches_turn_hooks_and_subagent_hooks_reach_the_engine() {
     let source = scratch.generated_transcript(8, 40);
     block_on(async {
         let mut session = host
-            .open_session(&SessionTarget::Key("hooks".into()))
+            .open_session(
+                &SessionTarget::Key("hooks".into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
             .unwrap();
         let messages = recorded_messages(&source);
         let indices = session.append_batch(&messages).await.unwrap();
         assert_eq!(indices.len(), 40);
         assert_eq!(session.transcript().entries().len(), 40);
-        session.after_turn(0, None, false, None).await.unwrap();
+        session
+            .after_turn(&ctxhost::AfterTurnOptions::default())
+            .await
+            .unwrap();
 
         // Legacy issues no rollback handle, so none can be rolled back.
         let handle = session
-            .prepare_subagent_spawn("child", ContextMode::Isolated, Some(60_000))
+            .prepare_subagent_spawn(
+                "child",
+                &ctxhost::SpawnOptions {
+                    context_mode: ContextMode::Isolated,
+                    ttl_ms: Some(60_000),
+                },
+            )
             .await
             .unwrap();
         assert_eq!(handle, None);

@@ -97,7 +97,10 @@ impl Rig {
 
     async fn open(&self, key: &str) -> Result<Session, Error> {
         self.host
-            .open_session(&SessionTarget::Key(key.into()))
+            .open_session(
+                &SessionTarget::Key(key.into()),
+                &ctxhost::SessionOptions::default(),
+            )
             .await
     }
 
@@ -465,7 +468,9 @@ fn infinite_loop_in_bootstrap_fails_the_open_and_leaves_the_transcript() {
         let target = SessionTarget::Path(path.clone());
         let (error, elapsed) = beside_neighbour(&rig, "loop-bootstrap", async move {
             let started = Instant::now();
-            let result = host.open_session(&target).await;
+            let result = host
+                .open_session(&target, &ctxhost::SessionOptions::default())
+                .await;
             (result.err(), started.elapsed())
         })
         .await;
@@ -923,9 +928,12 @@ fn symlinks_in_the_state_dir_do_not_lead_outside() {
         "stateDirQuotaMiB: 1, longCallTimeoutMs: 30000,",
         "{}",
     ));
-    let err = block_on(tiny.open_session(&SessionTarget::Key("disk-hog".into())))
-        .err()
-        .expect("the hog is stopped");
+    let err = block_on(tiny.open_session(
+        &SessionTarget::Key("disk-hog".into()),
+        &ctxhost::SessionOptions::default(),
+    ))
+    .err()
+    .expect("the hog is stopped");
     assert!(err.to_string().contains("quota of 1 MiB"), "{err}");
     let hogged = std::fs::metadata(state.join("hog.bin")).unwrap().len();
     assert!(hogged >= 512 << 10, "only {hogged} bytes written");
@@ -1225,7 +1233,10 @@ fn a_hundred_concurrent_sessions_see_only_their_own_messages() {
             tasks.spawn(async move {
                 let key = format!("benign-{i}");
                 let mut session = host
-                    .open_session(&SessionTarget::Key(key.clone()))
+                    .open_session(
+                        &SessionTarget::Key(key.clone()),
+                        &ctxhost::SessionOptions::default(),
+                    )
                     .await
                     .unwrap();
                 barrier.wait().await;

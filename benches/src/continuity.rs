@@ -288,10 +288,9 @@ pub async fn run(
     let _ = std::fs::remove_file(&output);
     let started = std::time::Instant::now();
     let mut session = host
-        .open_session_with(
+        .open_session(
             &SessionTarget::Path(output.clone()),
-            engine.clone(),
-            settings.clone(),
+            &ctxhost::SessionOptions::on(engine.clone()).with_settings(settings.clone()),
         )
         .await?;
     session.set_estimates_only(true);

@@ -249,7 +249,10 @@ impl Fixture {
         let engine = self.engine(engine).await?;
         Ok(self
             .host
-            .open_session_on(&SessionTarget::Path(path), engine)
+            .open_session(
+                &SessionTarget::Path(path),
+                &ctxhost::SessionOptions::on(engine),
+            )
             .await?)
     }
 }
@@ -549,7 +552,10 @@ pub async fn session_append(fx: &Fixture, budget: Budget, sync: bool) -> Result<
     let path = fx.dir.path().join(format!("append-{sync}.jsonl"));
     let mut session = fx
         .host
-        .open_session_on(&SessionTarget::Path(path), engine)
+        .open_session(
+            &SessionTarget::Path(path),
+            &ctxhost::SessionOptions::on(engine),
+        )
         .await?;
     session.set_sync(sync);
     let message = message_2kb_json();
@@ -1064,9 +1070,9 @@ pub async fn idle_sessions(n: usize) -> Result<IdleRss> {
     // as per-session cost.
     let warm = fx
         .host
-        .open_session_on(
+        .open_session(
             &SessionTarget::Key("agent:main:warmup".into()),
-            engine.clone(),
+            &ctxhost::SessionOptions::on(engine.clone()),
         )
         .await?;
     warm.close().await?;
@@ -1077,7 +1083,10 @@ pub async fn idle_sessions(n: usize) -> Result<IdleRss> {
         let key = format!("agent:main:idle-{i}");
         sessions.push(
             fx.host
-                .open_session_on(&SessionTarget::Key(key), engine.clone())
+                .open_session(
+                    &SessionTarget::Key(key),
+                    &ctxhost::SessionOptions::on(engine.clone()),
+                )
                 .await?,
         );
     }

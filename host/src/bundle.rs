@@ -4,16 +4,13 @@
 //! `import`, or an embedder doing the same).
 
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use ctxhost_transcript::compaction::{CompactionRecord, Layer, Trigger};
 use ctxhost_transcript::store::{TranscriptFile, rewrite_atomically};
 use ctxhost_transcript::{NewCompaction, Transcript, TranscriptError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-use crate::error::{Error, Result};
-use crate::host::{Host, SessionTarget};
-use crate::session::now_iso;
 
 /// The `format` every bundle names.
 pub const BUNDLE_FORMAT: &str = "ctxhost-context-bundle";
@@ -107,15 +104,23 @@ pub enum BundleError {
     },
     #[error("{} already exists: import starts a fresh session", path.display())]
     SessionExists { path: PathBuf },
+    #[error("cannot create {}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        cause: std::io::Error,
+    },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        cause: TranscriptError,
+    },
 }
 
-/// Where an import put the fresh session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportedSession {
-    pub key: String,
-    pub path: PathBuf,
-    /// Entries in the new transcript.
-    pub entries: usize,
+/// The current time as transcripts write it (ISO-8601 UTC, milliseconds).
+fn now_iso() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 impl ContextBundle {
@@ -171,13 +176,13 @@ impl ContextBundle {
     }
 
     /// Writes the bundle to `file` atomically (pretty-printed, one trailing newline).
-    pub fn write(&self, file: &Path) -> Result<()> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Io {
+    pub fn write(&self, file: &Path) -> Result<(), BundleError> {
+        // A bundle is strings, numbers and JSON values: it always serializes.
+        let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
+        rewrite_atomically(file, &text).map_err(|cause| BundleError::Write {
             path: file.to_path_buf(),
-            source: std::io::Error::other(e),
-        })? + "\n";
-        rewrite_atomically(file, &text)?;
-        Ok(())
+            cause,
+        })
     }
 
     /// Reads the bundle in `file`.
@@ -258,35 +263,32 @@ impl ContextBundle {
         Ok(t)
     }
 
-    /// Starts a fresh session from the bundle: `target`, or `imported-<id>` under the host's
-    /// sessions, which must not exist yet. `name` says where the bundle came from in errors.
-    pub fn import(
+    /// Starts a fresh session from the bundle in the transcript file `path` (for a session
+    /// key, [`crate::Host::session_path`] says where), which must not exist yet; returns the
+    /// new transcript's entry count. `name` says where the bundle came from in errors.
+    pub fn create_session(
         &self,
-        host: &Host,
-        target: Option<&SessionTarget>,
+        path: &Path,
+        session_id: &str,
         name: &str,
-    ) -> Result<ImportedSession> {
-        let session_id = uuid::Uuid::new_v4().to_string();
-        let target = target
-            .cloned()
-            .unwrap_or_else(|| SessionTarget::Key(format!("imported-{}", &session_id[..8])));
-        let (key, path) = host.session_path(&target)?;
+    ) -> Result<usize, BundleError> {
         if path.exists() {
-            return Err(BundleError::SessionExists { path }.into());
+            return Err(BundleError::SessionExists {
+                path: path.to_path_buf(),
+            });
         }
-        let transcript = self.to_transcript(&session_id, name)?;
+        let transcript = self.to_transcript(session_id, name)?;
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+            std::fs::create_dir_all(parent).map_err(|cause| BundleError::CreateDir {
                 path: parent.to_path_buf(),
-                source,
+                cause,
             })?;
         }
-        TranscriptFile::create(&path, &transcript)?;
-        Ok(ImportedSession {
-            key,
-            path,
-            entries: transcript.entries().len(),
-        })
+        TranscriptFile::create(path, &transcript).map_err(|cause| BundleError::Write {
+            path: path.to_path_buf(),
+            cause,
+        })?;
+        Ok(transcript.entries().len())
     }
 }
 

@@ -18,8 +18,6 @@ pub enum Error {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Transcript(#[from] ctxhost_transcript::TranscriptError),
-    #[error(transparent)]
-    Bundle(#[from] crate::bundle::BundleError),
     /// The message was written to the transcript, but the engine did not ingest it.
     #[error("message saved as entry {entry_id}, but {source}")]
     Ingest {
@@ -46,7 +44,7 @@ pub enum Error {
     #[error("sync from position {from}, but the mirror holds {mirror} messages")]
     SyncFrom { from: usize, mirror: usize },
     #[error(transparent)]
-    Overflow(#[from] crate::session::ContextOverflow),
+    Overflow(#[from] ContextOverflow),
     #[error(
         "rollback handle {handle} was never issued by engine `{engine}` for session `{session}`"
     )]
@@ -58,6 +56,27 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The request does not fit the window even after compacting (built by the session, from its
+/// request's breakdown).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[serde(rename_all = "camelCase")]
+#[error(
+    "context overflow: the request needs {total} tokens but the window of {window} leaves {available} after the {reserve}-token response reserve, even after compaction (system {system}, bootstrap {bootstrap}, skills {skills}, tools {tools}, history {history}, engine {engine}, current message {current})"
+)]
+pub struct ContextOverflow {
+    pub total: u64,
+    pub window: u64,
+    pub reserve: u64,
+    pub available: u64,
+    pub system: u64,
+    pub bootstrap: u64,
+    pub skills: u64,
+    pub tools: u64,
+    pub history: u64,
+    pub engine: u64,
+    pub current: u64,
+}
 
 /// An error and its sources as one line: the message, then each source after `: `, leaving
 /// out a source whose text the message before it already shows. For where no error-chain

@@ -28,6 +28,34 @@ pub enum SessionTarget {
     Copy { copy: PathBuf, original: PathBuf },
 }
 
+/// How [`Host::open_session`] opens a session; the default serves what the config says.
+#[derive(Clone, Default)]
+pub struct SessionOptions {
+    /// The engine that serves the session; default the one the config's slot selects
+    /// ([`Host::active_engine`]).
+    pub engine: Option<Arc<PreparedEngine>>,
+    /// The compaction settings (and context window) the session is measured and compacted
+    /// against; default the config's ([`Host::compaction_settings`]). A replay at another
+    /// window sets them.
+    pub settings: Option<Settings>,
+}
+
+impl SessionOptions {
+    /// On a given engine (e.g. one loaded with [`Host::active_engine_in`]).
+    pub fn on(engine: Arc<PreparedEngine>) -> Self {
+        Self {
+            engine: Some(engine),
+            settings: None,
+        }
+    }
+
+    /// With these compaction settings instead of the config's.
+    pub fn with_settings(mut self, settings: Settings) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+}
+
 /// What an embedding runtime holds for the life of its process: the operator's config, the
 /// engines it can run (bundled and installed, each compiled and loaded once, on first use) and
 /// the wasm runtime they share. Open a [`Session`] per conversation with
@@ -51,6 +79,7 @@ impl Host {
         Self::with_options(home, config, &options)
     }
 
+    /// A host with explicit runtime options (instance pooling, the cache directory).
     pub fn with_options(home: Home, config: Config, options: &RuntimeOptions) -> Result<Self> {
         let registry = Registry::discover(&home.plugins_dir());
         Ok(Self {
@@ -63,15 +92,19 @@ impl Host {
         })
     }
 
+    /// `$CTXHOST_HOME`: sessions, plugins, engine state and the component cache.
     pub fn home(&self) -> &Home {
         &self.home
     }
+    /// The operator's config, as loaded.
     pub fn config(&self) -> &Config {
         &self.config
     }
+    /// The engines this host can serve: bundled, installed and linked.
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
+    /// The wasm runtime the engines share.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
     }
@@ -254,30 +287,22 @@ impl Host {
         }
     }
 
-    /// Opens (or creates) a session on the active engine.
-    pub async fn open_session(&self, target: &SessionTarget) -> Result<Session> {
-        let engine = self.active_engine().await?;
-        self.open_session_on(target, engine).await
-    }
-
-    /// Opens (or creates) a session on a given engine.
-    pub async fn open_session_on(
+    /// Opens the session's transcript (creating it when missing) and starts an engine instance
+    /// for it, bootstrapped from the transcript. `options` may name the engine and the
+    /// compaction settings; by default the config decides both.
+    pub async fn open_session(
         &self,
         target: &SessionTarget,
-        engine: Arc<PreparedEngine>,
+        options: &SessionOptions,
     ) -> Result<Session> {
-        self.open_session_with(target, engine, self.compaction_settings())
-            .await
-    }
-
-    /// Opens (or creates) a session with explicit compaction settings (replays at a window
-    /// other than the configured one).
-    pub async fn open_session_with(
-        &self,
-        target: &SessionTarget,
-        engine: Arc<PreparedEngine>,
-        settings: Settings,
-    ) -> Result<Session> {
+        let engine = match &options.engine {
+            Some(engine) => engine.clone(),
+            None => self.active_engine().await?,
+        };
+        let settings = options
+            .settings
+            .clone()
+            .unwrap_or_else(|| self.compaction_settings());
         let (key, path) = self.session_path(target)?;
         let compaction = &self.config.settings.agents.defaults.compaction;
         let report_load = !matches!(target, SessionTarget::Copy { .. });

@@ -5,8 +5,20 @@
 //! message, [`Session::assemble`] before each model call, [`Session::compact`] when the
 //! context passes its threshold, [`Session::close`] at the end.
 //!
-//! Modules depend one way: `cli → session → {runtime, transcript, config, plugins}`; the
-//! `runtime` knows nothing about transcripts, and `ctxhost-transcript` nothing about wasm.
+//! Modules depend one way, each only on those listed after it:
+//! - `serve` (the JSON-RPC sidecar), then `replay`, then `auto_compaction`: drive sessions;
+//! - `host`: the config, the engines it can serve and sessions on them;
+//! - `session`: a transcript and the engine instance serving it;
+//! - `prompt`, then `config`, then `model` (the summarizer's and `complete`'s model client);
+//! - `runtime`: wasm; of the transcript crate it uses only the `Role` its contract shares and
+//!   the token estimate.
+//!
+//! Beside them: `error` gathers the errors of `config`, `plugins` and `runtime` (and defines
+//! `ContextOverflow`), used by every layer from `session` up; `bundle` (a session's context as a
+//! portable file) uses only the transcript crate; `plugins` (the registry and its packages) sits
+//! below `host`, except `plugins::ops`, the operations on a `Host` it re-exports (`install`,
+//! `uninstall`, ...). The binary's `cli` uses the library only, and `ctxhost-transcript` knows
+//! nothing about wasm.
 
 pub mod auto_compaction;
 pub mod bundle;
@@ -23,7 +35,8 @@ pub mod session;
 
 pub use ctxhost_transcript as transcript;
 pub use error::{Error, Result};
-pub use host::{Host, SessionTarget, encode_key, session_file};
+pub use host::{Host, SessionOptions, SessionTarget, encode_key, session_file};
 pub use session::{
-    AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome, Session,
+    AfterTurnOptions, AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome,
+    Session, SpawnOptions,
 };

@@ -173,10 +173,9 @@ pub async fn replay_with(
 
     let settings = settings_for_window(&host.compaction_settings(), window);
     let mut session = host
-        .open_session_with(
+        .open_session(
             &SessionTarget::Path(output.to_path_buf()),
-            engine.clone(),
-            settings.clone(),
+            &crate::SessionOptions::on(engine.clone()).with_settings(settings.clone()),
         )
         .await?;
     session.set_estimates_only(true);

@@ -199,7 +199,9 @@ async fn compact(
 ) -> anyhow::Result<Compacted> {
     let bar = Bar::spinner("compacting");
     let outcome = async {
-        let mut session = host.open_session(target).await?;
+        let mut session = host
+            .open_session(target, &ctxhost::SessionOptions::default())
+            .await?;
         let options = CompactOptions {
             force: true,
             custom_instructions: focus,

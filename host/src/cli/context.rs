@@ -437,7 +437,9 @@ async fn inspect(host: &Host, path: &Path, settings: &PromptSettings) -> anyhow:
         copy,
         original: path.to_path_buf(),
     };
-    let mut session = host.open_session_on(&target, engine).await?;
+    let mut session = host
+        .open_session(&target, &ctxhost::SessionOptions::on(engine))
+        .await?;
     // A request that does not fit is what needs inspecting: shown, and marked.
     let request = session
         .inspect_request(settings, &TurnOptions::default())
@@ -688,17 +690,21 @@ struct ImportReport {
 }
 
 fn import(host: &Host, file: PathBuf, session: Option<&str>) -> anyhow::Result<ImportReport> {
-    let bar = Bar::new("importing");
     let name = file.display().to_string();
-    let imported = ContextBundle::read(&file)
-        .map_err(ctxhost::Error::from)
-        .and_then(|bundle| bundle.import(host, session.map(target).as_ref(), &name));
+    let bundle = ContextBundle::read(&file)?;
+    let session_id = uuid::Uuid::new_v4().to_string();
+    let target = match session {
+        Some(session) => target(session),
+        None => SessionTarget::Key(format!("imported-{}", &session_id[..8])),
+    };
+    let (key, path) = host.session_path(&target)?;
+    let bar = Bar::spinner("importing");
+    let entries = bundle.create_session(&path, &session_id, &name);
     bar.finish();
-    let imported = imported?;
     Ok(ImportReport {
-        session: imported.key,
-        path: imported.path.display().to_string(),
-        entries: imported.entries,
+        session: key,
+        path: path.display().to_string(),
+        entries: entries?,
         bundle: name,
     })
 }

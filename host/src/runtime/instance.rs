@@ -19,6 +19,10 @@ use super::state::StoreState;
 use super::text;
 use super::versions::Bindings;
 
+/// One engine instance serving one session: its own wasm store (memory, fuel of host imports,
+/// deadline) and the contract's calls, each checked against the engine's limits. A call that
+/// faults returns [`EngineError::Fault`] and the instance must be dropped
+/// ([`EngineError::discards_instance`]); a [`crate::Session`] does that and starts a fresh one.
 pub struct EngineInstance {
     pub(super) store: Store<StoreState>,
     pub(super) bindings: Bindings,

@@ -99,6 +99,11 @@ impl Default for RuntimeOptions {
     }
 }
 
+/// The wasm runtime every engine of a [`crate::Host`] shares: one wasmtime `Engine` (pooled
+/// instances when the system allows), the linker with the host's imports, the compiled-component
+/// cache and the epoch ticker that enforces call deadlines. It knows nothing of transcripts:
+/// [`Runtime::prepare`] turns a component into a [`PreparedEngine`], whose instances a session
+/// drives. An embedder normally reaches it only through `Host`.
 pub struct Runtime {
     engine: Engine,
     linker: Arc<Linker<StoreState>>,

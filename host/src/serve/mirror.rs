@@ -108,7 +108,10 @@ impl Mirror {
             path,
         };
         let mut session = host
-            .open_session_with(&target, engine, configured.clone())
+            .open_session(
+                &target,
+                &crate::SessionOptions::on(engine).with_settings(configured.clone()),
+            )
             .await?;
         // The runtime's recorded usage describes what its model was sent (the engine's
         // assembly, at the runtime's window), not the mirror's context: measure by estimates,

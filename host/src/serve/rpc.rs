@@ -98,7 +98,6 @@ impl From<Error> for RpcError {
                 RpcError::new(code::ENGINE_UNAVAILABLE, message)
             }
             Error::Overflow(_) => RpcError::new(code::OVERFLOW, message),
-            Error::Bundle(_) => RpcError::new(code::INVALID_PARAMS, message),
             Error::InvalidMessage { index, .. } => RpcError::new(code::INVALID_PARAMS, message)
                 .with_data(json!({ "path": format!("messages[{index}]") })),
             Error::SyncFrom { .. } => {

@@ -15,7 +15,8 @@ use ctxhost_transcript::store::TranscriptFile;
 use ctxhost_transcript::{CompactionRecord, NewCompaction, Transcript};
 use serde_json::Value;
 
-pub use request::{Breakdown, ContextOverflow, FlushSignal, ModelRequest, TurnOptions};
+pub use crate::error::ContextOverflow;
+pub use request::{Breakdown, FlushSignal, ModelRequest, TurnOptions};
 pub use validate::{AssembledItem, Assembly};
 
 use crate::error::{Error, Result};
@@ -60,6 +61,36 @@ impl Default for CompactOptions {
             trigger: CompactionTrigger::Manual,
             token_budget: None,
             custom_instructions: None,
+        }
+    }
+}
+
+/// What [`Session::after_turn`] tells the engine about the turn that ended.
+#[derive(Debug, Clone, Default)]
+pub struct AfterTurnOptions {
+    /// Context messages before this turn's prompt was appended.
+    pub pre_prompt_message_count: u32,
+    /// The summary of a compaction the runtime ran during the turn, if any.
+    pub auto_compaction_summary: Option<String>,
+    /// The turn was a heartbeat, not the user's.
+    pub is_heartbeat: bool,
+    pub token_budget: Option<u32>,
+}
+
+/// How a child session of [`Session::prepare_subagent_spawn`] starts.
+#[derive(Debug, Clone)]
+pub struct SpawnOptions {
+    /// Whether the child starts empty (`Isolated`, the default) or from this context (`Fork`).
+    pub context_mode: ContextMode,
+    /// How long the child may live, in milliseconds.
+    pub ttl_ms: Option<u64>,
+}
+
+impl Default for SpawnOptions {
+    fn default() -> Self {
+        Self {
+            context_mode: ContextMode::Isolated,
+            ttl_ms: None,
         }
     }
 }
@@ -157,18 +188,23 @@ impl Session {
         Ok(session)
     }
 
+    /// The session key (`agent:main:main`, or a transcript's file stem).
     pub fn key(&self) -> &str {
         &self.shared.session.key
     }
+    /// The session id in the transcript's header.
     pub fn id(&self) -> &str {
         &self.shared.session.id
     }
+    /// The transcript file.
     pub fn path(&self) -> &Path {
         &self.shared.file
     }
+    /// The engine serving the session.
     pub fn engine(&self) -> &Arc<PreparedEngine> {
         &self.engine
     }
+    /// The context window the session is measured and compacted against, in tokens.
     pub fn context_window(&self) -> u64 {
         self.context_window
     }
@@ -543,39 +579,33 @@ impl Session {
     }
 
     /// Tells the engine a turn ended.
-    pub async fn after_turn(
-        &mut self,
-        pre_prompt_message_count: u32,
-        auto_compaction_summary: Option<String>,
-        is_heartbeat: bool,
-        token_budget: Option<u32>,
-    ) -> Result<()> {
+    pub async fn after_turn(&mut self, options: &AfterTurnOptions) -> Result<()> {
         let message_count = self.shared.read().context().len() as u32;
         let request = AfterTurnRequest {
             session: self.shared.session.clone(),
             session_file: self.path().display().to_string(),
-            pre_prompt_message_count,
+            pre_prompt_message_count: options.pre_prompt_message_count,
             message_count,
-            auto_compaction_summary,
-            is_heartbeat,
-            token_budget,
+            auto_compaction_summary: options.auto_compaction_summary.clone(),
+            is_heartbeat: options.is_heartbeat,
+            token_budget: options.token_budget,
         };
         let result = self.instance().await?.after_turn(&request).await;
         self.settle(result)
     }
 
-    /// Lets the engine prepare a child session; returns the rollback handle it issued, if any.
+    /// Lets the engine prepare a child session; returns the rollback handle it issued, if any
+    /// (hand it back with [`Session::rollback_subagent_spawn`] when the spawn fails).
     pub async fn prepare_subagent_spawn(
         &mut self,
         child_session_key: &str,
-        context_mode: ContextMode,
-        ttl_ms: Option<u64>,
+        options: &SpawnOptions,
     ) -> Result<Option<u64>> {
         let spawn = SubagentSpawn {
             parent_session_key: self.key().to_string(),
             child_session_key: child_session_key.to_string(),
-            context_mode,
-            ttl_ms,
+            context_mode: options.context_mode,
+            ttl_ms: options.ttl_ms,
         };
         let result = self.instance().await?.prepare_subagent_spawn(&spawn).await;
         let handle = self.settle(result)?;
@@ -598,6 +628,7 @@ impl Session {
         self.settle(result)
     }
 
+    /// Tells the engine a child session ended, and why.
     pub async fn on_subagent_ended(
         &mut self,
         child_session_key: &str,

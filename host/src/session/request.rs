@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome, Session};
-use crate::error::{Error, Result};
+use crate::error::{ContextOverflow, Error, Result};
 use crate::prompt::{
     PromptMode, PromptSettings, RuntimeFacts, Section, SectionKind, ToolSpec, WorkspaceMaterial,
     system,
@@ -93,26 +93,6 @@ pub struct ModelRequest {
     /// Set (by [`Session::inspect_request`] only) when the request does not fit even after
     /// compacting; [`Session::prepare_request`] returns it as an error instead.
     pub overflow: Option<ContextOverflow>,
-}
-
-/// The request does not fit the window even after compacting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[serde(rename_all = "camelCase")]
-#[error(
-    "context overflow: the request needs {total} tokens but the window of {window} leaves {available} after the {reserve}-token response reserve, even after compaction (system {system}, bootstrap {bootstrap}, skills {skills}, tools {tools}, history {history}, engine {engine}, current message {current})"
-)]
-pub struct ContextOverflow {
-    pub total: u64,
-    pub window: u64,
-    pub reserve: u64,
-    pub available: u64,
-    pub system: u64,
-    pub bootstrap: u64,
-    pub skills: u64,
-    pub tools: u64,
-    pub history: u64,
-    pub engine: u64,
-    pub current: u64,
 }
 
 impl ContextOverflow {
@@ -417,10 +397,11 @@ impl Session {
         if !flush.enabled || !material.writable {
             return None;
         }
+        // Before the automatic compaction, which `autoThresholdPercent` may bring forward.
         let threshold = self
             .shared
             .settings()
-            .threshold()
+            .auto_threshold()
             .saturating_sub(flush.soft_threshold_tokens);
         let context_tokens = self.context_tokens();
         let cycle = self.shared.read().compaction_count();
