@@ -95,6 +95,17 @@ impl Setup {
     }
 }
 
+/// One setting of `config show --json`, by key.
+fn setting(shown: &Value, key: &str) -> Value {
+    shown["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == key)
+        .unwrap_or_else(|| panic!("{key} in {shown}"))
+        .clone()
+}
+
 fn compaction(settings: &str) -> String {
     format!("{{ agents: {{ defaults: {{ compaction: {{ {settings} }} }} }} }}")
 }
@@ -326,15 +337,7 @@ fn the_model_block_names_a_provider_and_its_settings_reach_the_request() {
         "model: { provider: 'openrouter', modelName: 'meta-llama/llama-3.1-8b-instruct' }",
     ));
     let shown = json_of(&setup.run(&["config", "show", "--json"]));
-    let value = |key: &str| {
-        shown["settings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["key"] == key)
-            .unwrap_or_else(|| panic!("{key} in {shown}"))
-            .clone()
-    };
+    let value = |key: &str| setting(&shown, key);
     assert_eq!(
         value("agents.defaults.compaction.model.baseUrl")["value"],
         "https://openrouter.ai/api/v1"
@@ -578,12 +581,7 @@ fn unknown_and_misspelled_keys_are_doctor_warnings_with_suggestions() {
     );
     // The misspelled key did nothing: automatic compaction is still on, from the default.
     let shown = json_of(&setup.run(&["config", "show", "--json"]));
-    let enabled = shown["settings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["key"] == "agents.defaults.compaction.enabled")
-        .unwrap();
+    let enabled = setting(&shown, "agents.defaults.compaction.enabled");
     assert_eq!(enabled["value"], true);
     assert_eq!(enabled["origin"]["kind"], "default");
     assert_eq!(shown["unknownKeys"].as_array().unwrap().len(), 2);
@@ -595,15 +593,7 @@ fn config_show_gives_each_value_its_origin() {
         "{\n  agents: { defaults: {\n    contextWindow: 64000,\n    compaction: {\n      autoEnabled: false,\n      prune: false,\n      preserveRecentTokens: 9000,\n    },\n  } },\n}",
     );
     let shown = json_of(&setup.run(&["config", "show", "--json"]));
-    let find = |key: &str| {
-        shown["settings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["key"] == key)
-            .unwrap_or_else(|| panic!("{key} in {shown}"))
-            .clone()
-    };
+    let find = |key: &str| setting(&shown, key);
     let window = find("agents.defaults.contextWindow");
     assert_eq!(window["value"], 64000);
     assert_eq!(window["origin"]["line"], 3);

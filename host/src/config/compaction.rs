@@ -313,20 +313,17 @@ impl CompactionSettings {
                         "protectRecentTokens",
                         o.protect_recent_tokens,
                         "pruneProtectTokens",
+                        &mut self.policy.prune_protect_tokens,
                     ),
                     (
                         "pruneMinimumTokens",
                         o.prune_minimum_tokens,
                         "pruneMinimumTokens",
+                        &mut self.policy.prune_minimum_tokens,
                     ),
                 ];
-                for (nested, value, flat) in pairs {
+                for (nested, value, flat, current) in pairs {
                     let Some(value) = value else { continue };
-                    let current = if flat == "pruneProtectTokens" {
-                        &mut self.policy.prune_protect_tokens
-                    } else {
-                        &mut self.policy.prune_minimum_tokens
-                    };
                     if has(flat) && *current != value {
                         return Err(problem(
                             format!("prune.{nested}"),
@@ -550,4 +547,95 @@ fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
         retries: object.retries.unwrap_or(defaults.retries),
         ..defaults
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn compaction(text: &str) -> Result<CompactionSettings, String> {
+        Config::from_str(
+            &format!("{{ agents: {{ defaults: {{ compaction: {{ {text} }} }} }} }}"),
+            Path::new("/etc/ctxhost.json"),
+        )
+        .map(|c| c.settings.agents.defaults.compaction)
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_policy_is_read_from_the_same_object_once() {
+        let c = compaction("pruneAt: 0.7, fullKeepRecentTokens: 1234, reserveTokens: 10").unwrap();
+        assert_eq!(c.policy.prune_at, 0.7);
+        assert_eq!(c.policy.full_keep_recent_tokens, 1234);
+        assert_eq!(c.reserve_tokens, 10);
+        assert_eq!(c.policy.summarize_at, Policy::default().summarize_at);
+        let err = compaction("pruneAt: 'high'").unwrap_err();
+        assert!(err.contains("agents.defaults.compaction.pruneAt"), "{err}");
+    }
+
+    #[test]
+    fn aliases_resolve_and_contradictions_are_refused() {
+        let c = compaction("autoEnabled: false, preserveRecentTokens: 7000").unwrap();
+        assert!(!c.auto_enabled());
+        assert_eq!(c.keep_recent_tokens, 7000);
+        assert_eq!(c.policy.summarize_keep_recent_tokens, 7000);
+        assert_eq!(
+            c.policy.full_keep_recent_tokens, 15_000,
+            "full keeps its own"
+        );
+        let err = compaction("enabled: true, autoEnabled: false").unwrap_err();
+        assert!(err.contains("contradicts"), "{err}");
+        let err = compaction("preserveRecentTokens: 7000, keepRecentTokens: 8000").unwrap_err();
+        assert!(err.contains("preserveRecentTokens"), "{err}");
+        let c = compaction("prune: false").unwrap();
+        assert!(!c.policy.prune_enabled);
+        let c = compaction("prune: { protectRecentTokens: 5, pruneMinimumTokens: 6 }").unwrap();
+        assert!(c.policy.prune_enabled);
+        assert_eq!(
+            (c.policy.prune_protect_tokens, c.policy.prune_minimum_tokens),
+            (5, 6)
+        );
+        let err = compaction("prune: 'yes'").unwrap_err();
+        assert!(err.contains("agents.defaults.compaction.prune"), "{err}");
+    }
+
+    #[test]
+    fn providers_imply_their_endpoint_and_key_variable() {
+        let openai = |c: CompactionSettings| match c.model {
+            ModelConfig::OpenAiCompatible(m) => m,
+            other => panic!("{other:?}"),
+        };
+        let m = openai(compaction("model: 'openrouter/meta-llama/llama-3.1-8b-instruct'").unwrap());
+        assert_eq!(m.base_url, "https://openrouter.ai/api/v1");
+        assert_eq!(m.model_name, "meta-llama/llama-3.1-8b-instruct");
+        assert_eq!(m.api_key_env.as_deref(), Some("OPENROUTER_API_KEY"));
+        let m = openai(
+            compaction(
+                "model: { provider: 'ollama', modelName: 'qwen', maxTokens: 99, temperature: 0 }",
+            )
+            .unwrap(),
+        );
+        assert_eq!(m.base_url, "http://127.0.0.1:11434/v1");
+        assert_eq!(m.api_key_env, None);
+        assert_eq!((m.max_tokens, m.temperature), (99, Some(0.0)));
+        let m = openai(
+            compaction("model: { provider: 'groq', modelName: 'x', baseUrl: 'http://127.0.0.1:9/v1', apiKeyEnv: 'MY_KEY' }")
+                .unwrap(),
+        );
+        assert_eq!(m.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(m.api_key_env.as_deref(), Some("MY_KEY"));
+        assert_eq!(
+            compaction("model: 'extractive'").unwrap().model,
+            ModelConfig::Extractive
+        );
+        let err =
+            compaction("model: { provider: 'openai-compatible', modelName: 'x' }").unwrap_err();
+        assert!(err.contains("model.baseUrl"), "{err}");
+        let err =
+            compaction("model: { provider: 'openai', modelName: 'x', apiKey: 'sk' }").unwrap_err();
+        assert!(err.contains("unknown field `apiKey`"), "{err}");
+        let err = compaction("model: { provider: 'openai' }").unwrap_err();
+        assert!(err.contains("model.modelName"), "{err}");
+    }
 }
