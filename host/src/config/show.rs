@@ -235,13 +235,16 @@ impl Config {
                 ("retries", json!(m.retries)),
             ] {
                 let key = k(&format!("model.{name}"));
-                // Implied by the provider when not written.
-                add(
-                    &mut shown,
-                    &key,
-                    value,
-                    &[&key, &k("model.provider"), &k("model")],
-                );
+                // The endpoint and the key variable are implied by the provider when not
+                // written, the model name by the `"<provider>/<model>"` form; the other values
+                // are ctxhost's defaults.
+                let (provider, string_form) = (k("model.provider"), k("model"));
+                let keys: &[&str] = match name {
+                    "baseUrl" | "apiKeyEnv" => &[&key, &provider, &string_form],
+                    "modelName" => &[&key, &string_form],
+                    _ => &[&key],
+                };
+                add(&mut shown, &key, value, keys);
             }
             if let Some(variable) = &m.api_key_env {
                 let set = std::env::var_os(variable).is_some_and(|v| !v.is_empty());
