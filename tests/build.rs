@@ -12,6 +12,10 @@ const GUESTS: &[Guest] = &[
         dir: "tests/guests/hostile",
     },
     Guest {
+        package: "contract-v0-1-engine",
+        dir: "tests/guests/contract-v0-1",
+    },
+    Guest {
         package: "contract-v0-2-engine",
         dir: "tests/guests/contract-v0-2",
     },

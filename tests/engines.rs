@@ -35,7 +35,7 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
         let engine = host.active_engine().await.unwrap();
         assert_eq!(engine.info().id, "legacy");
         assert!(!engine.info().owns_compaction);
-        assert_eq!(engine.contract_version(), "0.1.0");
+        assert_eq!(engine.contract_version(), "0.2.0");
 
         let mut session = host
             .open_session(

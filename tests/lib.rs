@@ -12,6 +12,10 @@ pub const SLIDING_WINDOW_WASM: &str = concat!(env!("OUT_DIR"), "/sliding_window.
 /// A component of contract `ctxhost:engine@0.9.0`, which this host must refuse.
 pub const FUTURE_CONTRACT_WASM: &str = concat!(env!("OUT_DIR"), "/future_contract_engine.wasm");
 
+/// A 0.1 engine (`tests/guests/contract-v0-1`) built against the frozen `wit/0.1.0` directly:
+/// the legacy engine as it was before 0.2.
+pub const CONTRACT_V0_1_WASM: &str = concat!(env!("OUT_DIR"), "/contract_v0_1_engine.wasm");
+
 /// The 0.2 probe engine (`tests/guests/contract-v0-2`), built against `wit/0.2.0` directly.
 pub const CONTRACT_V0_2_WASM: &str = concat!(env!("OUT_DIR"), "/contract_v0_2_engine.wasm");
 

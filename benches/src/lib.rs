@@ -218,6 +218,7 @@ impl Fixture {
         let dir = tempfile::tempdir()?;
         let home = Home::new(dir.path().join("home"));
         std::fs::create_dir_all(home.root())?;
+        install(&home, LEGACY_0_1, Path::new(ctxhost_tests::CONTRACT_V0_1_WASM))?;
         let config = Config::defaults(&home);
         let host = Host::new(home, config)?;
         let generated = dir.path().join("generated-2000.jsonl");
@@ -249,12 +250,23 @@ impl Fixture {
         let engine = self.engine(engine).await?;
         Ok(self
             .host
-            .open_session(
-                &SessionTarget::Path(path),
-                &ctxhost::SessionOptions::on(engine),
-            )
+            .open_session_on(&SessionTarget::Path(path), engine)
             .await?)
     }
+}
+
+/// Installs a component as plugin `id` under `home` (manifest and component, no capabilities).
+fn install(home: &Home, id: &str, wasm: &Path) -> Result<()> {
+    let dir = home.plugins_dir().join(id);
+    std::fs::create_dir_all(&dir)?;
+    let file = format!("{}.wasm", id.replace('-', "_"));
+    std::fs::copy(wasm, dir.join(&file)).with_context(|| format!("copy {}", wasm.display()))?;
+    let manifest = serde_json::json!({
+        "id": id, "name": id, "version": "0.1.0", "kind": "context-engine",
+        "component": file, "capabilities": [], "configSchema": {}
+    });
+    std::fs::write(dir.join("ctxhost.plugin.json"), manifest.to_string())?;
+    Ok(())
 }
 
 /// A tokio runtime like an embedding agent runtime's (multi-threaded, 2 workers).
@@ -294,20 +306,38 @@ pub fn sdk_role(role: Role) -> ctxhost_sdk::Role {
     }
 }
 
-/// The `assemble` request the host builds for this transcript (same entries, roles, tokens).
+/// The tool facts of a tool result's message (name, call id, error flag), as the host reads
+/// them for a 0.2 engine; `None`s and `false` for any other entry.
+fn tool_facts(entry: &Entry) -> (Option<Arc<str>>, Option<Arc<str>>, bool) {
+    if entry.context_role() != Some(Role::ToolResult) {
+        return (None, None, false);
+    }
+    let message: serde_json::Value =
+        serde_json::from_str(&entry.message_json()).unwrap_or_default();
+    let text = |key: &str| message[key].as_str().map(Arc::from);
+    (
+        text("toolName"),
+        text("toolCallId"),
+        message["isError"].as_bool().unwrap_or(false),
+    )
+}
+
+/// The `assemble` request the host builds for this transcript (same entries, roles, tokens,
+/// and the tool facts of tool results, which a 0.1 engine's conversion drops).
 pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleRequest {
     let entries = t.entries();
     let list: Vec<c::ContextEntry> = t
         .context()
         .into_iter()
         .filter_map(|i| {
+            let (tool_name, tool_call_id, is_error) = tool_facts(&entries[i]);
             Some(c::ContextEntry {
                 entry: i as u32,
                 role: entries[i].context_role()?,
                 tokens: entries[i].tokens(),
-                tool_name: None,
-                tool_call_id: None,
-                is_error: false,
+                tool_name,
+                tool_call_id,
+                is_error,
                 pruned: entries[i].is_pruned(),
             })
         })
@@ -350,8 +380,13 @@ pub fn sdk_assemble_request(request: &c::AssembleRequest) -> ctxhost_sdk::Assemb
                     c::Role::CompactionSummary => ctxhost_sdk::Role::CompactionSummary,
                 },
                 tokens: e.tokens,
+                tool_name: e.tool_name.as_deref().map(Into::into),
+                is_error: e.is_error,
+                pruned: e.pruned,
             })
             .collect(),
+        model: request.model.clone(),
+        prompt: request.prompt.clone(),
     }
 }
 
@@ -373,6 +408,7 @@ pub fn sdk_message(index: usize, entry: &Entry) -> Option<ctxhost_sdk::Message> 
                 arguments: call.arguments,
             })
             .collect(),
+        tool_call_id: tool_facts(entry).1.map(|id| id.to_string()),
         tool_name: view.tool_name,
         is_error: view.is_error,
         stop_reason: view.stop_reason,
@@ -552,10 +588,7 @@ pub async fn session_append(fx: &Fixture, budget: Budget, sync: bool) -> Result<
     let path = fx.dir.path().join(format!("append-{sync}.jsonl"));
     let mut session = fx
         .host
-        .open_session(
-            &SessionTarget::Path(path),
-            &ctxhost::SessionOptions::on(engine),
-        )
+        .open_session_on(&SessionTarget::Path(path), engine)
         .await?;
     session.set_sync(sync);
     let message = message_2kb_json();
@@ -570,13 +603,19 @@ pub async fn session_append(fx: &Fixture, budget: Budget, sync: bool) -> Result<
     Ok(s.done())
 }
 
-/// The legacy guest's `assemble` on the generated session (2,000 entries): the engine call
-/// alone (`EngineInstance::assemble` with a prebuilt request: lowering 2,000 entry triples,
-/// the guest's pass-through, lifting the plan).
-pub async fn assemble_call(fx: &Fixture, budget: Budget) -> Result<(Samples, usize)> {
+/// The id the fixture installs the 0.1 guest under (`tests/guests/contract-v0-1`: the legacy
+/// engine as it was before 0.2, built against the frozen `wit/0.1.0`).
+pub const LEGACY_0_1: &str = "legacy-0-1";
+
+/// A guest's `assemble` on the generated session (2,000 entries): the engine call alone
+/// (`EngineInstance::assemble` with a prebuilt request: converting it to the engine's contract
+/// version, lowering it, the guest's plan, lifting the plan and expanding ranges). `legacy`
+/// (0.2) gets the context as columns with the tool facts and answers with one `keep-range`;
+/// [`LEGACY_0_1`] gets 2,000 entry records and answers with 2,000 `keep`s.
+pub async fn assemble_call(fx: &Fixture, budget: Budget, engine: &str) -> Result<(Samples, usize)> {
     let t = Transcript::load(&fx.generated)?;
     let request = assemble_request(&t, 200_000);
-    let engine = fx.engine("legacy").await?;
+    let engine = fx.engine(engine).await?;
     let mut instance = detached_instance(&engine).await?;
     let mut s = Sampler::new(budget);
     while s.more() {
@@ -589,9 +628,12 @@ pub async fn assemble_call(fx: &Fixture, budget: Budget) -> Result<(Samples, usi
 }
 
 /// `Session::assemble` on a session over the generated transcript: the host's side too
-/// (context walk, entry triples, context size, the engine call, plan validation).
-pub async fn session_assemble(fx: &Fixture, budget: Budget) -> Result<Samples> {
-    let mut session = fx.generated_session("legacy", "assemble").await?;
+/// (context walk, entries with their tool facts when the engine's contract carries them,
+/// context size, the engine call, plan validation).
+pub async fn session_assemble(fx: &Fixture, budget: Budget, engine: &str) -> Result<Samples> {
+    let mut session = fx
+        .generated_session(engine, &format!("assemble-{engine}"))
+        .await?;
     let options = AssembleOptions::default();
     let mut s = Sampler::new(budget);
     while s.more() {
@@ -1070,9 +1112,9 @@ pub async fn idle_sessions(n: usize) -> Result<IdleRss> {
     // as per-session cost.
     let warm = fx
         .host
-        .open_session(
+        .open_session_on(
             &SessionTarget::Key("agent:main:warmup".into()),
-            &ctxhost::SessionOptions::on(engine.clone()),
+            engine.clone(),
         )
         .await?;
     warm.close().await?;
@@ -1083,10 +1125,7 @@ pub async fn idle_sessions(n: usize) -> Result<IdleRss> {
         let key = format!("agent:main:idle-{i}");
         sessions.push(
             fx.host
-                .open_session(
-                    &SessionTarget::Key(key),
-                    &ctxhost::SessionOptions::on(engine.clone()),
-                )
+                .open_session_on(&SessionTarget::Key(key), engine.clone())
                 .await?,
         );
     }

@@ -3,6 +3,7 @@
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
+use crate::bindings::ctxhost::engine::types::AssembleRequest as GuestAssembleRequest;
 use crate::bindings::exports::ctxhost::engine::engine::Guest;
 use crate::{
     AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
@@ -21,7 +22,11 @@ pub trait ContextEngine: Default + 'static {
     /// value (no construction happens for it), possibly before any session exists.
     fn info() -> EngineInfo;
 
-    /// The instance starts serving a session. Default: not bootstrapped, "engine keeps no state".
+    /// The instance starts serving a session: the first call after the value is created, with
+    /// the transcript's entry count. For an existing session (a restart, a fault, an idle
+    /// eviction) the entries already written are **not** re-fed through
+    /// [`ingest`](Self::ingest): read what is needed with [`host::context_entries`] or
+    /// [`host::read_entries`] here or later. Default: not bootstrapped, "engine keeps no state".
     fn bootstrap(&mut self, request: BootstrapRequest) -> Result<BootstrapResult> {
         let _ = request;
         Ok(BootstrapResult {
@@ -31,7 +36,9 @@ pub trait ContextEngine: Default + 'static {
         })
     }
 
-    /// A new message was appended to the transcript. Default: ignored (`ingested: false`).
+    /// A message was appended to the transcript after this instance started: decoded (text,
+    /// tool calls, and for a tool result its tool's name, call id and error flag) with its JSON
+    /// verbatim. Default: ignored (`ingested: false`).
     fn ingest(
         &mut self,
         session: &Session,
@@ -59,17 +66,29 @@ pub trait ContextEngine: Default + 'static {
         Ok(ingested)
     }
 
-    /// Plans the context for the next model call. Default: [`pass_through`] (keep every entry).
+    /// Plans the context for the next model call. `request.entries` is the whole current
+    /// context (the latest compaction summary, then every entry after it on the active
+    /// branch) as [`ContextEntry`](crate::ContextEntry)s: reference, role, tokens and the tool
+    /// facts of tool results, never the messages; with the window, the budget, the tools, and
+    /// the model and pending prompt when the runtime named them. The answer keeps entries
+    /// (alone or as ranges) and inserts messages ([`Plan`](crate::Plan)). Default:
+    /// [`pass_through`] (every entry, as one range).
     fn assemble(&mut self, request: AssembleRequest) -> Result<AssembleResult> {
         Ok(pass_through(&request))
     }
 
-    /// Compacts the session. Default: [`delegate_compact`] (the host's runtime compaction).
+    /// Compacts the session, asked by the runtime (the context crossed its threshold, or the
+    /// model refused it as too long) or the operator. The request carries the window and
+    /// what this engine's last `assemble` said it sends
+    /// ([`received_tokens`](crate::CompactRequest::received_tokens)). Default:
+    /// [`delegate_compact`] (the host's runtime compaction, which picks its layer from that
+    /// size).
     fn compact(&mut self, request: CompactRequest) -> Result<CompactResult> {
         Ok(delegate_compact(&request))
     }
 
-    /// A turn finished. Default: nothing.
+    /// A turn finished: message counts before and after it, and the summary of a compaction
+    /// the runtime ran during it. Default: nothing.
     fn after_turn(&mut self, request: AfterTurnRequest) -> Result<()> {
         let _ = request;
         Ok(())
@@ -139,6 +158,7 @@ pub fn delegate_compact(request: &CompactRequest) -> CompactResult {
 pub struct Slot<E>(RefCell<Option<E>>);
 
 impl<E: ContextEngine> Slot<E> {
+    /// An empty slot (the engine value is created on the first call).
     #[allow(clippy::new_without_default)]
     pub const fn new() -> Self {
         Slot(RefCell::new(None))
@@ -153,7 +173,9 @@ impl<E: ContextEngine> Slot<E> {
 /// Implemented by the export macro's hidden type; gives the generated `Guest` trait its engine.
 #[doc(hidden)]
 pub trait Export {
+    /// The exported engine.
     type Engine: ContextEngine;
+    /// The thread-local slot holding its value.
     fn slot() -> &'static LocalKey<Slot<Self::Engine>>;
 }
 
@@ -182,8 +204,8 @@ impl<X: Export> Guest for X {
         call::<X, _>(|e| e.ingest_batch(&session, messages, is_heartbeat))
     }
 
-    fn assemble(request: AssembleRequest) -> Out<AssembleResult> {
-        call::<X, _>(|e| e.assemble(request))
+    fn assemble(request: GuestAssembleRequest) -> Out<AssembleResult> {
+        call::<X, _>(|e| e.assemble(request.into()))
     }
 
     fn compact(request: CompactRequest) -> Out<CompactResult> {
@@ -275,6 +297,7 @@ mod tests {
             text: text.into(),
             tool_calls: vec![],
             tool_name: None,
+            tool_call_id: None,
             is_error: false,
             stop_reason: None,
             usage: None,
@@ -316,18 +339,17 @@ mod tests {
             Err("cannot ingest \"fail\"".to_string())
         );
 
-        let entries = vec![ContextEntry {
-            entry: 3,
-            role: Role::User,
-            tokens: 5,
-        }];
-        let request = AssembleRequest {
+        // As the host sends it: the context as columns.
+        let entries = crate::Entries::from(vec![ContextEntry::new(3, Role::User, 5)]);
+        let request = crate::bindings::ctxhost::engine::types::AssembleRequest {
             session: session(),
             token_budget: None,
             context_window: 100,
             context_tokens: 5,
             available_tools: vec![],
-            entries,
+            context: entries.into_columns(),
+            model: None,
+            prompt: None,
         };
         let assembled = <Exported as Guest>::assemble(request).unwrap();
         assert_eq!(assembled.items, [ContextItem::Keep(3)]);

@@ -4,7 +4,7 @@
 //! [`TestHost`](crate::testing::TestHost) the test runs under, and panic without one.
 
 use crate::bindings::ctxhost::engine::host as imports;
-use crate::{CompactRequest, Compaction, ContextEntry, EntryRef, HostError, Message};
+use crate::{CompactRequest, Compaction, Entries, EntryRef, HostError, Message};
 
 pub use imports::{CompletionRequest, LogLevel};
 
@@ -39,11 +39,21 @@ pub fn estimate_tokens(text: &str) -> u32 {
 }
 
 /// The session's current context, as [`ContextEngine::assemble`](crate::ContextEngine::assemble)
-/// would receive it.
-pub fn context_entries() -> Vec<ContextEntry> {
+/// would receive it (the way for a fresh instance to see entries written before it started).
+pub fn context_entries() -> Entries {
     dispatch!(
-        imports::context_entries(),
+        Entries::from_columns(imports::context_entries()),
         crate::testing::with_host("context-entries", |h| h.context_entries())
+    )
+}
+
+/// The tool call each of these entries answers (`None` for an entry that is not a tool result);
+/// a reference not in the current context is an error. One call for many entries:
+/// [`Plan::keep_as_placeholder`](crate::Plan::keep_as_placeholder) asks for one.
+pub fn tool_call_ids(entries: &[EntryRef]) -> Result<Vec<Option<String>>, HostError> {
+    dispatch!(
+        imports::tool_call_ids(entries),
+        crate::testing::with_host("tool-call-ids", |h| h.tool_call_ids(entries))
     )
 }
 

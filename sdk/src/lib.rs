@@ -32,7 +32,7 @@
 //!             log::debug(format!("omitting {start} entries"));
 //!             plan = plan.insert_custom("last-n", &format!("[{start} earlier messages omitted]"));
 //!         }
-//!         Ok(plan.keep_all(&request.entries[start..]).build())
+//!         Ok(plan.keep_range(&request.entries[start..]).build())
 //!     }
 //! }
 //!
@@ -47,7 +47,19 @@
 //!
 //! What is here:
 //! - [`ContextEngine`] and [`export_engine!`]: the engine and its export.
-//! - [`Plan`], [`pass_through`], [`user_text_message`], [`custom_message`]: answers to `assemble`.
+//! - [`Plan`], [`pass_through`], [`user_text_message`], [`custom_message`],
+//!   [`tool_result_placeholder`]: answers to `assemble` (one `keep-range` item keeps a run of
+//!   entries, so keeping everything costs one item, not one per entry).
+//! - Helpers for what 0.2 carries: [`AssembleRequest::tool_results`] and
+//!   [`AssembleRequest::tool_results_named`] (tool results by tool name, from the entries
+//!   alone), [`AssembleRequest::budget`], [`AssembleRequest::model`] and
+//!   [`AssembleRequest::prompt`]; [`Plan::keep_as_placeholder`] (a tool result's output
+//!   replaced, its call still answered: the call id comes from [`host::tool_call_ids`]);
+//!   [`CompactRequest::received_tokens`] and [`CompactRequest::window_share`] (what the model
+//!   receives, against the window).
+//! - [`Entries`]: the context as the host sent it (columns, copied flat across the boundary),
+//!   seen as a slice of [`ContextEntry`] built on first use; [`Entries::refs`],
+//!   [`Entries::tokens`] and [`Entries::total_tokens`] read the columns without building it.
 //! - [`host`]: what the host provides (configuration, transcript reads, runtime compaction,
 //!   completions); [`log`]: logging; [`estimate_tokens`]: the host's token estimate, locally.
 //! - [`config`]: the engine's configuration as a type of its own (`serde::Deserialize`).
@@ -56,6 +68,10 @@
 //! - The contract's types ([`Message`], [`ContextEntry`], [`AssembleRequest`], …), re-exported,
 //!   and [`serde_json`], so an engine needs no other dependency.
 //!
+//! The SDK speaks contract `ctxhost:engine@0.2.0` ([`CONTRACT_VERSION`]; `wit/0.2.0` in the
+//! ctxhost repository, its changes in `wit/CHANGES.md`). ctxhost also runs engines built
+//! against 0.1.0; an engine rebuilt with this SDK gets the 0.2 fields.
+//!
 //! # Lifecycle
 //!
 //! One component instance serves one session. The engine value is created lazily with
@@ -63,21 +79,31 @@
 //! lives as long as the instance, and is dropped after [`dispose`](ContextEngine::dispose)
 //! (a later call starts again from `Default`). Keep constructors cheap and free of host calls.
 //!
-//! What each hook sees: `bootstrap` first, with the transcript's entry count; a fresh instance
-//! of an existing session (after a restart, a fault or an idle eviction) is **not** re-fed the
-//! old messages through `ingest` — read them with [`host::read_entries`] or
-//! [`host::context_entries`] if the engine needs them. Then `ingest` / `ingest_batch` once per
-//! new message, `assemble` before each model call (entries only: references, roles, token
-//! counts), `after_turn` after each turn, `compact` when the runtime or the operator asks, and
-//! `dispose` when the session closes.
+//! What each hook sees (each hook's documentation on [`ContextEngine`] says more):
+//! - `bootstrap` first, with the transcript's entry count. A fresh instance of an existing
+//!   session (after a restart, a fault or an idle eviction) is **not** re-fed the old messages
+//!   through `ingest`: what it needs of them it reads from the entries `assemble` gets (role,
+//!   tokens and the tool facts), from [`host::context_entries`], or whole with
+//!   [`host::read_entries`].
+//! - `ingest` / `ingest_batch` once per message appended after the instance started, with the
+//!   decoded message (text, tool calls, tool name and call id, usage) and its JSON verbatim.
+//! - `assemble` before each model call: the current context as [`ContextEntry`]s (reference,
+//!   role, tokens, and for tool results the tool's name, call id, error flag and whether a
+//!   compaction already pruned it), never the messages themselves; the window, the budget,
+//!   the available tools, and the model and pending prompt when the runtime named them.
+//! - `after_turn` after each turn; `compact` when the runtime or the operator asks, with the
+//!   window and what this engine's last `assemble` said it sends; the subagent hooks around a
+//!   subagent's life; `dispose` when the session closes.
 //!
 //! Errors returned from a hook are reported by the host, naming the engine, the function and
 //! the session. A panic traps: the host fails that call and discards the instance.
 
+#![warn(missing_docs)]
+
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/0.1.0",
+        path: "../wit/0.2.0",
         world: "context-engine",
         pub_export_macro: true,
         default_bindings_module: "ctxhost_sdk::bindings",
@@ -85,23 +111,31 @@ pub mod bindings {
     });
 }
 
+mod context;
 mod engine;
 pub mod host;
 mod plan;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
+mod types;
 
+pub use context::{AssembleRequest, ContextEntry, Entries};
 pub use engine::{ContextEngine, delegate_compact};
-pub use plan::{Plan, custom_message, estimate_tokens, pass_through, user_text_message};
+pub use plan::{
+    Plan, custom_message, estimate_tokens, pass_through, tool_result_placeholder, user_text_message,
+};
 /// The JSON library the SDK uses (re-exported so engines need no extra dependency).
 pub use serde_json;
 
 pub use bindings::ctxhost::engine::types::{
-    AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
-    CompactRequest, CompactResult, Compaction, CompactionTrigger, ContextEntry, ContextItem,
-    ContextMode, EngineInfo, EntryRef, HostError, IngestResult, Message, Role, Session,
-    SubagentEndReason, SubagentSpawn, ToolCall, Usage,
+    AfterTurnRequest, AssembleResult, BootstrapRequest, BootstrapResult, CompactRequest,
+    CompactResult, Compaction, CompactionTrigger, ContextItem, ContextMode, EngineInfo, EntryRef,
+    HostError, IngestResult, KeepRange, Message, Role, Session, SubagentEndReason, SubagentSpawn,
+    ToolCall, Usage,
 };
+
+/// The contract version this SDK builds engines for (`package ctxhost:engine@…` of its WIT).
+pub const CONTRACT_VERSION: &str = "0.2.0";
 
 /// Logging into the host's logs, attributed to the engine and the session.
 ///

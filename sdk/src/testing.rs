@@ -23,7 +23,8 @@
 //!     assert_eq!(host::config()["keep"], 1);
 //!     Quiet.assemble(assemble_request(&history))
 //! });
-//! assert_eq!(plan.unwrap().items.len(), 2);
+//! // The default plan keeps both entries as one `keep-range`.
+//! assert_eq!(plan.unwrap().estimated_tokens, history[0].tokens + history[1].tokens);
 //! assert_eq!(test_host.calls(), ["log", "config"]);
 //! assert_eq!(test_host.logs()[0].1, "assembling");
 //! ```
@@ -35,7 +36,8 @@ use std::rc::Rc;
 use crate::host::{CompletionRequest, LogLevel};
 use crate::{
     AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactRequest, Compaction,
-    CompactionTrigger, ContextEntry, EntryRef, HostError, Message, Role, Session, ToolCall,
+    CompactionTrigger, ContextEntry, Entries, EntryRef, HostError, Message, Role, Session,
+    ToolCall,
 };
 
 type DelegateFn = Box<dyn FnMut(&CompactRequest) -> Result<Option<Compaction>, HostError>>;
@@ -68,6 +70,7 @@ impl Default for TestHost {
 }
 
 impl TestHost {
+    /// A host with the defaults above.
     pub fn new() -> Self {
         TestHost(Rc::new(RefCell::new(State {
             config: "{}".into(),
@@ -156,12 +159,30 @@ impl TestHost {
         self.0.borrow().config.clone()
     }
 
-    pub(crate) fn context_entries(&self) -> Vec<ContextEntry> {
+    pub(crate) fn context_entries(&self) -> Entries {
         let state = self.0.borrow();
         match &state.context {
-            Some(entries) => entries.clone(),
+            Some(entries) => entries.clone().into(),
             None => state.transcript.values().map(entry).collect(),
         }
+    }
+
+    /// The call ids of the transcript's messages; an entry outside the context is an error.
+    pub(crate) fn tool_call_ids(
+        &self,
+        entries: &[EntryRef],
+    ) -> Result<Vec<Option<String>>, HostError> {
+        let in_context = self.context_entries();
+        let state = self.0.borrow();
+        entries
+            .iter()
+            .map(|e| match state.transcript.get(e) {
+                Some(message) if in_context.refs().contains(e) => Ok(message.tool_call_id.clone()),
+                _ => Err(HostError::InvalidArgument(format!(
+                    "entry {e} is not in the current context"
+                ))),
+            })
+            .collect()
     }
 
     pub(crate) fn read_entries(&self, entries: &[EntryRef]) -> Result<Vec<Message>, HostError> {
@@ -222,8 +243,12 @@ pub fn session() -> Session {
 }
 
 /// A message as the host hands it over: `text` as its only text block, the host's token
-/// estimate, an AgentMessage JSON of its role, timestamp `entry` seconds after the epoch.
+/// estimate, an AgentMessage JSON of its role, timestamp `entry` seconds after the epoch. A
+/// `ToolResult` is [`tool_result`] of a tool named `tool`.
 pub fn message(entry: EntryRef, role: Role, text: &str) -> Message {
+    if role == Role::ToolResult {
+        return tool_result(entry, "tool", text);
+    }
     let timestamp = u64::from(entry) * 1000;
     let content = serde_json::json!([{ "type": "text", "text": text }]);
     let json = match role {
@@ -232,8 +257,6 @@ pub fn message(entry: EntryRef, role: Role, text: &str) -> Message {
         }
         Role::Assistant => serde_json::json!({"role": "assistant", "content": content,
             "stopReason": "stop", "timestamp": timestamp}),
-        Role::ToolResult => serde_json::json!({"role": "toolResult", "toolCallId": "call-0",
-            "toolName": "tool", "content": content, "isError": false, "timestamp": timestamp}),
         _ => serde_json::json!({"role": "custom", "customType": "test", "content": text,
             "display": true, "timestamp": timestamp}),
     };
@@ -244,7 +267,8 @@ pub fn message(entry: EntryRef, role: Role, text: &str) -> Message {
         timestamp,
         text: text.into(),
         tool_calls: Vec::new(),
-        tool_name: (role == Role::ToolResult).then(|| "tool".into()),
+        tool_name: None,
+        tool_call_id: None,
         is_error: false,
         stop_reason: (role == Role::Assistant).then(|| "stop".into()),
         usage: None,
@@ -265,30 +289,65 @@ pub fn tool_call(entry: EntryRef, name: &str, arguments: serde_json::Value) -> M
     message
 }
 
-/// The context entry of a message.
+/// The output of the tool `tool_name`, answering the call `call-{entry}`: `text` as its only
+/// text block, not an error.
+pub fn tool_result(entry: EntryRef, tool_name: &str, text: &str) -> Message {
+    let timestamp = u64::from(entry) * 1000;
+    let call_id = format!("call-{entry}");
+    let json = serde_json::json!({"role": "toolResult", "toolCallId": call_id,
+        "toolName": tool_name, "content": [{ "type": "text", "text": text }],
+        "isError": false, "timestamp": timestamp});
+    Message {
+        entry,
+        entry_id: format!("{entry:08x}"),
+        role: Role::ToolResult,
+        timestamp,
+        text: text.into(),
+        tool_calls: Vec::new(),
+        tool_name: Some(tool_name.into()),
+        tool_call_id: Some(call_id),
+        is_error: false,
+        stop_reason: None,
+        usage: None,
+        tokens: crate::estimate_tokens(text),
+        json: json.to_string(),
+    }
+}
+
+/// The context entry of a message, as a 0.2 host sends it: with the tool facts of a tool
+/// result, never pruned.
 pub fn entry(message: &Message) -> ContextEntry {
     ContextEntry {
         entry: message.entry,
         role: message.role,
         tokens: message.tokens,
+        tool_name: message.tool_name.as_deref().map(Into::into),
+        is_error: message.is_error,
+        pruned: false,
     }
 }
 
 /// An `assemble` request over these messages: a 200,000-token window, no budget, the context
-/// size their token sum.
+/// size their token sum, no model or pending prompt
+/// ([`with_model`](AssembleRequest::with_model) and
+/// [`with_prompt`](AssembleRequest::with_prompt) add them).
 pub fn assemble_request(messages: &[Message]) -> AssembleRequest {
-    let entries: Vec<ContextEntry> = messages.iter().map(entry).collect();
+    let entries: Entries = messages.iter().map(entry).collect();
     AssembleRequest {
         session: session(),
         token_budget: None,
         context_window: 200_000,
-        context_tokens: entries.iter().map(|e| e.tokens).sum(),
+        context_tokens: entries.total_tokens(),
         available_tools: Vec::new(),
         entries,
+        model: None,
+        prompt: None,
     }
 }
 
-/// A manual, unforced `compact` request with no budget.
+/// A manual, unforced `compact` request with no budget: a 200,000-token window, no count of
+/// the context and no earlier `assemble`
+/// ([`with_assembled_tokens`](CompactRequest::with_assembled_tokens) adds one).
 pub fn compact_request() -> CompactRequest {
     CompactRequest {
         session: session(),
@@ -298,6 +357,8 @@ pub fn compact_request() -> CompactRequest {
         current_tokens: None,
         custom_instructions: None,
         trigger: CompactionTrigger::Manual,
+        context_window: 200_000,
+        assembled_tokens: None,
     }
 }
 
@@ -369,16 +430,19 @@ mod tests {
                     tokens_before: 10,
                     tokens_after: 3,
                     details: None,
-                    new_session_id: None,
-                    new_session_file: None,
                 }))
             });
         let mut engine = Recorder::default();
         test_host.run(|| {
             assert_eq!(
-                host::context_entries(),
+                *host::context_entries(),
                 history.iter().map(entry).collect::<Vec<_>>()
             );
+            assert_eq!(
+                host::tool_call_ids(&[2, 0]).unwrap(),
+                [Some("call-2".to_string()), None]
+            );
+            assert!(host::tool_call_ids(&[9]).is_err());
             let read = host::read_entries(&[2, 0]).unwrap();
             assert_eq!(read[0].text, "fn main() {}");
             assert_eq!(read[1].role, Role::User);
@@ -408,6 +472,8 @@ mod tests {
             test_host.calls(),
             [
                 "context-entries",
+                "tool-call-ids",
+                "tool-call-ids",
                 "read-entries",
                 "read-entries",
                 "delegate-compaction",

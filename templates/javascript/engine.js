@@ -7,12 +7,17 @@
 // - The build disables `http` and `fetch-event`: otherwise the component imports wasi:http,
 //   which ctxhost does not provide, and `plugins install` refuses it.
 // - Build with the `componentize-js` command; `jco componentize` fails on a WIT path.
+//
+// Contract ctxhost:engine@0.2.0: `assemble` gets the context as columns (`request.context`:
+// entries, roles, tokens, tools indexing toolNames, flags with isError and pruned), plus model
+// and prompt when the runtime named them; a tool result's call id comes from `toolCallIds`.
+// A fresh instance of an existing session is not re-fed its old messages.
 
 import {
   log as hostLog,
   config as hostConfig,
   delegateCompaction,
-} from 'ctxhost:engine/host@0.1.0';
+} from 'ctxhost:engine/host@0.2.0';
 
 // Per-session state lives in module variables: one component instance serves one session.
 let config;
@@ -27,11 +32,25 @@ function log(level, message) {
   hostLog(level, String(message));
 }
 
-/** The pass-through plan: keep every entry, in order, with the host's token counts. */
-export function keepAll(entries) {
+/**
+ * Keeps the context's entries from position `start` on, in order, with the host's token counts:
+ * one `keep-range` item however many entries it spans. `context` is the request's columns:
+ * `context.entries[i]`, `context.roles[i]`, `context.tokens[i]` describe entry i.
+ */
+export function keepAll(context, start = 0) {
+  const entries = Array.from(context.entries).slice(start);
+  let items = [];
+  if (entries.length === 1) {
+    items = [{ tag: 'keep', val: entries[0] }];
+  } else if (entries.length > 1) {
+    const run = { first: entries[0], last: entries[entries.length - 1] };
+    items = [{ tag: 'keep-range', val: run }];
+  }
   return {
-    items: entries.map((e) => ({ tag: 'keep', val: e.entry })),
-    estimatedTokens: entries.reduce((sum, e) => sum + e.tokens, 0),
+    items,
+    estimatedTokens: Array.from(context.tokens)
+      .slice(start)
+      .reduce((sum, t) => sum + t, 0),
     systemPromptAddition: undefined,
   };
 }
@@ -66,7 +85,7 @@ const defaults = {
     return messages.filter((m) => engine.ingest(session, m, isHeartbeat).ingested).length;
   },
   assemble(request) {
-    return keepAll(request.entries);
+    return keepAll(request.context);
   },
   compact(request) {
     return delegateCompact(request);
@@ -89,11 +108,12 @@ const overrides = {
   /** Decides what the model sees: here, the newest `keepLast` entries (all when unset). */
   assemble(request) {
     const keep = readConfig().keepLast;
-    const entries = keep === undefined ? request.entries : request.entries.slice(-keep);
-    if (entries.length < request.entries.length) {
-      log('debug', `leaving out ${request.entries.length - entries.length} entries`);
+    const count = request.context.entries.length;
+    const start = keep === undefined ? 0 : Math.max(0, count - keep);
+    if (start > 0) {
+      log('debug', `leaving out ${start} entries`);
     }
-    return keepAll(entries);
+    return keepAll(request.context, start);
   },
 };
 

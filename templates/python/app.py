@@ -31,7 +31,8 @@ class Engine(DefaultEngine):
         keep = config().get("keepLast")
         if keep is not None and not isinstance(keep, int):
             raise Err("config keepLast must be an integer")  # a clean error, not a trap
-        entries = request.entries if keep is None else request.entries[-keep:]
-        if len(entries) < len(request.entries):
-            log(host.LogLevel.DEBUG, f"leaving out {len(request.entries) - len(entries)} entries")
-        return keep_all(entries)
+        count = len(request.context.entries)
+        start = 0 if keep is None else max(0, count - keep)
+        if start > 0:
+            log(host.LogLevel.DEBUG, f"leaving out {start} entries")
+        return keep_all(request.context, start)

@@ -1,5 +1,8 @@
-"""Defaults for every export of the ctxhost:engine contract, so an engine overrides only what it
-changes. Written by `ctxhost plugins new --lang python`; `app.py` subclasses `DefaultEngine`.
+"""Defaults for every export of the ctxhost:engine contract (0.2.0), so an engine overrides only
+what it changes. `assemble` gets the context as columns (`request.context`: `entries`, `roles`,
+`tokens`, `tools` indexing `tool_names`, `flags` with `is_error` and `pruned`), plus `model` and
+`prompt` when the runtime named them; a tool result's call id comes from `host.tool_call_ids`.
+A fresh instance of an existing session is not re-fed its old messages. Written by `ctxhost plugins new --lang python`; `app.py` subclasses `DefaultEngine`.
 
 Traps of componentize-py, handled here and worth knowing:
 - Import modules at the top of a file, never inside a method: the component is snapshotted at
@@ -15,11 +18,21 @@ from wit_world import exports
 from wit_world.imports import host, types
 
 
-def keep_all(entries):
-    """The pass-through plan: keep every entry, in order, with the host's token counts."""
+def keep_all(context, start=0):
+    """Keeps the context's entries from position `start` on, in order, with the host's token
+    counts: one `keep-range` item however many entries it spans. `context` is the request's
+    columns: `context.entries[i]`, `context.roles[i]`, `context.tokens[i]` describe entry i."""
+    entries = context.entries[start:]
+    if not entries:
+        items = []
+    elif len(entries) == 1:
+        items = [types.ContextItem_Keep(entries[0])]
+    else:
+        run = types.KeepRange(first=entries[0], last=entries[-1])
+        items = [types.ContextItem_KeepRange(run)]
     return types.AssembleResult(
-        items=[types.ContextItem_Keep(e.entry) for e in entries],
-        estimated_tokens=sum(e.tokens for e in entries),
+        items=items,
+        estimated_tokens=sum(context.tokens[start:]),
         system_prompt_addition=None,
     )
 
@@ -64,7 +77,7 @@ class DefaultEngine(exports.Engine):
         return sum(1 for m in messages if self.ingest(session, m, is_heartbeat).ingested)
 
     def assemble(self, request: types.AssembleRequest) -> types.AssembleResult:
-        return keep_all(request.entries)
+        return keep_all(request.context)
 
     def compact(self, request: types.CompactRequest) -> types.CompactResult:
         return delegate_compact(request)

@@ -6,6 +6,7 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --no-peer
 //! BENCH_QUICK=1 cargo run --release -p ctxhost-benches --bin bench-table   # smoke run
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --serve  # the sidecar rows only
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --assemble  # assemble, 0.2 and 0.1
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity  # what compaction keeps
 //! ```
 //!
@@ -65,6 +66,17 @@ fn main() -> Result<()> {
     if args.iter().any(|a| a == "--continuity") {
         let table = continuity_table()?;
         println!("{table}");
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--assemble") {
+        // Only the assemble rows, 0.2 and 0.1 (quick to rerun while tuning the contract).
+        let rt = b::tokio_runtime();
+        let fx = Fixture::new()?;
+        let mut rows = Vec::new();
+        assemble_rows(&rt, &fx, &mut rows)?;
+        for row in &rows {
+            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
+        }
         return Ok(());
     }
     if args.iter().any(|a| a == "--serve") {
@@ -153,38 +165,7 @@ fn main() -> Result<()> {
         None,
     ));
 
-    step("assemble, wasm (legacy)");
-    let (assemble, entries) = rt.block_on(b::assemble_call(&fx, Budget::FAST.from_env()))?;
-    let tokens = ctxhost_transcript::Transcript::load(&fx.generated)?.context_tokens();
-    rows.push(goal_row(
-        &format!(
-            "`assemble`, legacy guest, {entries} entries / {}k tokens (engine call, p50)",
-            tokens / 1000
-        ),
-        Duration::from_micros(50),
-        &assemble,
-    ));
-    step("Session::assemble (legacy)");
-    let session_assemble = rt.block_on(b::session_assemble(&fx, Budget::FAST.from_env()))?;
-    rows.push(row(
-        "↳ `Session::assemble` (host side + engine call + validation)",
-        "report",
-        fmt_duration(session_assemble.median()),
-        None,
-    ));
-    step("assemble, native (legacy)");
-    let native = b::assemble_native(&fx, Budget::FAST.from_env())?;
-    let ratio = ratio_of(&assemble, &native);
-    rows.push(row(
-        "the same assemble compiled natively, in-process",
-        "wasm / native ≤ 3",
-        format!(
-            "{} native; ratio {ratio:.1}× (engine call) / {:.1}× (`Session::assemble`)",
-            fmt_duration(native.median()),
-            ratio_of(&session_assemble, &native)
-        ),
-        Some(ratio <= 3.0),
-    ));
+    assemble_rows(&rt, &fx, &mut rows)?;
 
     step("runtime compaction");
     let (compaction, info) = b::runtime_compaction(&fx, Budget::MEDIUM.from_env())?;
@@ -498,6 +479,96 @@ fn continuity_table() -> Result<String> {
 
 fn step(name: &str) {
     eprintln!("measuring: {name}");
+}
+
+/// `assemble` on the generated 2,000-entry session: the legacy engine (contract 0.2, one
+/// `keep-range`) as the engine call, through `Session::assemble`, and natively; then the 0.1
+/// guest (the same pass-through built against `wit/0.1.0`, 2,000 `keep`s) through the host's
+/// 0.1 conversion layer.
+/// The runtime compaction on the generated 200k-token session, whole and its preparation alone.
+fn compaction_rows(fx: &Fixture, rows: &mut Vec<Row>) -> Result<()> {
+    step("runtime compaction");
+    let (compaction, info) = b::runtime_compaction(fx, Budget::MEDIUM.from_env())?;
+    rows.push(goal_row_with(
+        "runtime compaction, extractive, 200k-token session",
+        Duration::from_millis(20),
+        &compaction,
+        &format!(
+            " ({} layer, {} messages summarized, {}k → {}k tokens)",
+            info.layer,
+            info.messages_compacted,
+            info.tokens_before / 1000,
+            info.tokens_after / 1000
+        ),
+    ));
+    step("compaction::prepare");
+    let (prepare, to_summarize) = b::compaction_prepare(fx, Budget::MEDIUM.from_env())?;
+    rows.push(row(
+        "↳ of which `compaction::prepare` (layer, prune candidates, the cut; no summary)",
+        "report",
+        format!(
+            "{} ({to_summarize} messages to summarize)",
+            fmt_duration(prepare.median())
+        ),
+        None,
+    ));
+    Ok(())
+}
+
+fn assemble_rows(rt: &tokio::runtime::Runtime, fx: &Fixture, rows: &mut Vec<Row>) -> Result<()> {
+    step("assemble, wasm (legacy, 0.2)");
+    let (assemble, entries) =
+        rt.block_on(b::assemble_call(fx, Budget::FAST.from_env(), "legacy"))?;
+    let tokens = ctxhost_transcript::Transcript::load(&fx.generated)?.context_tokens();
+    rows.push(goal_row(
+        &format!(
+            "`assemble`, 0.2: legacy guest, {entries} entries / {}k tokens (engine call, p50)",
+            tokens / 1000
+        ),
+        Duration::from_micros(20),
+        &assemble,
+    ));
+    step("Session::assemble (legacy, 0.2)");
+    let session_assemble =
+        rt.block_on(b::session_assemble(fx, Budget::FAST.from_env(), "legacy"))?;
+    rows.push(goal_row(
+        "↳ `Session::assemble` (host side + engine call + validation)",
+        Duration::from_micros(30),
+        &session_assemble,
+    ));
+    step("assemble, native (legacy)");
+    let native = b::assemble_native(fx, Budget::FAST.from_env())?;
+    let ratio = ratio_of(&assemble, &native);
+    rows.push(row(
+        "the same assemble compiled natively, in-process",
+        "wasm / native ≤ 2",
+        format!(
+            "{} native; ratio {ratio:.1}× (engine call) / {:.1}× (`Session::assemble`)",
+            fmt_duration(native.median()),
+            ratio_of(&session_assemble, &native)
+        ),
+        Some(ratio <= 2.0),
+    ));
+    step("assemble, wasm (0.1 guest)");
+    let (old, _) = rt.block_on(b::assemble_call(fx, Budget::FAST.from_env(), b::LEGACY_0_1))?;
+    let old_session = rt.block_on(b::session_assemble(
+        fx,
+        Budget::FAST.from_env(),
+        b::LEGACY_0_1,
+    ))?;
+    rows.push(row(
+        "`assemble`, the 0.1 guest through the conversion layer (same pass-through, one `keep` per entry)",
+        "report, beside 0.2",
+        format!(
+            "{} engine call (p90 {}, n={}); {} `Session::assemble`",
+            fmt_duration(old.median()),
+            fmt_duration(old.percentile(90.0)),
+            old.len(),
+            fmt_duration(old_session.median()),
+        ),
+        None,
+    ));
+    Ok(())
 }
 
 fn ratio_of(a: &Samples, b: &Samples) -> f64 {

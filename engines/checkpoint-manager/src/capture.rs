@@ -372,15 +372,13 @@ impl Capture {
         self.thread.working.last_role = Some(LastRole::ToolResult);
         self.dirty.thread = true;
         if message.is_error {
-            let call_id = serde_json::from_str::<Value>(&message.json)
-                .ok()
-                .and_then(|json| Some(json.get("toolCallId")?.as_str()?.to_string()));
+            let call_id = message.tool_call_id.as_deref();
             let target = self
                 .thread
                 .working
                 .pending
                 .iter()
-                .find(|call| Some(&call.id) == call_id.as_ref())
+                .find(|call| Some(call.id.as_str()) == call_id)
                 .and_then(|call| call.target.clone());
             let failure = Failure {
                 tool,
@@ -492,6 +490,7 @@ pub(crate) mod tests {
             text: text.into(),
             tool_calls: vec![],
             tool_name: None,
+            tool_call_id: None,
             is_error: false,
             stop_reason: None,
             usage: None,
@@ -513,6 +512,7 @@ pub(crate) mod tests {
     pub(crate) fn result(id: &str, tool: &str, text: &str, is_error: bool) -> Message {
         let mut m = message(Role::ToolResult, text);
         m.tool_name = Some(tool.into());
+        m.tool_call_id = Some(id.into());
         m.is_error = is_error;
         m.json = format!(r#"{{"role":"toolResult","toolCallId":"{id}"}}"#);
         m

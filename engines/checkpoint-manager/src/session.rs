@@ -262,7 +262,7 @@ impl SessionState {
             }
         };
 
-        let mut plan = Plan::with_capacity(request.entries.len() + 1);
+        let mut plan = Plan::with_capacity(3);
         let rest = match summary {
             Some(summary) => {
                 plan = plan.keep(summary);
@@ -273,7 +273,7 @@ impl SessionState {
         if let Some(restore) = &self.restore {
             plan = plan.insert_custom(restore::CUSTOM_TYPE, restore);
         }
-        plan = plan.keep_all(rest);
+        plan = plan.keep_range(rest);
         if let Some(line) = line {
             plan = plan.system_prompt_addition(line);
         }
@@ -451,16 +451,14 @@ mod tests {
             context_window: 32_000,
             context_tokens: tokens.saturating_mul(7),
             available_tools: vec![],
-            entries,
+            entries: entries.into(),
+            model: None,
+            prompt: None,
         }
     }
 
     fn entry(entry: u32, role: Role) -> ContextEntry {
-        ContextEntry {
-            entry,
-            role,
-            tokens: 10,
-        }
+        ContextEntry::new(entry, role, 10)
     }
 
     /// A short coding exchange: a task, a read, a failed and a successful edit, a reply.
@@ -482,7 +480,14 @@ mod tests {
 
         let quiet = state.assemble(&request(10_000, entries.clone()), NOW);
         assert_eq!(quiet.system_prompt_addition, None);
-        assert_eq!(quiet.items, [ContextItem::Keep(0), ContextItem::Keep(1)]);
+        // Both entries, as one range.
+        assert_eq!(
+            quiet.items,
+            [ContextItem::KeepRange(ctxhost_sdk::KeepRange {
+                first: 0,
+                last: 1
+            })]
+        );
 
         let shown = state.assemble(&request(23_000, entries.clone()), NOW);
         assert_eq!(

@@ -1,8 +1,10 @@
 //! The bundled `legacy` context engine: what an agent runtime does without a context engine.
 //!
-//! `assemble` passes the whole context through (O(entries): one result list, nothing copied per
-//! entry), `ingest` keeps nothing, and `compact` delegates to the host's runtime compaction.
-//! All of that is the SDK's default behaviour; this engine only names itself.
+//! `assemble` passes the whole context through as one `keep-range` item (the plan is one item
+//! whatever the context's length; the guest only sums the entries' tokens), `ingest` keeps
+//! nothing, and `compact` delegates to the host's runtime compaction, which picks its layer
+//! from what this engine said it sends. All of that is the SDK's default behaviour (contract
+//! 0.2); this engine only names itself.
 
 use ctxhost_sdk::{ContextEngine, EngineInfo};
 
@@ -21,7 +23,7 @@ ctxhost_sdk::export_engine!(Legacy);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ctxhost_sdk::{AssembleRequest, ContextEntry, ContextItem, Role, Session};
+    use ctxhost_sdk::{AssembleRequest, ContextEntry, ContextItem, KeepRange, Role, Session};
 
     #[test]
     fn info_names_the_engine() {
@@ -38,11 +40,7 @@ mod tests {
             (3, Role::User, 2),
             (4, Role::Assistant, 7),
         ]
-        .map(|(entry, role, tokens)| ContextEntry {
-            entry,
-            role,
-            tokens,
-        });
+        .map(|(entry, role, tokens)| ContextEntry::new(entry, role, tokens));
         let request = AssembleRequest {
             session: Session {
                 id: "s".into(),
@@ -52,10 +50,16 @@ mod tests {
             context_window: 128_000,
             context_tokens: 49,
             available_tools: vec![],
-            entries: entries.to_vec(),
+            entries: entries.to_vec().into(),
+            model: None,
+            prompt: None,
         };
         let result = Legacy.assemble(request).unwrap();
-        assert_eq!(result.items, [0, 3, 4].map(ContextItem::Keep));
+        // Every entry, from the summary to the last, in the request's order.
+        assert_eq!(
+            result.items,
+            [ContextItem::KeepRange(KeepRange { first: 0, last: 4 })]
+        );
         assert_eq!(result.estimated_tokens, 49);
         assert_eq!(result.system_prompt_addition, None);
     }

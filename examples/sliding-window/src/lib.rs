@@ -2,7 +2,8 @@
 //!
 //! Written only against `ctxhost-sdk`, the way an outside author would. The window selection is
 //! a plain function ([`select_window`]) so it can be unit-tested natively; the engine itself
-//! reads its configuration once and turns the selection into a plan.
+//! reads its configuration once and turns the selection into a plan, whose kept window is one
+//! `keep-range` item (contract 0.2) however many entries it spans.
 //!
 //! Configuration (`plugins.entries.sliding-window.config`):
 //! - `maxTokens` (optional): a cap on the assembled context, on top of the runtime's budget.
@@ -68,20 +69,32 @@ impl Config {
 /// What [`select_window`] decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Window {
-    /// The entries to keep, in context order.
-    pub kept: Vec<ContextEntry>,
+    /// The positions of the entries to keep in the entries it was chosen from, ascending.
+    pub kept: Vec<usize>,
     /// How many entries were left out.
     pub omitted: usize,
 }
 
 impl Window {
-    /// The plan: the omission note first (when something was left out), then the kept entries.
-    pub fn into_plan(self) -> Plan {
-        let mut plan = Plan::with_capacity(self.kept.len() + 1);
+    /// The plan over `entries` (those the window was chosen from): the omission note first
+    /// (when something was left out), then the kept entries, each run of consecutive ones as
+    /// one range.
+    pub fn into_plan(self, entries: &[ContextEntry]) -> Plan {
+        let mut plan = Plan::with_capacity(4);
         if self.omitted > 0 {
             plan = plan.insert_custom(CUSTOM_TYPE, &omission_note(self.omitted));
         }
-        plan.keep_all(&self.kept)
+        let mut kept = self.kept.as_slice();
+        while let Some(&start) = kept.first() {
+            let run = kept
+                .iter()
+                .zip(start..)
+                .take_while(|&(&position, expected)| position == expected)
+                .count();
+            plan = plan.keep_range(&entries[start..start + run]);
+            kept = &kept[run..];
+        }
+        plan
     }
 }
 
@@ -107,7 +120,7 @@ pub fn select_window(
     let total: u64 = entries.iter().map(|e| u64::from(e.tokens)).sum();
     let Some(limit) = limit.filter(|&limit| total > u64::from(limit)) else {
         return Window {
-            kept: entries.to_vec(),
+            kept: (0..entries.len()).collect(),
             omitted: 0,
         };
     };
@@ -166,11 +179,7 @@ pub fn select_window(
         }
     }
 
-    let kept: Vec<ContextEntry> = entries
-        .iter()
-        .zip(&keep)
-        .filter_map(|(entry, &keep)| keep.then_some(*entry))
-        .collect();
+    let kept: Vec<usize> = (0..entries.len()).filter(|&i| keep[i]).collect();
     Window {
         omitted: entries.len() - kept.len(),
         kept,
@@ -218,7 +227,7 @@ impl ContextEngine for SlidingWindow {
                 limit.unwrap_or_default(),
             ));
         }
-        Ok(window.into_plan().build())
+        Ok(window.into_plan(&request.entries).build())
     }
 }
 
@@ -236,16 +245,13 @@ mod tests {
     fn entries(spec: &[(Role, u32)]) -> Vec<ContextEntry> {
         spec.iter()
             .zip(10..)
-            .map(|(&(role, tokens), entry)| ContextEntry {
-                entry,
-                role,
-                tokens,
-            })
+            .map(|(&(role, tokens), entry)| ContextEntry::new(entry, role, tokens))
             .collect()
     }
 
+    /// The kept entries' refs (refs are 10 + position, see `entries`).
     fn refs(window: &Window) -> Vec<u32> {
-        window.kept.iter().map(|e| e.entry).collect()
+        window.kept.iter().map(|&i| 10 + i as u32).collect()
     }
 
     /// The omission note costs this many tokens of the limit (reserved for `n` entries).
@@ -359,7 +365,7 @@ mod tests {
     fn the_plan_starts_with_the_note_and_counts_its_tokens() {
         let context = entries(&[(User, 40), (Assistant, 30), (User, 20)]);
         let result = select_window(&context, Some(20 + note(3)), false)
-            .into_plan()
+            .into_plan(&context)
             .build();
         let ContextItem::Insert(note_json) = &result.items[0] else {
             panic!("expected the note first, got {:?}", result.items)
@@ -377,6 +383,38 @@ mod tests {
             20 + estimate_tokens(&omission_note(2))
         );
         assert!(result.estimated_tokens <= 20 + note(3));
+    }
+
+    #[test]
+    fn each_run_of_kept_entries_is_one_range() {
+        let context = entries(&[
+            (CompactionSummary, 10),
+            (User, 10),
+            (Assistant, 500),
+            (User, 10),
+            (Assistant, 10),
+            (User, 10),
+        ]);
+        let window = select_window(&context, Some(50 + note(6)), true);
+        assert_eq!(refs(&window), [10, 11, 13, 14, 15]);
+        let result = window.into_plan(&context).build();
+        assert_eq!(
+            result.items[1..],
+            [
+                ContextItem::KeepRange(ctxhost_sdk::KeepRange {
+                    first: 10,
+                    last: 11
+                }),
+                ContextItem::KeepRange(ctxhost_sdk::KeepRange {
+                    first: 13,
+                    last: 15
+                }),
+            ]
+        );
+        assert_eq!(
+            result.estimated_tokens,
+            50 + estimate_tokens(&omission_note(1))
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::{PluginError, valid_id};
 const SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/sdk_sources.rs"));
 
 /// The contract the Python and JavaScript templates are written against.
-const TEMPLATE_CONTRACT: &str = "0.1.0";
+const TEMPLATE_CONTRACT: &str = "0.2.0";
 
 /// Where a Rust project keeps the vendored SDK and WIT (mirroring the repository's layout, so
 /// the SDK's relative WIT path holds).

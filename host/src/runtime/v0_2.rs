@@ -1,6 +1,7 @@
 //! Contract `ctxhost:engine@0.2.0` (`wit/0.2.0`), the newest: its generated bindings stay in
 //! this module, and everything leaving it is converted to or from ctxhost's own types
-//! (`super::contract`), which follow this version field for field, except `keep-range`, which
+//! (`super::contract`), which follow this version field for field, except two shapes: the
+//! context crosses as columns (`context`, built here from ctxhost's entries) and `keep-range`
 //! is expanded here into the `keep`s it stands for.
 
 use wasmtime::Store;
@@ -24,6 +25,9 @@ use bindings::ctxhost::engine::{host, types as g};
 pub const VERSION: &str = "0.2.0";
 
 pub type Pre = bindings::ContextEnginePre<StoreState>;
+
+/// Bytes of one entry in the context's columns (reference, role, tokens, tool, flags).
+const COLUMN_ROW_BYTES: usize = 4 + 1 + 4 + 4 + 1;
 
 pub fn add_to_linker(linker: &mut wasmtime::component::Linker<StoreState>) -> wasmtime::Result<()> {
     use wasmtime::component::HasSelf;
@@ -57,18 +61,48 @@ impl From<g::Session> for d::Session {
     }
 }
 
-impl From<&d::ContextEntry> for g::ContextEntry {
-    fn from(e: &d::ContextEntry) -> Self {
-        Self {
-            entry: e.entry,
-            role: e.role.into(),
-            tokens: e.tokens,
-            tool_name: e.tool_name.as_deref().map(String::from),
-            tool_call_id: e.tool_call_id.as_deref().map(String::from),
-            is_error: e.is_error,
-            pruned: e.pruned,
+/// ctxhost's context entries as the contract's columns. Tool names are interned: a session uses
+/// a handful of tools, and the host's entries share each name's `Arc`, so the lookup is
+/// usually a pointer comparison.
+fn context(entries: &[d::ContextEntry]) -> g::Context {
+    let mut context = g::Context {
+        entries: Vec::with_capacity(entries.len()),
+        roles: Vec::with_capacity(entries.len()),
+        tokens: Vec::with_capacity(entries.len()),
+        tools: Vec::with_capacity(entries.len()),
+        flags: Vec::with_capacity(entries.len()),
+        tool_names: Vec::new(),
+    };
+    let mut names: Vec<&std::sync::Arc<str>> = Vec::new();
+    for e in entries {
+        context.entries.push(e.entry);
+        context.roles.push(e.role.into());
+        context.tokens.push(e.tokens);
+        let tool = match &e.tool_name {
+            None => 0,
+            Some(name) => {
+                let known = names
+                    .iter()
+                    .position(|n| std::sync::Arc::ptr_eq(n, name) || ***n == **name);
+                let index = known.unwrap_or_else(|| {
+                    names.push(name);
+                    names.len() - 1
+                });
+                index as u32 + 1
+            }
+        };
+        context.tools.push(tool);
+        let mut flags = g::EntryFlags::empty();
+        if e.is_error {
+            flags |= g::EntryFlags::IS_ERROR;
         }
+        if e.pruned {
+            flags |= g::EntryFlags::PRUNED;
+        }
+        context.flags.push(flags);
     }
+    context.tool_names = names.iter().map(|n| n.to_string()).collect();
+    context
 }
 
 impl From<&d::Message> for g::Message {
@@ -191,9 +225,32 @@ impl host::Host for StoreState {
         self.import_estimate_tokens(&text)
     }
 
-    async fn context_entries(&mut self) -> anyhow::Result<Vec<g::ContextEntry>> {
-        let entries = self.import_context_entries(std::mem::size_of::<g::ContextEntry>(), true)?;
-        Ok(entries.iter().map(Into::into).collect())
+    async fn context_entries(&mut self) -> anyhow::Result<g::Context> {
+        // Charged per entry as one row of the columns (reference, role, tokens, tool, flags).
+        let entries = self.import_context_entries(COLUMN_ROW_BYTES, true)?;
+        Ok(context(&entries))
+    }
+
+    async fn tool_call_ids(
+        &mut self,
+        entries: Vec<d::EntryRef>,
+    ) -> anyhow::Result<Result<Vec<Option<String>>, g::HostError>> {
+        // The host's entries carry the call ids (read once per entry and cached).
+        let context = self.import_context_entries(COLUMN_ROW_BYTES, true)?;
+        let by_ref: std::collections::HashMap<d::EntryRef, &d::ContextEntry> =
+            context.iter().map(|e| (e.entry, e)).collect();
+        let mut ids = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match by_ref.get(&entry) {
+                Some(e) => ids.push(e.tool_call_id.as_deref().map(String::from)),
+                None => {
+                    return Ok(Err(g::HostError::InvalidArgument(format!(
+                        "entry {entry} is not in the current context"
+                    ))));
+                }
+            }
+        }
+        Ok(Ok(ids))
     }
 
     async fn read_entries(
@@ -315,7 +372,7 @@ impl Engine {
             context_window: request.context_window,
             context_tokens: request.context_tokens,
             available_tools: request.available_tools.clone(),
-            entries: entries(&request.entries),
+            context: context(&request.entries),
             model: request.model.clone(),
             prompt: request.prompt.clone(),
         };
@@ -406,50 +463,56 @@ impl Engine {
     }
 }
 
-fn entries(entries: &[d::ContextEntry]) -> Vec<g::ContextEntry> {
-    entries.iter().map(Into::into).collect()
-}
-
 /// The plan in ctxhost's terms: each `keep-range` becomes the `keep`s of the request's entries
 /// it spans, so validation and rendering see one shape whatever the version. A range whose ends
 /// are not in the request, or run backwards, is the engine's error.
+///
+/// Ranges are found by scanning from where the previous one ended (plans go forward, so that is
+/// where the next one starts): a pass-through is two comparisons and one copy, with no index of
+/// the request built per call.
 fn items(
     request: &[d::ContextEntry],
     items: Vec<g::ContextItem>,
 ) -> Result<Vec<d::ContextItem>, String> {
-    let mut positions: Option<std::collections::HashMap<d::EntryRef, usize>> = None;
     let mut out = Vec::with_capacity(items.len());
+    let mut cursor = 0;
     for item in items {
         match item {
             g::ContextItem::Keep(entry) => out.push(d::ContextItem::Keep(entry)),
             g::ContextItem::Insert(json) => out.push(d::ContextItem::Insert(json)),
             g::ContextItem::KeepRange(g::KeepRange { first, last }) => {
-                let positions = positions.get_or_insert_with(|| {
-                    request
-                        .iter()
-                        .enumerate()
-                        .map(|(i, e)| (e.entry, i))
-                        .collect()
-                });
-                let (Some(&from), Some(&to)) = (positions.get(&first), positions.get(&last)) else {
-                    return Err(format!(
-                        "keep-range({first}, {last}) names an entry that is not in the request"
-                    ));
+                let outside = || {
+                    format!("keep-range({first}, {last}) names an entry that is not in the request")
                 };
+                let from = position(request, first, cursor).ok_or_else(outside)?;
+                let to = position(request, last, from).ok_or_else(outside)?;
                 if to < from {
                     return Err(format!(
                         "keep-range({first}, {last}) runs backwards in the request's order"
                     ));
                 }
+                out.reserve(to - from + 1);
                 out.extend(
                     request[from..=to]
                         .iter()
                         .map(|e| d::ContextItem::Keep(e.entry)),
                 );
+                cursor = to + 1;
             }
         }
     }
     Ok(out)
+}
+
+/// Where `entry` is in the request: searched from `hint` on, then before it.
+fn position(request: &[d::ContextEntry], entry: d::EntryRef, hint: usize) -> Option<usize> {
+    let hint = hint.min(request.len());
+    let (before, after) = request.split_at(hint);
+    after
+        .iter()
+        .position(|e| e.entry == entry)
+        .map(|i| hint + i)
+        .or_else(|| before.iter().position(|e| e.entry == entry))
 }
 
 #[cfg(test)]
@@ -466,6 +529,42 @@ mod tests {
             is_error: false,
             pruned: false,
         }
+    }
+
+    #[test]
+    fn the_context_crosses_as_columns_with_interned_tool_names() {
+        let read: std::sync::Arc<str> = "read".into();
+        let tool = |entry, name: &std::sync::Arc<str>, is_error, pruned| d::ContextEntry {
+            role: d::Role::ToolResult,
+            tool_name: Some(name.clone()),
+            tool_call_id: Some(format!("call_{entry}").into()),
+            is_error,
+            pruned,
+            ..self::entry(entry)
+        };
+        let request = vec![
+            entry(9),
+            tool(10, &read, false, true),
+            tool(11, &"bash".into(), true, false),
+            // Another allocation of the same name is the same tool.
+            tool(12, &"read".into(), false, false),
+        ];
+        let columns = context(&request);
+        assert_eq!(columns.entries, [9, 10, 11, 12]);
+        assert_eq!(columns.tokens, [1, 1, 1, 1]);
+        assert_eq!(columns.tool_names, ["read", "bash"]);
+        assert_eq!(columns.tools, [0, 1, 2, 1]);
+        assert_eq!(
+            columns.flags,
+            [
+                g::EntryFlags::empty(),
+                g::EntryFlags::PRUNED,
+                g::EntryFlags::IS_ERROR,
+                g::EntryFlags::empty()
+            ]
+        );
+        assert_eq!(columns.roles[0], g::Role::User);
+        assert_eq!(columns.roles[1], g::Role::ToolResult);
     }
 
     #[test]
@@ -501,5 +600,16 @@ mod tests {
         let err = items(&request, range(3, 1)).unwrap_err();
         assert!(err.contains("backwards"), "{err}");
         assert!(items(&[], range(0, 0)).is_err());
+        // A range may also come back to entries before the previous one (validation then
+        // refuses keeping an entry twice, not this expansion).
+        let twice = vec![
+            g::ContextItem::KeepRange(g::KeepRange { first: 2, last: 3 }),
+            g::ContextItem::KeepRange(g::KeepRange { first: 1, last: 2 }),
+        ];
+        let keep = d::ContextItem::Keep;
+        assert_eq!(
+            items(&request, twice).unwrap(),
+            vec![keep(2), keep(3), keep(1), keep(2)]
+        );
     }
 }

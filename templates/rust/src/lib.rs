@@ -2,7 +2,9 @@
 //!
 //! Only `info` is required; every other hook of `ContextEngine` has a default (pass-through
 //! `assemble`, `ingest` ignored, `compact` delegated to the host's runtime compaction).
-//! Override the ones you change.
+//! Override the ones you change. The SDK's crate docs say what each hook sees: `assemble` gets
+//! the context as entries (role, tokens, and for tool results the tool's name and call id),
+//! and a fresh instance of an existing session is not re-fed its old messages.
 
 use ctxhost_sdk::{AssembleRequest, AssembleResult, ContextEngine, EngineInfo, Plan, Result, log};
 use serde::Deserialize;
@@ -42,9 +44,8 @@ impl ContextEngine for __TYPE__ {
         if start > 0 {
             log::debug(format!("leaving out the oldest {start} entries"));
         }
-        Ok(Plan::with_capacity(request.entries.len() - start)
-            .keep_all(&request.entries[start..])
-            .build())
+        // One `keep-range` item for the whole tail, however long.
+        Ok(Plan::new().keep_range(&request.entries[start..]).build())
     }
 }
 
@@ -54,7 +55,7 @@ ctxhost_sdk::export_engine!(__TYPE__);
 mod tests {
     use super::*;
     use ctxhost_sdk::testing::{TestHost, assemble_request, message};
-    use ctxhost_sdk::{ContextItem, Role, serde_json::json};
+    use ctxhost_sdk::{ContextItem, KeepRange, Role, serde_json::json};
 
     #[test]
     fn keeps_the_newest_entries_the_config_asks_for() {
@@ -63,7 +64,10 @@ mod tests {
         let plan = host
             .run(|| __TYPE__::default().assemble(assemble_request(&history)))
             .unwrap();
-        assert_eq!(plan.items, [ContextItem::Keep(3), ContextItem::Keep(4)]);
+        assert_eq!(
+            plan.items,
+            [ContextItem::KeepRange(KeepRange { first: 3, last: 4 })]
+        );
         assert_eq!(host.calls(), ["config", "log"]);
     }
 }

@@ -1,9 +1,9 @@
 //! A probe engine of contract `ctxhost:engine@0.2.0`, built with wit-bindgen directly against
 //! `wit/0.2.0` (no SDK), so the test sees exactly what the host hands a 0.2 guest.
 //!
-//! `assemble` inserts one user message describing what it saw (tool names and ids from the
-//! entries, errors, pruned entries, model, prompt, state from the other hooks), then keeps every
-//! entry with one `keep-range`. A pending prompt of `trim` makes it claim it sends 100 tokens,
+//! `assemble` inserts one user message describing what it saw (tool names from the context's
+//! columns and the call ids `tool-call-ids` gives for them, errors, pruned entries, model,
+//! prompt, state from the other hooks), then keeps every entry with one `keep-range`. A pending prompt of `trim` makes it claim it sends 100 tokens,
 //! which the runtime compaction must then believe. `compact` delegates and reports the window
 //! and assembled size it was given.
 //!
@@ -23,8 +23,8 @@ mod engine {
     use ctxhost::engine::host;
     use ctxhost::engine::types::{
         AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
-        CompactRequest, CompactResult, ContextItem, EngineInfo, IngestResult, KeepRange, Message,
-        Role, Session, SubagentEndReason, SubagentSpawn,
+        CompactRequest, CompactResult, ContextItem, EngineInfo, EntryFlags, IngestResult,
+        KeepRange, Message, Role, Session, SubagentEndReason, SubagentSpawn,
     };
     use exports::ctxhost::engine::engine::Guest;
 
@@ -104,23 +104,35 @@ mod engine {
         }
 
         fn assemble(request: AssembleRequest) -> Result<AssembleResult, String> {
-            let entries = &request.entries;
-            let mut tools: Vec<&str> = entries
+            let context = &request.context;
+            let mut tools: Vec<&str> = context
+                .tools
                 .iter()
-                .filter_map(|e| e.tool_name.as_deref())
+                .filter(|&&t| t > 0)
+                .map(|&t| context.tool_names[t as usize - 1].as_str())
                 .collect();
             tools.sort_unstable();
             tools.dedup();
-            let call_ids = entries.iter().filter(|e| e.tool_call_id.is_some()).count();
-            let errors = entries.iter().filter(|e| e.is_error).count();
-            let pruned = entries.iter().filter(|e| e.pruned).count();
+            let tool_results: Vec<u32> = context
+                .entries
+                .iter()
+                .zip(&context.roles)
+                .filter(|(_, role)| **role == Role::ToolResult)
+                .map(|(entry, _)| *entry)
+                .collect();
+            let ids =
+                host::tool_call_ids(&tool_results).map_err(|e| format!("tool-call-ids: {e:?}"))?;
+            let call_ids = ids.iter().filter(|id| id.is_some()).count();
+            let flagged = |flag| context.flags.iter().filter(|f| f.contains(flag)).count();
+            let errors = flagged(EntryFlags::IS_ERROR);
+            let pruned = flagged(EntryFlags::PRUNED);
             // The import and the request must agree; `read-entries` must carry the same call id.
-            let same_as_import = host::context_entries() == *entries;
-            let read_matches = match entries.iter().find(|e| e.role == Role::ToolResult) {
-                Some(e) => host::read_entries(&[e.entry])
+            let same_as_import = host::context_entries() == *context;
+            let read_matches = match tool_results.first() {
+                Some(&e) => host::read_entries(&[e])
                     .map_err(|e| format!("read-entries: {e:?}"))?
                     .first()
-                    .is_some_and(|m| m.tool_call_id == e.tool_call_id),
+                    .is_some_and(|m| m.tool_call_id == ids[0]),
                 None => true,
             };
             let report = SEEN.with_borrow(|s| {
@@ -143,16 +155,13 @@ mod engine {
                 r#"{{"role":"user","content":[{{"type":"text","text":{}}}]}}"#,
                 quoted(&report)
             ))];
-            if let (Some(first), Some(last)) = (entries.first(), entries.last()) {
-                items.push(ContextItem::KeepRange(KeepRange {
-                    first: first.entry,
-                    last: last.entry,
-                }));
+            if let (Some(&first), Some(&last)) = (context.entries.first(), context.entries.last()) {
+                items.push(ContextItem::KeepRange(KeepRange { first, last }));
             }
             let estimated_tokens = if request.prompt.as_deref() == Some("trim") {
                 100
             } else {
-                entries.iter().map(|e| e.tokens).sum()
+                context.tokens.iter().sum()
             };
             Ok(AssembleResult {
                 items,

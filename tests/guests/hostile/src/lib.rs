@@ -484,8 +484,6 @@ impl ContextEngine for Hostile {
                         tokens_before: 1_000,
                         tokens_after: 5_000,
                         details: None,
-                        new_session_id: None,
-                        new_session_file: None,
                     }),
                 })
             }
@@ -499,8 +497,6 @@ impl ContextEngine for Hostile {
                     tokens_before: 1_000,
                     tokens_after: 10,
                     details: None,
-                    new_session_id: None,
-                    new_session_file: None,
                 }),
             }),
             _ => Ok(ctxhost_sdk::delegate_compact(&request)),

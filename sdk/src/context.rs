@@ -1,0 +1,308 @@
+//! The current context as an engine sees it: [`AssembleRequest`] and its [`Entries`].
+//!
+//! The contract hands the context over as columns (references, roles, tokens, tools, flags),
+//! which cross the component boundary as flat copies. [`Entries`] keeps them as they came and
+//! builds the per-entry view ([`ContextEntry`]s) only when the engine first looks at entries one
+//! by one, so an engine that keeps a range of the context never pays for it.
+
+use std::cell::OnceCell;
+use std::ops::Deref;
+use std::rc::Rc;
+
+use crate::bindings::ctxhost::engine::types as g;
+use crate::{EntryRef, Role, Session};
+
+/// One entry of the current context: what `assemble` plans over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextEntry {
+    /// Where the entry is in the transcript.
+    pub entry: EntryRef,
+    /// Who said it.
+    pub role: Role,
+    /// The tokens the model is charged for it (the placeholder's estimate when `pruned`).
+    pub tokens: u32,
+    /// For a tool result: the tool that produced it (shared between the entries of one tool).
+    pub tool_name: Option<Rc<str>>,
+    /// For a tool result: the tool reported an error.
+    pub is_error: bool,
+    /// For a tool result: a compaction already replaced its output by a placeholder; a kept
+    /// entry is sent that way.
+    pub pruned: bool,
+}
+
+impl ContextEntry {
+    /// An entry of this role and size with no tool facts.
+    pub fn new(entry: EntryRef, role: Role, tokens: u32) -> Self {
+        ContextEntry {
+            entry,
+            role,
+            tokens,
+            tool_name: None,
+            is_error: false,
+            pruned: false,
+        }
+    }
+
+    /// Whether the entry is a tool's output.
+    pub fn is_tool_result(&self) -> bool {
+        self.role == Role::ToolResult
+    }
+
+    /// Whether the entry is the output of the tool called `name`.
+    pub fn is_tool_result_of(&self, name: &str) -> bool {
+        self.is_tool_result() && self.tool_name.as_deref() == Some(name)
+    }
+}
+
+/// The entries of the current context, in order. Dereferences to `[ContextEntry]` (built on
+/// first use from the columns the host sent); [`len`](Self::len), [`refs`](Self::refs),
+/// [`tokens`](Self::tokens), [`roles`](Self::roles) and [`total_tokens`](Self::total_tokens)
+/// read the columns without building anything.
+#[derive(Clone)]
+pub struct Entries {
+    columns: g::Context,
+    built: OnceCell<Vec<ContextEntry>>,
+}
+
+impl Entries {
+    /// The entries of the contract's columns, as the host sent them.
+    pub(crate) fn from_columns(columns: g::Context) -> Self {
+        Entries {
+            columns,
+            built: OnceCell::new(),
+        }
+    }
+
+    /// The columns, as the host sends them.
+    #[cfg(test)]
+    pub(crate) fn into_columns(self) -> g::Context {
+        self.columns
+    }
+
+    /// How many entries the context has.
+    pub fn len(&self) -> usize {
+        self.columns.entries.len()
+    }
+
+    /// Whether the context is empty.
+    pub fn is_empty(&self) -> bool {
+        self.columns.entries.is_empty()
+    }
+
+    /// Each entry's reference, in order.
+    pub fn refs(&self) -> &[EntryRef] {
+        &self.columns.entries
+    }
+
+    /// Each entry's tokens, in order.
+    pub fn tokens(&self) -> &[u32] {
+        &self.columns.tokens
+    }
+
+    /// Each entry's role, in order.
+    pub fn roles(&self) -> &[Role] {
+        &self.columns.roles
+    }
+
+    /// The sum of the entries' tokens.
+    pub fn total_tokens(&self) -> u32 {
+        self.columns
+            .tokens
+            .iter()
+            .fold(0u32, |sum, &t| sum.saturating_add(t))
+    }
+
+    /// The distinct names of the tools whose results are in the context.
+    pub fn tool_names(&self) -> &[String] {
+        &self.columns.tool_names
+    }
+
+    fn build(&self) -> Vec<ContextEntry> {
+        let c = &self.columns;
+        let names: Vec<Rc<str>> = c.tool_names.iter().map(|n| Rc::from(n.as_str())).collect();
+        (0..c.entries.len())
+            .map(|i| {
+                let flags = c.flags.get(i).copied().unwrap_or(g::EntryFlags::empty());
+                let tool = c.tools.get(i).copied().unwrap_or(0) as usize;
+                ContextEntry {
+                    entry: c.entries[i],
+                    role: c.roles.get(i).copied().unwrap_or(Role::Custom),
+                    tokens: c.tokens.get(i).copied().unwrap_or(0),
+                    tool_name: tool.checked_sub(1).and_then(|t| names.get(t).cloned()),
+                    is_error: flags.contains(g::EntryFlags::IS_ERROR),
+                    pruned: flags.contains(g::EntryFlags::PRUNED),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Deref for Entries {
+    type Target = [ContextEntry];
+
+    fn deref(&self) -> &[ContextEntry] {
+        self.built.get_or_init(|| self.build())
+    }
+}
+
+impl<'a> IntoIterator for &'a Entries {
+    type Item = &'a ContextEntry;
+    type IntoIter = std::slice::Iter<'a, ContextEntry>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl IntoIterator for Entries {
+    type Item = ContextEntry;
+    type IntoIter = std::vec::IntoIter<ContextEntry>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        let built = match self.built.into_inner() {
+            Some(built) => built,
+            None => Entries::from_columns(self.columns).build(),
+        };
+        built.into_iter()
+    }
+}
+
+impl From<Vec<ContextEntry>> for Entries {
+    /// The columns of these entries (for tests and tools that build requests).
+    fn from(entries: Vec<ContextEntry>) -> Self {
+        let mut columns = g::Context {
+            entries: Vec::with_capacity(entries.len()),
+            roles: Vec::with_capacity(entries.len()),
+            tokens: Vec::with_capacity(entries.len()),
+            tools: Vec::with_capacity(entries.len()),
+            flags: Vec::with_capacity(entries.len()),
+            tool_names: Vec::new(),
+        };
+        for e in &entries {
+            columns.entries.push(e.entry);
+            columns.roles.push(e.role);
+            columns.tokens.push(e.tokens);
+            let tool = e.tool_name.as_deref().map_or(0, |name| {
+                let index = match columns.tool_names.iter().position(|n| n == name) {
+                    Some(index) => index,
+                    None => {
+                        columns.tool_names.push(name.to_string());
+                        columns.tool_names.len() - 1
+                    }
+                };
+                index as u32 + 1
+            });
+            columns.tools.push(tool);
+            let mut flags = g::EntryFlags::empty();
+            if e.is_error {
+                flags |= g::EntryFlags::IS_ERROR;
+            }
+            if e.pruned {
+                flags |= g::EntryFlags::PRUNED;
+            }
+            columns.flags.push(flags);
+        }
+        Entries {
+            columns,
+            built: OnceCell::from(entries),
+        }
+    }
+}
+
+impl FromIterator<ContextEntry> for Entries {
+    fn from_iter<I: IntoIterator<Item = ContextEntry>>(entries: I) -> Self {
+        Entries::from(entries.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl PartialEq for Entries {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Entries {}
+
+impl std::fmt::Debug for Entries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// What `assemble` plans over: the current context and what the runtime knows of the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssembleRequest {
+    /// The session the context is for.
+    pub session: Session,
+    /// Tokens the assembled messages may use, when the runtime set a budget.
+    pub token_budget: Option<u32>,
+    /// The model's context window.
+    pub context_window: u32,
+    /// The host's current context size: the last valid assistant usage plus the estimate of
+    /// what follows it.
+    pub context_tokens: u32,
+    /// Names of the tools the model may call on this turn.
+    pub available_tools: Vec<String>,
+    /// The current context in order: the latest compaction summary (if any), then every entry
+    /// from its first kept entry to the leaf of the active branch. A fresh instance gets all of
+    /// it here, though it was never fed the older entries through `ingest`.
+    pub entries: Entries,
+    /// The model the context is for (e.g. `anthropic/claude-sonnet-4`), when the runtime named
+    /// it.
+    pub model: Option<String>,
+    /// The prompt about to be sent, not yet in the transcript, when the runtime has it.
+    pub prompt: Option<String>,
+}
+
+impl From<g::AssembleRequest> for AssembleRequest {
+    fn from(r: g::AssembleRequest) -> Self {
+        AssembleRequest {
+            session: r.session,
+            token_budget: r.token_budget,
+            context_window: r.context_window,
+            context_tokens: r.context_tokens,
+            available_tools: r.available_tools,
+            entries: Entries::from_columns(r.context),
+            model: r.model,
+            prompt: r.prompt,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_and_entries_agree_both_ways() {
+        let bash: Rc<str> = "bash".into();
+        let entries = vec![
+            ContextEntry::new(4, Role::User, 10),
+            ContextEntry {
+                tool_name: Some(bash.clone()),
+                is_error: true,
+                ..ContextEntry::new(5, Role::ToolResult, 20)
+            },
+            ContextEntry {
+                tool_name: Some("read".into()),
+                pruned: true,
+                ..ContextEntry::new(6, Role::ToolResult, 3)
+            },
+            ContextEntry {
+                tool_name: Some(bash),
+                ..ContextEntry::new(7, Role::ToolResult, 1)
+            },
+        ];
+        let from_vec = Entries::from(entries.clone());
+        assert_eq!(from_vec.refs(), [4, 5, 6, 7]);
+        assert_eq!(from_vec.tool_names(), ["bash", "read"]);
+        assert_eq!(from_vec.total_tokens(), 34);
+        // As the host sends them: built from the columns alone.
+        let sent = Entries::from_columns(from_vec.columns.clone());
+        assert!(sent.built.get().is_none());
+        assert_eq!(sent.len(), 4);
+        assert!(sent.built.get().is_none(), "len reads the columns");
+        assert_eq!(*sent, *entries);
+        assert!(sent[1].is_tool_result_of("bash") && !sent[0].is_tool_result());
+    }
+}
