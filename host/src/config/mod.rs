@@ -151,10 +151,15 @@ impl Config {
             }
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
-        Ok(Self {
+        let config = Self {
             source,
             ..Self::parse(&text, &path)?
-        })
+        };
+        // Never silent: every command logs what `doctor` warns about.
+        for unknown in config.unknown_keys() {
+            tracing::warn!("config {}: {unknown}", path.display());
+        }
+        Ok(config)
     }
 
     /// Defaults only, as if no file existed.
