@@ -445,6 +445,15 @@ fn notify_before_auto_reaches_a_serve_client_as_a_notification() {
     let assembled = lines.iter().position(|l| l["id"] == 3).unwrap();
     assert!(notice < assembled, "told before the answer");
     let params = &lines[notice]["params"];
+    // As docs/serve-protocol.schema.json describes it.
+    let schema: Value =
+        serde_json::from_str(include_str!("../../docs/serve-protocol.schema.json")).unwrap();
+    let validator =
+        jsonschema::validator_for(&schema["notifications"]["session.compactionPending"]["params"])
+            .unwrap();
+    if let Err(error) = validator.validate(params) {
+        panic!("the notification does not match the schema: {error}\n{params}");
+    }
     assert!(
         lines[notice].get("id").is_none(),
         "a notification has no id"
