@@ -282,6 +282,7 @@ impl CompactionSettings {
     ) -> Result<(), ConfigError> {
         self.resolve_inner(object).map_err(|p| ConfigError::Field {
             path: path.to_path_buf(),
+            line: None,
             field: p.field,
             message: p.message,
         })

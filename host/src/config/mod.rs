@@ -35,9 +35,15 @@ pub enum ConfigError {
         column: usize,
         message: String,
     },
-    #[error("config {path}: `{field}`: {message}")]
+    #[error(
+        "config {}{}: `{field}`: {message}",
+        path.display(),
+        line.map(|l| format!(":{l}")).unwrap_or_default()
+    )]
     Field {
         path: PathBuf,
+        /// The line the key is written on, when it is.
+        line: Option<usize>,
         field: String,
         message: String,
     },
@@ -188,24 +194,12 @@ impl Config {
     fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let raw = parse_json5(text, path)?;
         let lines = locate::key_lines(text);
-        let settings = Settings::from_value(&raw, path).map_err(|e| match e {
-            ConfigError::Field {
-                path,
-                field,
-                message,
-            } => {
-                // Name the line too, when the key is written in the file.
-                let path = match lines.get(&field) {
-                    Some(line) => PathBuf::from(format!("{}:{line}", path.display())),
-                    None => path,
-                };
-                ConfigError::Field {
-                    path,
-                    field,
-                    message,
-                }
+        let settings = Settings::from_value(&raw, path).map_err(|mut e| {
+            // Name the line too, when the key is written in the file.
+            if let ConfigError::Field { field, line, .. } = &mut e {
+                *line = lines.get(field.as_str()).copied();
             }
-            other => other,
+            e
         })?;
         Ok(Self {
             source: ConfigSource::Flag(path.to_path_buf()),
@@ -276,6 +270,7 @@ impl Settings {
         if !raw.is_object() {
             return Err(ConfigError::Field {
                 path: path.to_path_buf(),
+                line: None,
                 field: "(root)".into(),
                 message: "the config must be an object".into(),
             });
@@ -283,6 +278,7 @@ impl Settings {
         if raw.get("compaction").is_some() {
             return Err(ConfigError::Field {
                 path: path.to_path_buf(),
+                line: None,
                 field: "compaction".into(),
                 message: "a top-level `compaction` block is not read: move this under agents.defaults.compaction".into(),
             });
@@ -290,6 +286,7 @@ impl Settings {
         let mut settings: Self =
             serde_path_to_error::deserialize(raw).map_err(|e| ConfigError::Field {
                 path: path.to_path_buf(),
+                line: None,
                 field: e.path().to_string(),
                 message: e.inner().to_string(),
             })?;
@@ -311,6 +308,7 @@ impl Settings {
                 if !(min..=max).contains(&value) {
                     return Err(ConfigError::Field {
                         path: path.to_path_buf(),
+                        line: None,
                         field: format!("plugins.entries.{id}.limits.{key}"),
                         message: format!("{value} is out of range ({min} to {max})"),
                     });
