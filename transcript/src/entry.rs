@@ -2,7 +2,9 @@
 //! model context (role, token estimate, usage) and where its message JSON lives in the line.
 
 use std::borrow::Cow;
+use std::fmt;
 use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -100,17 +102,109 @@ impl Header {
     }
 }
 
+/// The text of one line: a slice of the buffer a whole file was read into, shared by all its
+/// entries (loading copies no line, cloning an entry copies no text), or a line of its own.
+#[derive(Clone)]
+pub(crate) struct Line {
+    buf: Arc<String>,
+    range: Range<usize>,
+}
+
+impl Line {
+    /// `buf[range]`; `range` must lie on char boundaries of `buf`.
+    pub(crate) fn slice(buf: &Arc<String>, range: Range<usize>) -> Line {
+        debug_assert!(buf.get(range.clone()).is_some());
+        Line {
+            buf: Arc::clone(buf),
+            range,
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        self.buf.get(self.range.clone()).unwrap_or("")
+    }
+}
+
+impl From<String> for Line {
+    fn from(text: String) -> Line {
+        let range = 0..text.len();
+        Line {
+            buf: Arc::new(text),
+            range,
+        }
+    }
+}
+
+impl From<&str> for Line {
+    fn from(text: &str) -> Line {
+        Line::from(text.to_string())
+    }
+}
+
+impl fmt::Debug for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// A short text of an entry (its id, its parent's): where it sits in the line, so that neither
+/// loading nor cloning an entry allocates for it, or its own copy (decoded, synthesised).
+#[derive(Debug, Clone)]
+enum Text {
+    At(Range<usize>),
+    Own(Box<str>),
+}
+
+impl Text {
+    fn get<'a>(&'a self, line: &'a Line) -> &'a str {
+        match self {
+            Text::At(range) => line.as_str().get(range.clone()).unwrap_or(""),
+            Text::Own(text) => text,
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Text {
+        Text::Own(text.into_boxed_str())
+    }
+}
+
+/// What a tool result says about its tool, kept from decoding so that pruning decisions need
+/// no decoding of the output.
+#[derive(Debug, Clone, Default)]
+struct ToolFacts {
+    /// Where `toolName` sits in the line (fast path), or its decoded text.
+    name: Option<Result<Range<usize>, Box<str>>>,
+    is_error: bool,
+}
+
+/// `toolName` and `isError` of a tool result message, for lines serde decodes.
+#[derive(Deserialize)]
+struct ToolOnly<'a> {
+    #[serde(rename = "toolName", borrow)]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+}
+
 /// One entry (a line after the header).
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The line in v3 form (equal to the file's line unless migrated).
-    line: String,
+    line: Line,
     /// The line as read, when migration changed it.
-    original: Option<String>,
+    original: Option<Line>,
+    /// A v1 line whose v3 form is `line` with `id` and `parentId` spliced in: made on first
+    /// use, in `spliced` (a v1 file is mostly such lines, and most loads never write).
+    v1_ids: bool,
+    spliced: OnceLock<String>,
+    /// For tool results: the tool's name and whether it failed (what pruning asks).
+    tool: Option<ToolFacts>,
     line_no: usize,
-    id: String,
-    parent_id: Option<String>,
-    kind: String,
+    id: Text,
+    parent_id: Option<Text>,
+    kind: Cow<'static, str>,
     /// None when absent or not a readable ISO-8601 time.
     timestamp_ms: Option<u64>,
     /// Byte range of the `message` member's value inside `line`.
@@ -253,8 +347,19 @@ fn quote(s: &str) -> String {
 /// The synthetic id of the v1 entry at `index`: deterministic, so re-loading a v1 file gives
 /// the same ids, and unique within the file.
 pub(crate) fn v1_id(index: usize) -> String {
-    format!("{index:08x}")
+    if index > u32::MAX as usize {
+        return format!("{index:08x}");
+    }
+    // Every line of a v1 file gets one: written directly, not through the formatter.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    (0..8)
+        .rev()
+        .map(|k| char::from(HEX[(index >> (4 * k)) & 0xf]))
+        .collect()
 }
+
+/// How a v1 message line starts when its ids can be spliced in after its type.
+const V1_MESSAGE_PREFIX: &str = "{\"type\":\"message\",";
 
 /// How the file's version shapes an entry's decoding.
 pub(crate) struct Decode {
@@ -267,12 +372,44 @@ pub(crate) struct Decode {
 
 impl Entry {
     /// Decode one line; the error is the problem text (the caller adds file and line).
-    pub(crate) fn decode(line: String, line_no: usize, d: &Decode) -> Result<Entry, String> {
-        let raw: RawEntry<'_> = serde_json::from_str(&line).map_err(|e| json_problem(&line, e))?;
+    pub(crate) fn decode(line: Line, line_no: usize, d: &Decode) -> Result<Entry, String> {
+        if let Some(fast) = crate::envelope::message_line(line.as_str()) {
+            let text = line.as_str();
+            match d.version {
+                2 | 3 => {
+                    if let Some(id) = fast.id.clone().filter(|r| !r.is_empty()) {
+                        let parent = fast.parent_id.clone().flatten();
+                        let ids = (Text::At(id), parent.map(Text::At));
+                        return Ok(Entry::from_envelope(line, line_no, fast, ids, false));
+                    }
+                }
+                // Most of a v1 file: a message line without ids, its v3 form made when first
+                // asked for (see `Entry::v3_line`).
+                _ if fast.id.is_none()
+                    && fast.parent_id.is_none()
+                    && text.starts_with(V1_MESSAGE_PREFIX) =>
+                {
+                    let ids = (
+                        Text::from(v1_id(d.index)),
+                        d.index.checked_sub(1).map(|i| Text::from(v1_id(i))),
+                    );
+                    return Ok(Entry::from_envelope(line, line_no, fast, ids, true));
+                }
+                _ => {}
+            }
+        }
+        Entry::decode_serde(line, line_no, d)
+    }
+
+    /// Decode one line with serde: every line the fast path leaves, and every rule.
+    fn decode_serde(line: Line, line_no: usize, d: &Decode) -> Result<Entry, String> {
+        let text = line.as_str();
+        let raw: RawEntry<'_> = serde_json::from_str(text).map_err(|e| json_problem(text, e))?;
         let kind = match raw.kind.as_deref() {
             Some("") | None => return Err("entry has no \"type\"".into()),
             Some("session") => return Err("a second session header".into()),
-            Some(k) => k.to_string(),
+            Some("message") => Cow::Borrowed("message"),
+            Some(k) => Cow::Owned(k.to_string()),
         };
         let (id, parent_id) = if d.version >= 2 {
             match raw.id.as_deref() {
@@ -291,13 +428,13 @@ impl Entry {
         let timestamp_ms = timestamp.unwrap_or(0);
         let mut note = None;
 
-        let mut message = raw.message.map(|m| range_in(&line, m.get()));
+        let mut message = raw.message.map(|m| range_in(text, m.get()));
         let mut info = None;
         let mut synth = None;
         let mut first_kept_id = None;
         let mut tokens_before = 0;
         let mut meta = None;
-        match kind.as_str() {
+        match kind.as_ref() {
             "message" => {
                 let m = raw.message.ok_or("message entry has no \"message\"")?;
                 let summary = tokens::summarize(m.get())?;
@@ -377,7 +514,7 @@ impl Entry {
             }
         };
         let spliced = if d.version == 1 && !needs_rewrite {
-            splice_ids(&line, &id, parent_id.as_deref())
+            splice_ids(text, &id, parent_id.as_deref())
         } else {
             None
         };
@@ -389,10 +526,10 @@ impl Entry {
                     r
                 }
             });
-            (new, Some(line))
+            (Line::from(new), Some(line))
         } else if needs_rewrite || d.version == 1 {
             let new = rewrite_entry(
-                &line,
+                text,
                 &Rewrite {
                     ids: (d.version == 1).then_some((id.as_str(), parent_id.as_deref())),
                     first_kept_id: first_kept_id.as_deref().filter(|_| d.version == 1),
@@ -402,7 +539,7 @@ impl Entry {
             let parsed: MessageOnly<'_> =
                 serde_json::from_str(&new).map_err(|e| json_problem(&new, e))?;
             message = parsed.message.map(|m| range_in(&new, m.get()));
-            (new, Some(line))
+            (Line::from(new), Some(line))
         } else {
             (line, None)
         };
@@ -411,12 +548,25 @@ impl Entry {
             Some(i) if !i.excluded => (i.role, i.tokens, i.valid_usage),
             _ => (None, 0, None),
         };
+        let tool = (role == Some(Role::ToolResult) && kind == "message")
+            .then(|| {
+                let json = message.clone().and_then(|r| v3_line.as_str().get(r))?;
+                let facts: ToolOnly<'_> = serde_json::from_str(json).ok()?;
+                Some(ToolFacts {
+                    name: facts.tool_name.map(|n| Err(n.into())),
+                    is_error: facts.is_error == Some(true),
+                })
+            })
+            .flatten();
         Ok(Entry {
             line: v3_line,
             original,
+            v1_ids: false,
+            spliced: OnceLock::new(),
+            tool,
             line_no,
-            id,
-            parent_id,
+            id: Text::from(id),
+            parent_id: parent_id.map(Text::from),
             kind,
             timestamp_ms: timestamp,
             message,
@@ -434,13 +584,59 @@ impl Entry {
         })
     }
 
+    /// A `message` line the fast path read (see `envelope`).
+    fn from_envelope(
+        line: Line,
+        line_no: usize,
+        m: crate::envelope::MessageLine,
+        (id, parent_id): (Text, Option<Text>),
+        v1: bool,
+    ) -> Entry {
+        let text = line.as_str();
+        let timestamp = m.timestamp.and_then(|r| parse_iso_ms(&text[r]));
+        let summary = m.summary;
+        let tool = (summary.role == Some(Role::ToolResult)).then(|| ToolFacts {
+            name: m.tool_name.map(Ok),
+            is_error: m.is_error == Some(true),
+        });
+        let (role, tokens, usage_total) = if summary.excluded {
+            (None, 0, None)
+        } else {
+            (summary.role, summary.tokens, summary.valid_usage)
+        };
+        Entry {
+            id,
+            parent_id,
+            kind: Cow::Borrowed("message"),
+            timestamp_ms: timestamp,
+            message: Some(m.message),
+            synth: None,
+            role,
+            tokens,
+            usage_total,
+            first_kept_id: None,
+            tokens_before: 0,
+            meta: None,
+            note: summary.usage_problem,
+            pruned: false,
+            parent: None,
+            first_kept: None,
+            line,
+            original: None,
+            v1_ids: v1,
+            spliced: OnceLock::new(),
+            tool,
+            line_no,
+        }
+    }
+
     /// The v2/v3 id; for v1 files a synthesised, deterministic one (`{index:08x}`).
     pub fn id(&self) -> &str {
-        &self.id
+        self.id.get(&self.line)
     }
 
     pub fn parent_id(&self) -> Option<&str> {
-        self.parent_id.as_deref()
+        self.parent_id.as_ref().map(|p| p.get(&self.line))
     }
 
     /// `message`, `compaction`, ...; unknown types are kept as they are.
@@ -450,17 +646,24 @@ impl Entry {
 
     /// The original JSON line, verbatim.
     pub fn line(&self) -> &str {
-        self.original.as_deref().unwrap_or(&self.line)
+        self.original.as_ref().unwrap_or(&self.line).as_str()
     }
 
     /// The line as a v3 file holds it (equal to [`Entry::line`] for v3 input).
     pub fn v3_line(&self) -> &str {
-        &self.line
+        if !self.v1_ids {
+            return self.line.as_str();
+        }
+        self.spliced.get_or_init(|| {
+            let line = self.line.as_str();
+            splice_ids(line, self.id(), self.parent_id())
+                .map_or_else(|| line.to_string(), |(v3, _, _)| v3)
+        })
     }
 
     /// Whether reading migrated this entry (its v3 line differs from the file's).
     pub fn is_migrated(&self) -> bool {
-        self.original.is_some()
+        self.original.is_some() || self.v1_ids
     }
 
     /// 1-based line in the source file; 0 for entries appended in memory.
@@ -496,6 +699,21 @@ impl Entry {
 
     pub(crate) fn set_tokens(&mut self, tokens: u32) {
         self.tokens = tokens;
+    }
+
+    /// For a tool result: the tool's name (`toolName`), as its view has it, without decoding
+    /// the message.
+    pub fn tool_name(&self) -> Option<&str> {
+        match &self.tool.as_ref()?.name {
+            Some(Ok(range)) => self.line.as_str().get(range.clone()),
+            Some(Err(name)) => Some(name),
+            None => None,
+        }
+    }
+
+    /// For a tool result: whether it reports a failure (`isError`), without decoding it.
+    pub fn is_error(&self) -> bool {
+        self.tool.as_ref().is_some_and(|t| t.is_error)
     }
 
     /// Whether a compaction on the active branch pruned this tool result's output.
@@ -537,7 +755,7 @@ impl Entry {
         }
         match &self.message {
             Some(r) if self.kind == "message" => {
-                Cow::Borrowed(self.line.get(r.clone()).unwrap_or(""))
+                Cow::Borrowed(self.line.as_str().get(r.clone()).unwrap_or(""))
             }
             _ => Cow::Borrowed(""),
         }
@@ -657,6 +875,103 @@ mod tests {
         );
         assert_eq!(e.message_json(), r#"{"role":"user","content":"x"}"#);
         assert_eq!(e.line(), line);
+    }
+
+    /// What an entry says, for comparing the two decoders.
+    fn facts(e: &Entry) -> String {
+        format!(
+            "{:?}",
+            (
+                e.id(),
+                e.parent_id(),
+                e.entry_type(),
+                e.timestamp(),
+                e.message_json(),
+                e.context_role(),
+                e.tokens(),
+                e.usage_total(),
+                &e.note,
+                e.line(),
+                e.v3_line(),
+                e.is_migrated(),
+            )
+        ) + &format!("{:?}", (e.tool_name(), e.is_error()))
+    }
+
+    /// Every line the fast path reads, it reads as serde does: lines of generated sessions
+    /// (v3, and v1 by dropping their ids), each also mutated byte by byte.
+    #[test]
+    fn the_fast_path_agrees_with_serde() {
+        let text = crate::generate::coding_session(5, 300);
+        let mut lines: Vec<(u32, String)> = Vec::new();
+        for line in text.lines().skip(1) {
+            lines.push((3, line.to_string()));
+            let v: Value = serde_json::from_str(line).unwrap();
+            if let Value::Object(mut map) = v {
+                map.shift_remove("id");
+                map.shift_remove("parentId");
+                lines.push((1, Value::Object(map).to_string()));
+            }
+        }
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n.max(1) as u64) as usize
+        };
+        let mut fast = 0;
+        for (version, line) in lines {
+            let mut variants = vec![line.clone()];
+            for _ in 0..20 {
+                let mut bytes = line.clone().into_bytes();
+                let at = next(bytes.len());
+                const BYTES: &[u8] = b"\\\"{}[],:0e.-u \t";
+                match next(4) {
+                    0 if at < bytes.len() => bytes[at] = BYTES[next(BYTES.len())],
+                    1 if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    2 => bytes.insert(at, BYTES[next(BYTES.len())]),
+                    _ => bytes.truncate(at),
+                }
+                if let Ok(s) = String::from_utf8(bytes) {
+                    variants.push(s);
+                }
+            }
+            for v in variants {
+                let d = Decode {
+                    version,
+                    index: 4,
+                    entry_count: 9,
+                };
+                let quick = Entry::decode(Line::from(v.as_str()), 2, &d);
+                let slow = Entry::decode_serde(Line::from(v.as_str()), 2, &d);
+                fast += usize::from(crate::envelope::message_line(&v).is_some());
+                match (quick, slow) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(facts(&a), facts(&b), "{v}");
+                        if a.context_role() == Some(Role::ToolResult)
+                            && let Some(view) = a.view()
+                        {
+                            assert_eq!(a.tool_name(), view.tool_name.as_deref(), "{v}");
+                            assert_eq!(a.is_error(), view.is_error, "{v}");
+                        }
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a, b, "{v}"),
+                    (a, b) => panic!("decoders disagree on {v}: {a:?} / {b:?}"),
+                }
+            }
+        }
+        assert!(fast > 500, "the fast path read only {fast} lines");
+    }
+
+    #[test]
+    fn v1_ids_are_eight_hex_digits() {
+        assert_eq!(v1_id(0), "00000000");
+        assert_eq!(v1_id(0xabc), "00000abc");
+        assert_eq!(v1_id(u32::MAX as usize), "ffffffff");
+        assert_eq!(v1_id(1 << 32), "100000000");
     }
 
     #[test]

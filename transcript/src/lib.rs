@@ -8,6 +8,7 @@
 
 pub mod compaction;
 mod entry;
+mod envelope;
 mod error;
 pub mod generate;
 mod message;

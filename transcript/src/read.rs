@@ -36,10 +36,21 @@ pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, Transcript
     let source = path.display().to_string();
     file.seek(SeekFrom::Start(0))
         .map_err(io(path, "cannot seek"))?;
+    // Read in small steps until the first non-blank line ends: a real header is a few hundred
+    // bytes, and reading the whole megabyte would read a small file twice.
+    let limit = (MAX_HEADER + BOM.len()) as u64;
     let mut head = Vec::new();
-    file.take((MAX_HEADER + BOM.len()) as u64)
-        .read_to_end(&mut head)
-        .map_err(io(path, "cannot read transcript"))?;
+    loop {
+        let step = (64 << 10).min(limit - head.len() as u64);
+        let before = head.len();
+        file.take(step)
+            .read_to_end(&mut head)
+            .map_err(io(path, "cannot read transcript"))?;
+        let ended = head.len() - before < step as usize || head.len() as u64 >= limit;
+        if ended || first_line_ends(&head) {
+            break;
+        }
+    }
     let mut pos = if head.starts_with(BOM.as_bytes()) {
         BOM.len()
     } else {
@@ -94,6 +105,13 @@ pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, Transcript
             MAX_HEADER >> 20
         ),
     ))
+}
+
+/// Whether `head` holds a line break after its first non-blank byte.
+fn first_line_ends(head: &[u8]) -> bool {
+    head.iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .is_some_and(|p| memchr::memchr(b'\n', &head[p..]).is_some())
 }
 
 /// The whole file as text, once its header has been checked. A BOM is kept (parsing skips

@@ -26,8 +26,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::record::CompactionRecord;
 use crate::error::{LoadWarning, TranscriptError};
+use crate::record::CompactionRecord;
 use crate::transcript::Transcript;
 
 const BLOCK: usize = 1 << 20;
@@ -119,7 +119,7 @@ struct CompactionLine<'a> {
 fn skip_string(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
-        j += memchr::memchr2(b'"', b'\\', &b[j..])?;
+        j += memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
         if b[j] == b'\\' {
             j += 2;
         } else {
@@ -314,6 +314,164 @@ fn line_number_at(path: &Path, offset: u64) -> Result<usize, TranscriptError> {
     Ok(lines)
 }
 
+/// The `role` of a `message` entry's message, skimmed: the members before it are skipped, the
+/// message's content is never read when (as written by pi and ctxhost) the role comes first.
+fn message_role(line: &[u8]) -> Option<String> {
+    let members = |b: &[u8], at: usize, want: &str| -> Option<(usize, usize)> {
+        let mut i = skip_ws(b, at);
+        if b.get(i) != Some(&b'{') {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+        loop {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = skip_string(b, i)?;
+            let key = string_value(b.get(i..key_end)?)?;
+            i = skip_ws(b, key_end);
+            if b.get(i) != Some(&b':') {
+                return None;
+            }
+            i = skip_ws(b, i + 1);
+            let end = skip_value(b, i)?;
+            if key == want {
+                return Some((i, end));
+            }
+            i = skip_ws(b, end);
+            if b.get(i) != Some(&b',') {
+                return None;
+            }
+            i = skip_ws(b, i + 1);
+        }
+    };
+    let (message, _) = members(line, 0, "message")?;
+    let (role, end) = members(line, message, "role")?;
+    let literal = &line[role..end];
+    (literal.first() == Some(&b'"'))
+        .then(|| string_value(literal))
+        .flatten()
+}
+
+/// The context of an active branch without a compaction, gathered entry by entry as the
+/// backward walk passes them, in constant memory: what `Transcript::context_tokens` and
+/// `context().len()` give for the whole file, without holding it. Entries after the latest
+/// usage (read first, going back) are decoded as loading decodes them; before it only their
+/// kind and role count, so their bodies are skipped, unless the usage does not fit the window
+/// and every estimate is needed.
+struct Stream {
+    window: u64,
+    messages: usize,
+    /// Estimates of the entries after the latest usage, then of all entries once the usage
+    /// does not fit the window.
+    estimates: u64,
+    usage: Option<u64>,
+    /// Implausible figures found, by offset (a subset of what loading reports).
+    notes: Vec<(u64, String)>,
+    /// Something only a parse can judge (a line that does not decode alone): give up.
+    broken: bool,
+}
+
+impl Stream {
+    fn new(window: Option<u64>) -> Stream {
+        Stream {
+            window: window.unwrap_or(u64::MAX),
+            messages: 0,
+            estimates: 0,
+            usage: None,
+            notes: Vec::new(),
+            broken: false,
+        }
+    }
+
+    fn needs_estimates(&self) -> bool {
+        self.usage.is_none_or(|u| u > self.window)
+    }
+
+    /// One entry of the active branch, going back.
+    fn entry(&mut self, line: &[u8], offset: u64, kind: Option<&str>, version: u32) {
+        if self.broken {
+            return;
+        }
+        if kind == Some("message") && !self.needs_estimates() {
+            let role = message_role(line);
+            match role.as_deref().map(|r| (r, crate::role::Role::parse(r))) {
+                // Excluded or not: only decoding says.
+                Some((_, Some(crate::role::Role::BashExecution))) => {}
+                Some((_, Some(_))) => {
+                    self.messages += 1;
+                    return;
+                }
+                Some((_, None)) => return, // an unknown role: kept, not sent
+                None => {}
+            }
+        }
+        let Ok(text) = std::str::from_utf8(line) else {
+            self.broken = true;
+            return;
+        };
+        let decode = crate::entry::Decode {
+            version,
+            index: 0,
+            entry_count: 0,
+        };
+        let Ok(mut e) = crate::entry::Entry::decode(text.into(), 0, &decode) else {
+            self.broken = true;
+            return;
+        };
+        if let Some(note) = e.take_note() {
+            self.notes.push((offset, note));
+        }
+        if e.context_role().is_some() && e.entry_type() != "compaction" {
+            self.messages += 1;
+        }
+        if self.needs_estimates() {
+            self.estimates += u64::from(e.tokens());
+            if self.usage.is_none() {
+                self.usage = e.usage_total();
+                if let Some(u) = self.usage {
+                    self.estimates -= u64::from(e.tokens());
+                    if u > self.window {
+                        // Another window's figures: every estimate counts, this one too.
+                        self.estimates += u64::from(e.tokens());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The context size by the rule of `Transcript::context_tokens`.
+    fn context_tokens(&self) -> u64 {
+        match self.usage {
+            Some(u) if u <= self.window => u.saturating_add(self.estimates),
+            _ => self.estimates,
+        }
+    }
+}
+
+/// 1-based line numbers of the lines starting at `offsets` (ascending), in one forward pass.
+fn line_numbers_at(path: &Path, offsets: &[u64]) -> Result<Vec<usize>, TranscriptError> {
+    let mut f = File::open(path).map_err(io(path, "cannot open transcript"))?;
+    let mut buf = vec![0; BLOCK];
+    let (mut pos, mut lines) = (0u64, 1usize);
+    let mut out = Vec::with_capacity(offsets.len());
+    for &offset in offsets {
+        while pos < offset {
+            let want = (buf.len() as u64).min(offset - pos) as usize;
+            let n = f
+                .read(&mut buf[..want])
+                .map_err(io(path, "cannot read transcript"))?;
+            if n == 0 {
+                break;
+            }
+            lines += memchr::memchr_iter(b'\n', &buf[..n]).count();
+            pos += n as u64;
+        }
+        out.push(lines);
+    }
+    Ok(out)
+}
+
 /// The status of the transcript at `path`, reading only its tail (see the module docs).
 pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
     scan_with(path, None)
@@ -369,6 +527,8 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     let (mut total, mut prunes) = (0u64, 0u64);
     let mut start = file_bytes; // where the tail parsed as a transcript starts
     let mut at_header = false;
+    let mut stream = Stream::new(window);
+    let mut torn = None;
     while let Some((offset, line)) = lines.prev()? {
         if offset < head.body_start {
             at_header = true;
@@ -389,6 +549,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
                     .is_none()
             {
                 start = offset;
+                torn = Some(offset);
                 continue;
             }
         }
@@ -420,6 +581,9 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             boundary_found = true;
         }
         if !chain_done && want.as_deref() == Some(id) {
+            if boundary.is_none() && light.kind.as_deref() != Some("compaction") {
+                stream.entry(line, offset, light.kind.as_deref(), head.header.version());
+            }
             want = light.parent_id;
             chain_done = want.is_none();
             if light.kind.as_deref() == Some("compaction") {
@@ -463,6 +627,10 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             return full();
         }
     }
+    if boundary.is_none() && chain_done && !stream.broken {
+        // No compaction on the branch: the walk gathered its whole context.
+        return streamed(path, &head.header, file_bytes, start, &stream, torn);
+    }
 
     // Parse header + tail as one transcript: same rules as a full load.
     let bytes_scanned = file_bytes - start;
@@ -495,7 +663,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         }
     };
     text.push_str(&tail);
-    let mut t = match Transcript::parse_tail(&text, &source) {
+    let mut t = match Transcript::parse_tail(text, &source) {
         Ok(t) => t,
         Err(TranscriptError::Invalid { line, problem, .. }) => {
             return Err(TranscriptError::invalid(&source, shift(line)?, problem));
@@ -527,6 +695,50 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         }
     }
     Ok(status)
+}
+
+/// The status of a branch without a compaction, from what the walk gathered.
+fn streamed(
+    path: &Path,
+    header: &crate::entry::Header,
+    file_bytes: u64,
+    start: u64,
+    stream: &Stream,
+    torn: Option<u64>,
+) -> Result<Status, TranscriptError> {
+    let source = path.display().to_string();
+    let mut notes: Vec<(u64, String)> = stream.notes.clone();
+    if let Some(offset) = torn {
+        notes.push((
+            offset,
+            "torn last line (no trailing newline, not JSON) ignored".into(),
+        ));
+    }
+    notes.sort_by_key(|(offset, _)| *offset);
+    let offsets: Vec<u64> = notes.iter().map(|(offset, _)| *offset).collect();
+    let lines = line_numbers_at(path, &offsets)?;
+    let warnings = notes
+        .into_iter()
+        .zip(lines)
+        .map(|((_, message), line)| LoadWarning {
+            source: source.clone(),
+            line,
+            message,
+        })
+        .collect();
+    Ok(Status {
+        session_id: header.id().to_string(),
+        version: header.version(),
+        file_bytes,
+        bytes_scanned: file_bytes - start,
+        context_tokens: stream.context_tokens(),
+        context_messages: stream.messages,
+        compaction_count: 0,
+        summary_count: 0,
+        count_source: CountSource::ActiveBranch,
+        last_compaction: None,
+        warnings,
+    })
 }
 
 fn problem_of(e: TranscriptError) -> String {

@@ -80,14 +80,14 @@ pub(crate) fn plausible(v: f64) -> Option<u64> {
 #[derive(Deserialize)]
 #[serde(expecting = "a usage object")]
 pub(crate) struct RawUsage {
-    input: Option<f64>,
-    output: Option<f64>,
+    pub input: Option<f64>,
+    pub output: Option<f64>,
     #[serde(rename = "cacheRead")]
-    cache_read: Option<f64>,
+    pub cache_read: Option<f64>,
     #[serde(rename = "cacheWrite")]
-    cache_write: Option<f64>,
+    pub cache_write: Option<f64>,
     #[serde(rename = "totalTokens")]
-    total_tokens: Option<f64>,
+    pub total_tokens: Option<f64>,
 }
 
 impl RawUsage {

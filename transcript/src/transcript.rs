@@ -5,15 +5,20 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use crate::entry::{Decode, Entry, Header};
+use crate::entry::{Decode, Entry, Header, Line};
 use crate::error::{LoadWarning, TranscriptError};
 use crate::record::{CompactionRecord, Trigger};
 use crate::role::Role;
 use crate::tokens::TokenCounter;
+
+/// Entry index by id. Ids are hashed once per entry on every load: foldhash is several times
+/// faster than the default SipHash and still seeded per process.
+type IdIndex = HashMap<String, usize, foldhash::fast::RandomState>;
 
 /// A session transcript.
 #[derive(Debug, Clone)]
@@ -21,7 +26,7 @@ pub struct Transcript {
     source: String,
     header: Header,
     entries: Vec<Entry>,
-    by_id: HashMap<String, usize>,
+    by_id: IdIndex,
     warnings: Vec<LoadWarning>,
     /// Exact token counting, when selected; None is chars/4.
     counter: Option<TokenCounter>,
@@ -77,7 +82,7 @@ impl Transcript {
             source: format!("<session {session_id}>"),
             header: Header::new_v3(session_id, cwd, timestamp_iso),
             entries: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: IdIndex::default(),
             warnings: Vec::new(),
             counter: None,
             window: None,
@@ -88,24 +93,34 @@ impl Transcript {
     /// rest of the file is read.
     pub fn load(path: &Path) -> Result<Transcript, TranscriptError> {
         let text = crate::read::read_text(path)?;
-        Transcript::parse(&text, &path.display().to_string())
+        Transcript::parse_inner(Arc::new(text), &path.display().to_string(), false)
     }
 
     /// Parse JSONL of any supported version; v1/v2 are migrated to v3 in memory. `source`
     /// names the file in errors and warnings.
     pub fn parse(text: &str, source: &str) -> Result<Transcript, TranscriptError> {
-        Transcript::parse_inner(text, source, false)
+        Transcript::parse_inner(Arc::new(text.to_string()), source, false)
     }
 
     /// Parse the header plus the tail of a file (see `status`): references to entries before
     /// the tail (parents, older boundaries) are left unresolved without complaint.
-    pub(crate) fn parse_tail(text: &str, source: &str) -> Result<Transcript, TranscriptError> {
-        Transcript::parse_inner(text, source, true)
+    pub(crate) fn parse_tail(text: String, source: &str) -> Result<Transcript, TranscriptError> {
+        Transcript::parse_inner(Arc::new(text), source, true)
     }
 
-    fn parse_inner(text: &str, source: &str, partial: bool) -> Result<Transcript, TranscriptError> {
+    /// Parse `buf`; every entry's line is a slice of it (see [`Line`]).
+    fn parse_inner(
+        buf: Arc<String>,
+        source: &str,
+        partial: bool,
+    ) -> Result<Transcript, TranscriptError> {
+        let whole = buf.as_str();
+        let line_of = |part: &str| {
+            let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+            Line::slice(&buf, start..start + part.len())
+        };
         // Windows editors start UTF-8 files with a byte order mark; it is not content.
-        let text = text.strip_prefix(crate::read::BOM).unwrap_or(text);
+        let text = whole.strip_prefix(crate::read::BOM).unwrap_or(whole);
         let mut lines: Vec<(usize, &str)> = text
             .split('\n')
             .enumerate()
@@ -154,7 +169,7 @@ impl Transcript {
                 index: entries.len(),
                 entry_count,
             };
-            let mut decoded = match Entry::decode(text.to_string(), line_no, &decode) {
+            let mut decoded = match Entry::decode(line_of(text), line_no, &decode) {
                 Ok(e) => vec![e],
                 Err(problem) => match split_concatenated(text) {
                     None => return Err(TranscriptError::invalid(source, line_no, problem)),
@@ -185,7 +200,7 @@ impl Transcript {
                         );
                         parts
                             .into_iter()
-                            .map(|part| Entry::decode(part.to_string(), line_no, &decode))
+                            .map(|part| Entry::decode(line_of(part), line_no, &decode))
                             .collect::<Result<Vec<_>, _>>()
                             .map_err(|p| TranscriptError::invalid(source, line_no, p))?
                     }
@@ -202,7 +217,7 @@ impl Transcript {
             source: source.to_string(),
             header,
             entries,
-            by_id: HashMap::new(),
+            by_id: IdIndex::default(),
             warnings,
             counter: None,
             window: None,
@@ -214,7 +229,7 @@ impl Transcript {
     /// Index ids, resolve parents and compaction boundaries, reject duplicates and cycles.
     fn link(&mut self, partial: bool) -> Result<(), TranscriptError> {
         let src = self.source.clone();
-        let mut by_id = HashMap::with_capacity(self.entries.len());
+        let mut by_id = IdIndex::with_capacity_and_hasher(self.entries.len(), Default::default());
         for (i, e) in self.entries.iter().enumerate() {
             if let Some(&first) = by_id.get(e.id()) {
                 let first_line = self.entries.get(first).map_or(0, Entry::line_number);
@@ -566,7 +581,7 @@ impl Transcript {
             entry_count: index + 1,
         };
         let line_no = self.next_line_number();
-        let mut entry = Entry::decode(line, 0, &decode)
+        let mut entry = Entry::decode(Line::from(line), 0, &decode)
             .map_err(|p| TranscriptError::invalid(&self.source, line_no, p))?;
         if let Some(note) = entry.take_note() {
             self.warnings.push(LoadWarning {

@@ -506,17 +506,14 @@ fn prune_candidates(t: &Transcript, messages: &[usize], policy: &Policy) -> (Vec
                     tool_tokens += tokens;
                     continue;
                 }
-                let view = e.view();
-                let tool = view
-                    .as_ref()
-                    .and_then(|v| v.tool_name.clone())
-                    .unwrap_or_default();
+                // Read as loading kept them: decoding each output here cost most of prepare.
+                let tool = e.tool_name().unwrap_or_default();
                 // An error result is why something failed: a placeholder would hide it from
                 // the model and from the summary, and it is short as a rule.
-                let failed = view.as_ref().is_some_and(|v| v.is_error);
+                let failed = e.is_error();
                 let protected = failed
-                    || BUILTIN_PROTECTED_TOOLS.contains(&tool.as_str())
-                    || policy.prune_protected_tools.contains(&tool);
+                    || BUILTIN_PROTECTED_TOOLS.contains(&tool)
+                    || policy.prune_protected_tools.iter().any(|p| p == tool);
                 if protected || tokens <= placeholder {
                     continue;
                 }

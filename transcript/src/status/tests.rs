@@ -353,3 +353,50 @@ fn invalid_utf8_in_the_tail_names_its_line() {
     );
     assert_eq!(scanned, loaded);
 }
+
+/// Without a compaction the walk gathers the context itself (no parse of the file): the same
+/// figures as a full load, at any window, with the implausible usage it read reported on its
+/// line, and through a branch.
+#[test]
+fn a_branch_without_a_compaction_is_measured_in_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut text = coding_session(4, 300);
+    // A branch: the last entry hangs off an early one, so most of the file is off the branch.
+    let t = Transcript::parse(&text, "x").unwrap();
+    let early = t.entries()[40].id().to_string();
+    text.push_str(&format!(
+        "{{\"type\":\"message\",\"id\":\"zz1\",\"parentId\":\"{early}\",\"message\":{{\"role\":\"assistant\",\"content\":\"x\",\"usage\":{{\"totalTokens\":1e300}}}}}}\n"
+    ));
+    text.push_str(
+        "{\"type\":\"message\",\"id\":\"zz2\",\"parentId\":\"zz1\",\"message\":{\"role\":\"user\",\"content\":\"more\"}}\n",
+    );
+    std::fs::write(&path, &text).unwrap();
+    let mut t = Transcript::load(&path).unwrap();
+    for window in [None, Some(1_000), Some(10_000_000)] {
+        t.set_context_window(window);
+        let s = match window {
+            Some(w) => scan_for_window(&path, w).unwrap(),
+            None => scan(&path).unwrap(),
+        };
+        assert_eq!(s.context_tokens, t.context_tokens(), "window {window:?}");
+        assert_eq!(s.context_messages, t.context().len(), "window {window:?}");
+        assert_eq!(s.compaction_count, 0);
+        for w in &s.warnings {
+            assert!(t.warnings().contains(w), "{w:?} not in {:?}", t.warnings());
+        }
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    }
+}
+
+/// A string cut after its backslash at the very end of a line is an error, not a panic.
+#[test]
+fn a_line_ending_in_an_escape_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut text = coding_session(2, 10);
+    text.push_str("{\"type\":\"message\",\"id\":\"q\",\"x\":\"\\\n");
+    std::fs::write(&path, &text).unwrap();
+    assert!(scan(&path).is_err());
+    assert!(Transcript::load(&path).is_err());
+}
