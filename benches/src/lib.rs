@@ -675,17 +675,23 @@ pub struct CompactionInfo {
 
 /// Runtime compaction as `delegate-compaction` runs it: `compaction::prepare` (layer choice,
 /// prune candidates, the cut) + `Job::run` with the extractive summarizer, on the loaded
-/// generated ~200k-token session (loading is before the clock).
-pub fn runtime_compaction(fx: &Fixture, budget: Budget) -> Result<(Samples, CompactionInfo)> {
+/// generated ~200k-token session (loading is before the clock). Returns the whole and, from the
+/// same runs, `prepare` alone.
+pub fn runtime_compaction(
+    fx: &Fixture,
+    budget: Budget,
+) -> Result<(Samples, Samples, CompactionInfo)> {
     let t = Transcript::load(&fx.generated_200k)?;
     let settings = Settings::default();
     let request = compaction::Request::default();
     let mut info = None;
     let mut s = Sampler::new(budget);
+    let mut prepared = Sampler::new(budget);
     while s.more() {
         let start = Instant::now();
         let job = compaction::prepare(&t, &settings, &request)
             .map_err(|skip| anyhow::anyhow!("no compaction: {}", skip.reason))?;
+        prepared.push(start.elapsed());
         let plan = job.run(&Extractive);
         s.push(start.elapsed());
         info.get_or_insert_with(|| CompactionInfo {
@@ -696,27 +702,7 @@ pub fn runtime_compaction(fx: &Fixture, budget: Budget) -> Result<(Samples, Comp
         });
         black_box(plan);
     }
-    Ok((s.done(), info.context("no sample")?))
-}
-
-/// The runtime compaction's preparation alone (`compaction::prepare`: layer choice, prune
-/// candidates, the cut, the entries to summarize gathered), on the same session as
-/// [`runtime_compaction`]. Returns the samples and the messages it would summarize.
-pub fn compaction_prepare(fx: &Fixture, budget: Budget) -> Result<(Samples, usize)> {
-    let t = Transcript::load(&fx.generated_200k)?;
-    let settings = Settings::default();
-    let request = compaction::Request::default();
-    let mut to_summarize = None;
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let start = Instant::now();
-        let job = compaction::prepare(&t, &settings, &request)
-            .map_err(|skip| anyhow::anyhow!("no compaction: {}", skip.reason))?;
-        s.push(start.elapsed());
-        to_summarize.get_or_insert_with(|| job.estimate().messages_to_summarize);
-        black_box(job);
-    }
-    Ok((s.done(), to_summarize.context("no sample")?))
+    Ok((s.done(), prepared.done(), info.context("no sample")?))
 }
 
 /// What a checkpoint measurement wrote.

@@ -79,6 +79,20 @@ fn main() -> Result<()> {
         }
         return Ok(());
     }
+    if args.iter().any(|a| a == "--compaction") {
+        // Only the runtime compaction rows (quick to rerun while working on the compaction).
+        let fx = Fixture::new()?;
+        let mut rows = Vec::new();
+        compaction_rows(&fx, &mut rows)?;
+        for row in &rows {
+            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
+        }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--transcript") {
+        // Only the transcript rows and pi side by side, on big files too (issue 15).
+        return transcript_table(no_peer, &out_path);
+    }
     if args.iter().any(|a| a == "--serve") {
         // Only the sidecar rows (quick to rerun while working on `serve`).
         let mut rows = Vec::new();
@@ -167,31 +181,7 @@ fn main() -> Result<()> {
 
     assemble_rows(&rt, &fx, &mut rows)?;
 
-    step("runtime compaction");
-    let (compaction, info) = b::runtime_compaction(&fx, Budget::MEDIUM.from_env())?;
-    rows.push(goal_row_with(
-        "runtime compaction, extractive, 200k-token session",
-        Duration::from_millis(20),
-        &compaction,
-        &format!(
-            " ({} layer, {} messages summarized, {}k → {}k tokens)",
-            info.layer,
-            info.messages_compacted,
-            info.tokens_before / 1000,
-            info.tokens_after / 1000
-        ),
-    ));
-    step("compaction::prepare");
-    let (prepare, to_summarize) = b::compaction_prepare(&fx, Budget::MEDIUM.from_env())?;
-    rows.push(row(
-        "↳ of which `compaction::prepare` (layer, prune candidates, the cut; no summary)",
-        "report",
-        format!(
-            "{} ({to_summarize} messages to summarize)",
-            fmt_duration(prepare.median())
-        ),
-        None,
-    ));
+    compaction_rows(&fx, &mut rows)?;
 
     step("checkpoint write (native)");
     let (checkpoint, cp) = b::checkpoint_write(&fx, Budget::MEDIUM.from_env())?;
@@ -481,14 +471,10 @@ fn step(name: &str) {
     eprintln!("measuring: {name}");
 }
 
-/// `assemble` on the generated 2,000-entry session: the legacy engine (contract 0.2, one
-/// `keep-range`) as the engine call, through `Session::assemble`, and natively; then the 0.1
-/// guest (the same pass-through built against `wit/0.1.0`, 2,000 `keep`s) through the host's
-/// 0.1 conversion layer.
 /// The runtime compaction on the generated 200k-token session, whole and its preparation alone.
 fn compaction_rows(fx: &Fixture, rows: &mut Vec<Row>) -> Result<()> {
     step("runtime compaction");
-    let (compaction, info) = b::runtime_compaction(fx, Budget::MEDIUM.from_env())?;
+    let (compaction, prepare, info) = b::runtime_compaction(fx, Budget::MEDIUM.from_env())?;
     rows.push(goal_row_with(
         "runtime compaction, extractive, 200k-token session",
         Duration::from_millis(20),
@@ -501,20 +487,19 @@ fn compaction_rows(fx: &Fixture, rows: &mut Vec<Row>) -> Result<()> {
             info.tokens_after / 1000
         ),
     ));
-    step("compaction::prepare");
-    let (prepare, to_summarize) = b::compaction_prepare(fx, Budget::MEDIUM.from_env())?;
     rows.push(row(
         "↳ of which `compaction::prepare` (layer, prune candidates, the cut; no summary)",
         "report",
-        format!(
-            "{} ({to_summarize} messages to summarize)",
-            fmt_duration(prepare.median())
-        ),
+        fmt_duration(prepare.median()),
         None,
     ));
     Ok(())
 }
 
+/// `assemble` on the generated 2,000-entry session: the legacy engine (contract 0.2, one
+/// `keep-range`) as the engine call, through `Session::assemble`, and natively; then the 0.1
+/// guest (the same pass-through built against `wit/0.1.0`, 2,000 `keep`s) through the host's
+/// 0.1 conversion layer.
 fn assemble_rows(rt: &tokio::runtime::Runtime, fx: &Fixture, rows: &mut Vec<Row>) -> Result<()> {
     step("assemble, wasm (legacy, 0.2)");
     let (assemble, entries) =

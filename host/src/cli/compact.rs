@@ -16,13 +16,12 @@ use ctxhost::{CompactOptions, Host, Session, SessionTarget};
 use serde::Serialize;
 
 use super::output::{Bar, Report, emit, thousands};
-use super::{existing_path, load_transcript};
+use super::{SessionFlag, load_transcript};
 
 #[derive(Args)]
 pub struct CompactArgs {
-    /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
-    #[arg(long)]
-    session: String,
+    #[command(flatten)]
+    session: SessionFlag,
     /// A custom instruction for the summary (what to keep).
     #[arg(long, value_name = "TEXT")]
     focus: Option<String>,
@@ -121,7 +120,7 @@ fn summaries(n: u64) -> String {
 }
 
 pub async fn run(host: Host, args: CompactArgs) -> anyhow::Result<ExitCode> {
-    let (target, path) = existing_path(&host, &args.session)?;
+    let (target, path) = args.session.existing(&host)?;
     // Validate before anything can write: errors name the file, line and problem.
     let mut transcript = load_transcript(&path)?;
     let settings = host.compaction_settings();

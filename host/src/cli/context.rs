@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::output::{Bar, Report, emit, thousands};
-use super::{existing_path, load_transcript, target};
+use super::{SessionFlag, load_transcript, target};
 
 /// How `context status` (and the transcript's `context_tokens`) measures a context, named in
 /// both `status` and `inspect` so their figures are never mistaken for one another.
@@ -31,9 +31,8 @@ pub enum ContextCommand {
     /// Tokens / window, compaction count, last compaction, degradation risk (reads only the
     /// end of the transcript).
     Status {
-        /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
-        #[arg(long)]
-        session: String,
+        #[command(flatten)]
+        session: SessionFlag,
         /// Count the system prompt this workspace adds (bootstrap files, skills) too.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
@@ -42,18 +41,16 @@ pub enum ContextCommand {
     },
     /// Every compaction on the active branch.
     History {
-        /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
-        #[arg(long)]
-        session: String,
+        #[command(flatten)]
+        session: SessionFlag,
         #[arg(long)]
         json: bool,
     },
     /// The request exactly as the next model call would get it: system prompt sections,
     /// truncation notes, messages, with tokens per block and a breakdown that adds up.
     Inspect {
-        /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
-        #[arg(long)]
-        session: String,
+        #[command(flatten)]
+        session: SessionFlag,
         /// The agent's workspace (bootstrap files, skills); default agents.defaults.workspace.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
@@ -62,9 +59,8 @@ pub enum ContextCommand {
     },
     /// Writes a portable bundle (latest summary, checkpoint data, recent entries, metadata).
     Export {
-        /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
-        #[arg(long)]
-        session: String,
+        #[command(flatten)]
+        session: SessionFlag,
         /// The bundle to write.
         file: PathBuf,
         #[arg(long)]
@@ -96,7 +92,7 @@ pub async fn run(host: Host, command: ContextCommand) -> anyhow::Result<ExitCode
             workspace,
             json,
         } => {
-            let (_, path) = existing_path(&host, &session)?;
+            let (_, path) = session.existing(&host)?;
             let settings = prompt_settings(&host, workspace);
             let inspected = inspect(&host, &path, &settings).await?;
             emit(&InspectReport::new(&path, &settings, &inspected), json)?
@@ -191,12 +187,16 @@ struct LastCompaction {
     trigger: Option<Trigger>,
 }
 
-fn status(host: &Host, session: &str, workspace: Option<PathBuf>) -> anyhow::Result<StatusReport> {
+fn status(
+    host: &Host,
+    session: &SessionFlag,
+    workspace: Option<PathBuf>,
+) -> anyhow::Result<StatusReport> {
     let window = host.compaction_settings().context_window;
     let system_tokens = workspace
         .map(|dir| ctxhost::prompt::system_tokens(&prompt_settings(host, Some(dir))))
         .unwrap_or(0);
-    let (_, path) = existing_path(host, session)?;
+    let (_, path) = session.existing(host)?;
     let started = std::time::Instant::now();
     let s = status::scan_for_window(&path, window)?;
     let elapsed = started.elapsed();
@@ -299,8 +299,8 @@ struct HistoryRow {
     first_kept_entry_id: Option<String>,
 }
 
-fn history(host: &Host, session: &str) -> anyhow::Result<HistoryReport> {
-    let (_, path) = existing_path(host, session)?;
+fn history(host: &Host, session: &SessionFlag) -> anyhow::Result<HistoryReport> {
+    let (_, path) = session.existing(host)?;
     let t = load_transcript(&path)?;
     let compactions = t
         .active_branch()
@@ -648,9 +648,9 @@ struct ExportReport {
     has_checkpoint: bool,
 }
 
-fn export(host: &Host, session: &str, file: PathBuf) -> anyhow::Result<ExportReport> {
+fn export(host: &Host, session: &SessionFlag, file: PathBuf) -> anyhow::Result<ExportReport> {
     let window = host.compaction_settings().context_window;
-    let (_, path) = existing_path(host, session)?;
+    let (_, path) = session.existing(host)?;
     let t = load_transcript(&path)?;
     let bundle = ContextBundle::export(&t, &path, window);
     bundle.write(&file)?;

@@ -157,14 +157,24 @@ fn target(session: &str) -> SessionTarget {
     }
 }
 
-/// The transcript file of `--session`, which must exist.
-fn existing_path(host: &Host, session: &str) -> anyhow::Result<(SessionTarget, PathBuf)> {
-    let target = target(session);
-    let (_, path) = host.session_path(&target)?;
-    if !path.is_file() {
-        anyhow::bail!("no session transcript at {}", path.display());
+/// `--session` of the commands that read an existing session.
+#[derive(clap::Args)]
+struct SessionFlag {
+    /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
+    #[arg(long = "session", value_name = "SESSION")]
+    key_or_path: String,
+}
+
+impl SessionFlag {
+    /// The session's target and transcript file, which must exist.
+    fn existing(&self, host: &Host) -> anyhow::Result<(SessionTarget, PathBuf)> {
+        let target = target(&self.key_or_path);
+        let (_, path) = host.session_path(&target)?;
+        if !path.is_file() {
+            anyhow::bail!("no session transcript at {}", path.display());
+        }
+        Ok((target, path))
     }
-    Ok((target, path))
 }
 
 /// The transcript at `path`, what loading it found printed as warnings.
