@@ -325,6 +325,8 @@ impl StoreState {
         // The layer is chosen from what the model receives: the engine's own assembled size
         // when it reported one, not the raw transcript (a trimming engine would otherwise be
         // compacted at a layer meant for a context it never sends).
+        let transcript_tokens = request.current_tokens;
+        let steered = request.assembled_tokens.is_some();
         if let Some(assembled) = request.assembled_tokens {
             request.current_tokens = Some(assembled);
         }
@@ -341,10 +343,17 @@ impl StoreState {
                 )))
             })
         };
-        let result = self.run_slow(IMPORT, window, work).await?;
-        if let Ok(Some(c)) = &result {
+        let mut result = self.run_slow(IMPORT, window, work).await?;
+        if let Ok(Some(c)) = &mut result {
             let bytes = c.summary.len() + c.details.as_ref().map_or(0, String::len);
             self.budget.charge(IMPORT, bytes)?;
+            // What the compaction replaces is the transcript's context, and its tokens-after
+            // counts the transcript's kept entries: the record's tokens-before is that
+            // context's size, not the (smaller) assembled size that chose the layer, or a
+            // trimming engine's delegated compaction would look like it grew the context.
+            if let (true, Some(before)) = (steered, transcript_tokens) {
+                c.tokens_before = c.tokens_before.max(before);
+            }
         }
         Ok(result)
     }
