@@ -6,6 +6,7 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --no-peer
 //! BENCH_QUICK=1 cargo run --release -p ctxhost-benches --bin bench-table   # smoke run
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --serve  # the sidecar rows only
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --instances  # load + instance rows
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --assemble  # assemble, 0.2 and 0.1
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity  # what compaction keeps
 //! ```
@@ -93,6 +94,42 @@ fn main() -> Result<()> {
         // Only the transcript rows and pi side by side, on big files too (issue 15).
         return transcript_table(no_peer, &out_path);
     }
+    if args.iter().any(|a| a == "--instances") {
+        // Only the load and instance rows, every language (quick to rerun while tuning them).
+        let rt = b::tokio_runtime();
+        let fx = Fixture::new()?;
+        let mut rows = Vec::new();
+        load_and_instance_rows(&rt, &fx, &mut rows)?;
+        for row in &rows {
+            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
+        }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--assemble") {
+        // Only the assemble rows, 0.2 and 0.1 (quick to rerun while tuning the contract).
+        let rt = b::tokio_runtime();
+        let fx = Fixture::new()?;
+        let mut rows = Vec::new();
+        assemble_rows(&rt, &fx, &mut rows)?;
+        for row in &rows {
+            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
+        }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--compaction") {
+        // Only the runtime compaction rows (quick to rerun while working on the compaction).
+        let fx = Fixture::new()?;
+        let mut rows = Vec::new();
+        compaction_rows(&fx, &mut rows)?;
+        for row in &rows {
+            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
+        }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--transcript") {
+        // Only the transcript rows and pi side by side, on big files too (issue 15).
+        return transcript_table(no_peer, &out_path);
+    }
     if args.iter().any(|a| a == "--serve") {
         // Only the sidecar rows (quick to rerun while working on `serve`).
         let mut rows = Vec::new();
@@ -119,41 +156,7 @@ fn main() -> Result<()> {
         ),
         None,
     ));
-    step("cached load (legacy)");
-    let cached = b::load_cached(Budget::MEDIUM.from_env())?;
-    rows.push(goal_row(
-        "cached load (precompiled, verified)",
-        Duration::from_micros(200),
-        &cached,
-    ));
-
-    let (read_hash, cache_bytes) = b::cache_read_and_hash(Budget::MEDIUM.from_env())?;
-    rows.push(row(
-        "↳ of which reading + hashing the cache file",
-        "report",
-        format!(
-            "{} ({} KB file; the rest is `Component::deserialize`)",
-            fmt_duration(read_hash.median()),
-            cache_bytes / 1000
-        ),
-        None,
-    ));
-
-    step("instantiate (legacy)");
-    let inst = rt.block_on(b::instantiate(&fx, Budget::FAST.from_env()))?;
-    rows.push(goal_row(
-        "new session instance (warm engine)",
-        Duration::from_micros(10),
-        &inst,
-    ));
-
-    let syscalls = b::state_dir_syscalls(&fx, Budget::FAST.from_env())?;
-    rows.push(row(
-        "↳ of which (approx.) `create_dir_all` + open of the state dir for the preopen",
-        "report",
-        fmt_duration(syscalls.median()),
-        None,
-    ));
+    load_and_instance_rows(&rt, &fx, &mut rows)?;
 
     step("ingest 2 KB (legacy)");
     let ingest = rt.block_on(b::ingest(&fx, Budget::FAST.from_env()))?;
@@ -465,6 +468,78 @@ fn continuity_table() -> Result<String> {
         let _ = writeln!(s, "- {n}");
     }
     Ok(s)
+}
+
+/// Cached load, and a new session instance of the Rust (legacy), Python and JavaScript engines.
+fn load_and_instance_rows(
+    rt: &tokio::runtime::Runtime,
+    fx: &Fixture,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    step("cached load (legacy)");
+    let cached = b::load_cached(Budget::MEDIUM.from_env())?;
+    rows.push(goal_row(
+        "cached load (precompiled, verified)",
+        Duration::from_micros(200),
+        &cached,
+    ));
+
+    let (own, cache_bytes) = b::cache_key_and_check(Budget::MEDIUM.from_env())?;
+    rows.push(row(
+        "↳ of which the cache's own work (key hash of the component, stat, `.check`)",
+        "report",
+        format!(
+            "{} ({} KB file, mapped; the rest is `Component::deserialize_file`)",
+            fmt_duration(own.median()),
+            cache_bytes / 1000
+        ),
+        None,
+    ));
+
+    step("instantiate (legacy)");
+    let inst = rt.block_on(b::instantiate(fx, Budget::FAST.from_env()))?;
+    rows.push(goal_row(
+        "new session instance (warm engine)",
+        Duration::from_micros(10),
+        &inst,
+    ));
+
+    let syscalls = b::state_dir_syscalls(fx, Budget::FAST.from_env())?;
+    rows.push(row(
+        "↳ of which (approx.) `create_dir_all` + open of the state dir for the preopen",
+        "report",
+        fmt_duration(syscalls.median()),
+        None,
+    ));
+    for engine in b::instances::FOREIGN_ENGINES {
+        let metric = format!(
+            "new session instance, {} example `{}` (warm engine)",
+            engine.language, engine.id
+        );
+        let Some(path) = b::instances::foreign_component(engine) else {
+            rows.push(row(
+                &metric,
+                "≤ 5 ms",
+                format!("skipped: not built (`{}`)", engine.build),
+                None,
+            ));
+            continue;
+        };
+        step(&metric);
+        let samples = rt.block_on(b::instances::instantiate_component(
+            engine.id,
+            &path,
+            Budget::MEDIUM.from_env(),
+        ))?;
+        let size = std::fs::metadata(&path)?.len();
+        rows.push(goal_row_with(
+            &metric,
+            Duration::from_millis(5),
+            &samples,
+            &format!(", {:.1} MB component", size as f64 / 1e6),
+        ));
+    }
+    Ok(())
 }
 
 fn step(name: &str) {
