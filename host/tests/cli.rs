@@ -40,10 +40,14 @@ fn doctor_json_succeeds_on_an_empty_home() {
             "engine checkpoint-manager",
             "engine checkpoint-manager state-dir",
             "engine legacy",
-            "engine legacy state-dir"
+            "engine legacy state-dir",
+            "component cache"
         ]
     );
     assert!(home.path().join("state/legacy").is_dir());
+    // The two bundled engines were compiled into the cache by the checks above.
+    let cache = report["checks"][6]["detail"].as_str().unwrap();
+    assert!(cache.starts_with("2 compiled component(s), "), "{cache}");
 }
 
 #[test]

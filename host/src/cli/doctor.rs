@@ -245,6 +245,16 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
             ),
         }
     }
+    let cache = ctxhost::runtime::cache_usage(&home.cache_dir());
+    report.pass(
+        "component cache",
+        format!(
+            "{} compiled component(s), {:.1} MiB in {} (ctxhost plugins gc drops unused ones)",
+            cache.entries,
+            cache.bytes as f64 / (1024.0 * 1024.0),
+            home.cache_dir().display()
+        ),
+    );
 }
 
 fn writable(dir: &Path) -> std::io::Result<()> {

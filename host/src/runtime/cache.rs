@@ -115,6 +115,32 @@ impl CompileCache {
     }
 }
 
+/// What a compile cache directory holds: its entries (a `.cwasm` each, with its `.check`) and
+/// the bytes of every file in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheUsage {
+    pub entries: usize,
+    pub bytes: u64,
+}
+
+/// Sums up the cache directory `dir` (an absent one is empty).
+pub fn usage(dir: &Path) -> CacheUsage {
+    let mut usage = CacheUsage::default();
+    for file in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let Ok(meta) = file.metadata() else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        usage.bytes += meta.len();
+        if file.path().extension().is_some_and(|x| x == "cwasm") {
+            usage.entries += 1;
+        }
+    }
+    usage
+}
+
 /// The check file beside a cache file.
 fn check_path(path: &Path) -> PathBuf {
     path.with_extension("check")
@@ -247,6 +273,17 @@ mod tests {
         assert!(!check(&path));
         std::fs::remove_file(check_path(&path)).unwrap();
         assert!(!check(&path));
+    }
+
+    #[test]
+    fn usage_counts_entries_and_every_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(usage(&dir.path().join("absent")), CacheUsage::default());
+        cached(dir.path(), &[1u8; 1000]);
+        std::fs::write(dir.path().join("other.tmp"), [0u8; 10]).unwrap();
+        let found = usage(dir.path());
+        assert_eq!(found.entries, 1);
+        assert_eq!(found.bytes, 1000 + CHECK_LEN as u64 + 10);
     }
 
     #[test]

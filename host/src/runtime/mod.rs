@@ -50,7 +50,7 @@ use wasmtime::{
 };
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
-pub use cache::LoadSource;
+pub use cache::{CacheUsage, LoadSource, usage as cache_usage};
 pub use error::{EngineError, FaultKind, LimitExceeded, RuntimeError};
 pub use health::HealthStatus;
 pub use instance::EngineInstance;
