@@ -69,62 +69,17 @@ fn main() -> Result<()> {
         println!("{table}");
         return Ok(());
     }
-    if args.iter().any(|a| a == "--assemble") {
-        // Only the assemble rows, 0.2 and 0.1 (quick to rerun while tuning the contract).
-        let rt = b::tokio_runtime();
-        let fx = Fixture::new()?;
-        let mut rows = Vec::new();
-        assemble_rows(&rt, &fx, &mut rows)?;
-        for row in &rows {
-            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
-        }
-        return Ok(());
-    }
-    if args.iter().any(|a| a == "--compaction") {
-        // Only the runtime compaction rows (quick to rerun while working on the compaction).
-        let fx = Fixture::new()?;
-        let mut rows = Vec::new();
-        compaction_rows(&fx, &mut rows)?;
-        for row in &rows {
-            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
-        }
-        return Ok(());
-    }
-    if args.iter().any(|a| a == "--transcript") {
-        // Only the transcript rows and pi side by side, on big files too (issue 15).
-        return transcript_table(no_peer, &out_path);
-    }
     if args.iter().any(|a| a == "--instances") {
         // Only the load and instance rows, every language (quick to rerun while tuning them).
-        let rt = b::tokio_runtime();
-        let fx = Fixture::new()?;
-        let mut rows = Vec::new();
-        load_and_instance_rows(&rt, &fx, &mut rows)?;
-        for row in &rows {
-            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
-        }
-        return Ok(());
+        return only_rows(load_and_instance_rows);
     }
     if args.iter().any(|a| a == "--assemble") {
         // Only the assemble rows, 0.2 and 0.1 (quick to rerun while tuning the contract).
-        let rt = b::tokio_runtime();
-        let fx = Fixture::new()?;
-        let mut rows = Vec::new();
-        assemble_rows(&rt, &fx, &mut rows)?;
-        for row in &rows {
-            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
-        }
-        return Ok(());
+        return only_rows(assemble_rows);
     }
     if args.iter().any(|a| a == "--compaction") {
         // Only the runtime compaction rows (quick to rerun while working on the compaction).
-        let fx = Fixture::new()?;
-        let mut rows = Vec::new();
-        compaction_rows(&fx, &mut rows)?;
-        for row in &rows {
-            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
-        }
-        return Ok(());
+        return only_rows(|_, fx, rows| compaction_rows(fx, rows));
     }
     if args.iter().any(|a| a == "--transcript") {
         // Only the transcript rows and pi side by side, on big files too (issue 15).
@@ -544,6 +499,20 @@ fn load_and_instance_rows(
 
 fn step(name: &str) {
     eprintln!("measuring: {name}");
+}
+
+/// One group of rows alone, printed as table rows (the quick reruns: `--assemble`, ...).
+fn only_rows(
+    rows_of: impl FnOnce(&tokio::runtime::Runtime, &Fixture, &mut Vec<Row>) -> Result<()>,
+) -> Result<()> {
+    let rt = b::tokio_runtime();
+    let fx = Fixture::new()?;
+    let mut rows = Vec::new();
+    rows_of(&rt, &fx, &mut rows)?;
+    for row in &rows {
+        println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
+    }
+    Ok(())
 }
 
 /// The runtime compaction on the generated 200k-token session, whole and its preparation alone.
