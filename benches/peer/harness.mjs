@@ -16,7 +16,12 @@
 //   summarize and the file operations; no model call);
 // - total: load + prepare in one clock;
 // - sessionManagerOpen: `SessionManager.open(copy)` on a copy already migrated to v3 (pi reads
-//   the file twice there; on a v1/v2 file it would also rewrite it, so a copy is used).
+//   the file twice there; on a v1/v2 file it would also rewrite it, so a copy is used);
+// - openPrepare: `prepareCompaction(SessionManager.open(copy).getBranch(), settings)`, the way
+//   pi's agent session opens a session and prepares its compaction.
+//
+// A file pi cannot open (node refuses strings over ~512 MiB, so `readFileSync(path, "utf8")`
+// fails on a 1 GB transcript) gets `{ error }` with node's message instead of timings.
 
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -102,33 +107,42 @@ const out = { pi: piVersion, node: process.version, budgetMs, settings, files: {
 const scratch = mkdtempSync(join(tmpdir(), "ctxhost-peer-"));
 try {
 	for (const [label, path] of files) {
-		const { branch } = load(path);
-		const context = buildSessionContext(branch);
-		const estimate = estimateContextTokens(context.messages);
-		const start = boundaryStart(branch);
-		const cut = findCutPoint(branch, start, branch.length, settings.keepRecentTokens);
-		const prepared = prepareCompaction(branch, settings);
-		const copy = join(scratch, `${label}.jsonl`);
-		copyFileSync(path, copy);
-		SessionManager.open(copy); // migrates the copy to v3 once
-		out.files[label] = {
-			path,
-			bytes: statSync(path).size,
-			branchEntries: branch.length,
-			contextMessages: context.messages.length,
-			contextTokens: estimate.tokens,
-			firstKeptEntryId: prepared?.firstKeptEntryId ?? null,
-			firstKeptEntryIndex: cut.firstKeptEntryIndex,
-			messagesToSummarize: prepared?.messagesToSummarize.length ?? 0,
-			load: time(() => load(path)),
-			estimate: time(() => estimateContextTokens(buildSessionContext(branch).messages)),
-			cut: time(() => findCutPoint(branch, start, branch.length, settings.keepRecentTokens)),
-			prepare: time(() => prepareCompaction(branch, settings)),
-			total: time(() => prepareCompaction(load(path).branch, settings)),
-			sessionManagerOpen: time(() => SessionManager.open(copy).getBranch()),
-		};
+		try {
+			out.files[label] = measure(label, path);
+		} catch (e) {
+			out.files[label] = { path, bytes: statSync(path).size, error: String(e?.message ?? e) };
+		}
 	}
 } finally {
 	rmSync(scratch, { recursive: true, force: true });
 }
 process.stdout.write(`${JSON.stringify(out)}\n`);
+
+function measure(label, path) {
+	const { branch } = load(path);
+	const context = buildSessionContext(branch);
+	const estimate = estimateContextTokens(context.messages);
+	const start = boundaryStart(branch);
+	const cut = findCutPoint(branch, start, branch.length, settings.keepRecentTokens);
+	const prepared = prepareCompaction(branch, settings);
+	const copy = join(scratch, `${label}.jsonl`);
+	copyFileSync(path, copy);
+	SessionManager.open(copy); // migrates the copy to v3 once
+	return {
+		path,
+		bytes: statSync(path).size,
+		branchEntries: branch.length,
+		contextMessages: context.messages.length,
+		contextTokens: estimate.tokens,
+		firstKeptEntryId: prepared?.firstKeptEntryId ?? null,
+		firstKeptEntryIndex: cut.firstKeptEntryIndex,
+		messagesToSummarize: prepared?.messagesToSummarize.length ?? 0,
+		load: time(() => load(path)),
+		estimate: time(() => estimateContextTokens(buildSessionContext(branch).messages)),
+		cut: time(() => findCutPoint(branch, start, branch.length, settings.keepRecentTokens)),
+		prepare: time(() => prepareCompaction(branch, settings)),
+		total: time(() => prepareCompaction(load(path).branch, settings)),
+		sessionManagerOpen: time(() => SessionManager.open(copy).getBranch()),
+		openPrepare: time(() => prepareCompaction(SessionManager.open(copy).getBranch(), settings)),
+	};
+}

@@ -992,6 +992,45 @@ pub fn status_scan(
     Ok((s.done(), last.context("no sample")?))
 }
 
+/// Messages of the generated ~210 MB and ~1 GB sessions (never compacted, one linear branch).
+pub const SESSION_210M_MESSAGES: usize = 160_000;
+pub const SESSION_1G_MESSAGES: usize = 760_000;
+
+/// A big generated session (`generate::coding_session`), written once to
+/// `target/ctxhost-bench/` and kept: never inside the sources.
+pub fn generated_file(name: &str, messages: usize) -> Result<PathBuf> {
+    let dir = data_dir();
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(name);
+    if path.is_file() {
+        return Ok(path);
+    }
+    let tmp = dir.join(format!("{name}.tmp"));
+    std::fs::write(
+        &tmp,
+        ctxhost_transcript::generate::coding_session(SESSION_SEED, messages),
+    )?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
+/// Peak resident set size of this process, in KiB (`VmHWM` of /proc/self/status).
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Full load throughput: MB/s of the median `full_load` of `path`.
+pub fn load_throughput(path: &Path, budget: Budget) -> Result<(Samples, f64)> {
+    let load = full_load(path, budget)?;
+    let bytes = std::fs::metadata(path)?.len();
+    let mb_s = bytes as f64 / 1e6 / load.median().as_secs_f64();
+    Ok((load, mb_s))
+}
+
 // ---------------------------------------------------------------------------------------------
 // The peer's steps, on the ctxhost side
 
