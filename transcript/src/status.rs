@@ -20,6 +20,7 @@
 //! command does. Version 1 files have no ids (a v1 boundary is a line index), so they are
 //! parsed whole; a session opened by ctxhost is rewritten as v3 on first open.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -98,10 +99,10 @@ pub struct Status {
 
 /// What the backward walk needs from one entry line.
 #[derive(Debug, Default, PartialEq)]
-struct Light {
-    kind: Option<String>,
-    id: Option<String>,
-    parent_id: Option<String>,
+struct Light<'a> {
+    kind: Option<Cow<'a, str>>,
+    id: Option<Cow<'a, str>>,
+    parent_id: Option<Cow<'a, str>>,
 }
 
 /// The members of a compaction line the walk needs (it is decoded fully: compactions are few).
@@ -172,19 +173,20 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// A string literal's value; escapes (`"typ\u0065"`) are decoded, so any spelling matches.
-fn string_value(lit: &[u8]) -> Option<String> {
+/// Without escapes (as a rule) it is borrowed: the walk allocates nothing per line for it.
+fn string_value(lit: &[u8]) -> Option<Cow<'_, str>> {
     if lit.contains(&b'\\') {
-        serde_json::from_slice(lit).ok()
+        serde_json::from_slice::<String>(lit).ok().map(Cow::Owned)
     } else {
-        std::str::from_utf8(&lit[1..lit.len() - 1])
+        std::str::from_utf8(lit.get(1..lit.len().checked_sub(1)?)?)
             .ok()
-            .map(str::to_string)
+            .map(Cow::Borrowed)
     }
 }
 
 /// The top-level `type`, `id` and `parentId` of an entry line. Reading stops once all three
 /// are known, unless the entry is a compaction (whose line is then decoded in full).
-fn skim(line: &[u8]) -> Result<Light, String> {
+fn skim(line: &[u8]) -> Result<Light<'_>, String> {
     let bad = || "not valid JSON".to_string();
     let mut light = Light::default();
     let mut i = skip_ws(line, 0);
@@ -216,7 +218,7 @@ fn skim(line: &[u8]) -> Result<Light, String> {
                 .then(|| string_value(value))
                 .flatten()
         };
-        match key.as_str() {
+        match key.as_ref() {
             "type" => (light.kind, seen_kind) = (text(), true),
             "id" => (light.id, seen_id) = (text(), true),
             "parentId" => (light.parent_id, seen_parent) = (text(), true),
@@ -271,18 +273,20 @@ impl Backwards<'_> {
                 let line = 0..std::mem::take(&mut self.end);
                 return Ok(Some((0, trim_newline(&self.buf[line]))));
             }
+            // The next block goes before the part of a line carried over; the buffer is reused
+            // (a walk over a whole file would otherwise allocate and zero every block).
             let n = (BLOCK as u64).min(self.pos) as usize;
             self.pos -= n as u64;
-            let mut block = vec![0; n + self.end];
-            block[n..].copy_from_slice(&self.buf[..self.end]);
+            let carried = self.end;
+            self.buf.resize(n + carried, 0);
+            self.buf.copy_within(..carried, n);
             self.file
                 .seek(SeekFrom::Start(self.pos))
                 .map_err(io(self.path, "cannot seek"))?;
             self.file
-                .read_exact(&mut block[..n])
+                .read_exact(&mut self.buf[..n])
                 .map_err(io(self.path, "cannot read transcript"))?;
-            self.end = block.len();
-            self.buf = block;
+            self.end = n + carried;
         }
     }
 }
@@ -316,8 +320,10 @@ fn line_number_at(path: &Path, offset: u64) -> Result<usize, TranscriptError> {
 
 /// The `role` of a `message` entry's message, skimmed: the members before it are skipped, the
 /// message's content is never read when (as written by pi and ctxhost) the role comes first.
-fn message_role(line: &[u8]) -> Option<String> {
-    let members = |b: &[u8], at: usize, want: &str| -> Option<(usize, usize)> {
+fn message_role(line: &[u8]) -> Option<Cow<'_, str>> {
+    // Where the value of member `want` of the object at `at` starts (values before it are
+    // skipped, the one found is not read).
+    let members = |b: &[u8], at: usize, want: &str| -> Option<usize> {
         let mut i = skip_ws(b, at);
         if b.get(i) != Some(&b'{') {
             return None;
@@ -334,20 +340,19 @@ fn message_role(line: &[u8]) -> Option<String> {
                 return None;
             }
             i = skip_ws(b, i + 1);
-            let end = skip_value(b, i)?;
             if key == want {
-                return Some((i, end));
+                return Some(i);
             }
-            i = skip_ws(b, end);
+            i = skip_ws(b, skip_value(b, i)?);
             if b.get(i) != Some(&b',') {
                 return None;
             }
             i = skip_ws(b, i + 1);
         }
     };
-    let (message, _) = members(line, 0, "message")?;
-    let (role, end) = members(line, message, "role")?;
-    let literal = &line[role..end];
+    let message = members(line, 0, "message")?;
+    let role = members(line, message, "role")?;
+    let literal = &line[role..skip_value(line, role)?];
     (literal.first() == Some(&b'"'))
         .then(|| string_value(literal))
         .flatten()
@@ -584,7 +589,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             if boundary.is_none() && light.kind.as_deref() != Some("compaction") {
                 stream.entry(line, offset, light.kind.as_deref(), head.header.version());
             }
-            want = light.parent_id;
+            want = light.parent_id.map(Cow::into_owned);
             chain_done = want.is_none();
             if light.kind.as_deref() == Some("compaction") {
                 // The first value of the line: another entry glued after it is not this one.
