@@ -24,6 +24,7 @@ pub mod auto_compaction;
 pub mod bundle;
 pub mod config;
 pub mod error;
+mod fsutil;
 mod host;
 pub mod model;
 pub mod plugins;

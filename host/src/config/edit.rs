@@ -2,7 +2,6 @@
 //! still parses as a config, then write it atomically (temp file + rename) keeping `<file>.bak`.
 //! Keys the edit does not own are kept; JSON5 comments are not (the `.bak` has them).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -60,7 +59,7 @@ impl ConfigEditor {
         let path = self.source.path().to_path_buf();
         let text = serde_json::to_string_pretty(&self.doc).unwrap_or_else(|_| "{}".into()) + "\n";
         let config = Config::from_str(&text, &path)?;
-        write_atomically(&path, &text).map_err(|source| ConfigError::Read {
+        write_keeping_backup(&path, &text).map_err(|source| ConfigError::Read {
             path: path.clone(),
             source,
         })?;
@@ -88,20 +87,13 @@ fn backup_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.as_file().sync_all()?;
+/// Keeps the file's previous text as `<file>.bak` (with the comments an edit drops), then
+/// replaces it.
+fn write_keeping_backup(path: &Path, text: &str) -> std::io::Result<()> {
     if path.exists() {
         std::fs::copy(path, backup_path(path))?;
     }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::fsutil::write_atomic(path, text.as_bytes())
 }
 
 #[cfg(test)]

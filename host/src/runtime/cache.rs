@@ -12,7 +12,6 @@
 //! it, and a truncated or tampered one is recompiled, never loaded.
 
 use std::hash::{Hash, Hasher};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use wasmtime::Engine;
@@ -105,11 +104,7 @@ impl CompileCache {
     /// matching check, which the next load hashes (and finds wanting) instead of trusting.
     fn store(&self, path: &Path, component: &Component) -> anyhow::Result<()> {
         let payload = component.serialize()?;
-        std::fs::create_dir_all(&self.dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-        tmp.write_all(&payload)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path)?;
+        crate::fsutil::write_atomic(path, &payload)?;
         let hash = *blake3::hash(&payload).as_bytes();
         write_check(path, &hash, &std::fs::metadata(path)?)
     }
@@ -200,10 +195,7 @@ fn decode_check(check: &[u8]) -> Option<([u8; HASH_LEN], [u64; 4])> {
 }
 
 fn write_check(path: &Path, hash: &[u8; HASH_LEN], meta: &std::fs::Metadata) -> anyhow::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(&encode_check(hash, identity(meta)))?;
-    tmp.persist(check_path(path))?;
+    crate::fsutil::write_atomic(&check_path(path), &encode_check(hash, identity(meta)))?;
     Ok(())
 }
 
