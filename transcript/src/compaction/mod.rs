@@ -130,7 +130,11 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(at_70.auto_threshold(), 140_000);
-        assert_eq!(at_70.threshold(), 180_000, "the response reserve is unchanged");
+        assert_eq!(
+            at_70.threshold(),
+            180_000,
+            "the response reserve is unchanged"
+        );
         assert!(at_70.should_compact(140_001));
         let at_99 = Settings {
             auto_threshold_ratio: Some(0.99),

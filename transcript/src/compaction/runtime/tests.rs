@@ -183,9 +183,7 @@ fn max_auto_compactions_caps_a_run_and_warnings_come_at_three() {
     for n in 1..=2 {
         let mut s2 = s.clone();
         s2.context_window = window_at(&t, 0.9);
-        let plan = prepare(&t, &s2, &auto)
-            .unwrap()
-            .run(&Extractive);
+        let plan = prepare(&t, &s2, &auto).unwrap().run(&Extractive);
         warned |= !plan.warnings.is_empty();
         assert_eq!(plan.details.summary_count, Some(n));
         apply(&mut t, &plan);
