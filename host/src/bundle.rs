@@ -4,13 +4,14 @@
 //! `import`, or an embedder doing the same).
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use ctxhost_transcript::compaction::{CompactionRecord, Layer, Trigger};
 use ctxhost_transcript::store::{TranscriptFile, rewrite_atomically};
 use ctxhost_transcript::{NewCompaction, Transcript, TranscriptError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::timestamp::now_iso;
 
 /// The `format` every bundle names.
 pub const BUNDLE_FORMAT: &str = "ctxhost-context-bundle";
@@ -116,11 +117,6 @@ pub enum BundleError {
         #[source]
         cause: TranscriptError,
     },
-}
-
-/// The current time as transcripts write it (ISO-8601 UTC, milliseconds).
-fn now_iso() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 impl ContextBundle {

@@ -33,6 +33,7 @@ pub mod replay;
 pub mod runtime;
 pub mod serve;
 pub mod session;
+pub mod timestamp;
 
 pub use ctxhost_transcript as transcript;
 pub use error::{Error, Result};

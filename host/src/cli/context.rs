@@ -4,13 +4,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use clap::Subcommand;
 use ctxhost::bundle::ContextBundle;
 use ctxhost::prompt::{PromptSettings, Section};
 use ctxhost::session::{Breakdown, ContextOverflow, FlushSignal, ModelRequest, TurnOptions};
+use ctxhost::timestamp::now_unix_ms;
 use ctxhost::transcript::compaction::{Degradation, Layer, Trigger, degradation};
 use ctxhost::transcript::status;
 use ctxhost::transcript::time::format_iso_ms;
@@ -111,17 +111,11 @@ pub async fn run(host: Host, command: ContextCommand) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// "3 hours 2 minutes ago", "6 months 24 days ago": the two largest units are enough to
 /// place an event; more ("6months 24days 8h 48m 24s") is noise.
 fn ago(ms: Option<u64>) -> String {
     match ms {
-        Some(ms) if ms > 0 => elapsed_text(now_ms().saturating_sub(ms) / 1000),
+        Some(ms) if ms > 0 => elapsed_text(now_unix_ms().saturating_sub(ms) / 1000),
         _ => "at an unknown time".into(),
     }
 }

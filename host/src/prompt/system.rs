@@ -66,7 +66,7 @@ impl RuntimeFacts {
             arch: std::env::consts::ARCH.into(),
             model,
             provider,
-            now: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            now: crate::timestamp::now_iso_seconds(),
             timezone: std::env::var("TZ").unwrap_or_else(|_| "UTC".into()),
         }
     }

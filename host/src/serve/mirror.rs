@@ -18,6 +18,7 @@ use crate::runtime::contract::CompactionTrigger;
 use crate::session::{
     AssembleOptions, AssembledItem, CompactOptions, CompactOutcome, PendingCall, Session,
 };
+use crate::timestamp::now_for_file_name;
 
 /// `customType` of the entry that closes every commit.
 pub const MARKER: &str = "ctxhost.mirror";
@@ -176,7 +177,7 @@ impl Mirror {
             if let Err(e) = self.session.close().await {
                 tracing::warn!(session = %key, "closing before a reset: {e}");
             }
-            let aside = sibling(&path, &format!("reset-{}", file_time()));
+            let aside = sibling(&path, &format!("reset-{}", now_for_file_name()));
             if let Err(source) = std::fs::rename(&path, &aside) {
                 return (None, Err(Error::Io { path, source }));
             }
@@ -456,10 +457,7 @@ pub fn inserted(json: &str) -> Value {
 }
 
 fn now_ms() -> Value {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    ms.into()
+    crate::timestamp::now_unix_ms().into()
 }
 
 /// The text of a message's `content` (a string or a list of text blocks), else its JSON.
@@ -499,7 +497,7 @@ fn set_aside_torn_commit(path: &Path) -> Result<()> {
     let Some(cut) = cut else {
         return Ok(());
     };
-    let aside = sibling(path, &format!("torn-{}", file_time()));
+    let aside = sibling(path, &format!("torn-{}", now_for_file_name()));
     std::fs::write(&aside, &text[cut..]).map_err(|source| Error::Io {
         path: aside.clone(),
         source,
@@ -557,11 +555,6 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(format!(".{suffix}"));
     PathBuf::from(name)
-}
-
-/// A timestamp usable in a file name.
-fn file_time() -> String {
-    crate::session::now_iso().replace(':', "-")
 }
 
 #[cfg(test)]

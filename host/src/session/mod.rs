@@ -15,6 +15,8 @@ use ctxhost_transcript::store::TranscriptFile;
 use ctxhost_transcript::{CompactionRecord, NewCompaction, Transcript};
 use serde_json::Value;
 
+use crate::timestamp::now_iso;
+
 pub use crate::error::ContextOverflow;
 pub use request::{Breakdown, FlushSignal, ModelRequest, TurnOptions};
 pub use validate::{AssembledItem, Assembly};
@@ -660,9 +662,4 @@ impl From<CompactionTrigger> for compaction::Trigger {
             CompactionTrigger::Overflow => Self::Overflow,
         }
     }
-}
-
-/// The current time as ISO-8601 UTC with milliseconds, as transcripts write it.
-pub fn now_iso() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
