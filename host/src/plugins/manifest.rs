@@ -100,10 +100,10 @@ impl Manifest {
             ));
         }
         if let Some(version) = &self.version
-            && !is_semver(version)
+            && let Err(e) = semver::Version::parse(version)
         {
             return Err(format!(
-                "`version` \"{version}\" is not a semantic version (like 1.2.3)"
+                "`version` \"{version}\" is not a semantic version (like 1.2.3): {e}"
             ));
         }
         let component = Path::new(&self.component);
@@ -136,16 +136,6 @@ pub fn valid_id(id: &str) -> bool {
         && bytes.all(|b| {
             b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
         })
-}
-
-/// `MAJOR.MINOR.PATCH` with an optional `-pre` / `+build` suffix.
-fn is_semver(version: &str) -> bool {
-    let core = version.split(['-', '+']).next().unwrap_or("");
-    let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A schema must be a JSON Schema document (an object or a boolean) that compiles.
@@ -202,6 +192,10 @@ mod tests {
         let manifest = Manifest::read(dir.path()).unwrap();
         assert_eq!(manifest.id, "my-engine");
         assert_eq!(manifest.capabilities, [Capability::Llm]);
+        let mut m = base();
+        m["version"] = json!("1.2.3-rc.1+build.5");
+        write(dir.path(), m);
+        assert!(Manifest::read(dir.path()).is_ok());
     }
 
     #[test]
@@ -215,6 +209,9 @@ mod tests {
         let mut m = base();
         m["version"] = json!("one");
         assert!(problem(m).contains("`version`"));
+        let mut m = base();
+        m["version"] = json!("1.2");
+        assert!(problem(m).contains("`version` \"1.2\""));
         let mut m = base();
         m["component"] = json!("../../etc/passwd");
         assert!(problem(m).contains("`component`"));

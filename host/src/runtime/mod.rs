@@ -493,10 +493,18 @@ fn contract_version(
     }
 }
 
-/// Component-model semver: `0.1.x` versions are interchangeable, `0.2` is not.
+/// Component-model semver: `0.1.x` versions are interchangeable, `0.2` is not (the host
+/// matches on major and minor at every major). Not a full version (`0.1`) matches nothing.
 fn same_minor(supported: &str, found: &str) -> bool {
-    let prefix = |v: &str| v.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
-    prefix(supported) == prefix(found) && found.split('.').count() == 3
+    match (
+        semver::Version::parse(supported),
+        semver::Version::parse(found),
+    ) {
+        (Ok(supported), Ok(found)) => {
+            (supported.major, supported.minor) == (found.major, found.minor)
+        }
+        _ => false,
+    }
 }
 
 /// Advances the engine's epoch so deadlines fire; stops when dropped.
@@ -550,5 +558,8 @@ mod tests {
         assert!(same_minor("0.1.0", "0.1.3"));
         assert!(!same_minor("0.1.0", "0.2.0"));
         assert!(!same_minor("0.1.0", "0.1"));
+        assert!(!same_minor("0.1.0", "0.1.x"));
+        assert!(same_minor("0.1.0", "0.1.1-rc.1"));
+        assert!(!same_minor("1.1.0", "1.2.0"));
     }
 }
