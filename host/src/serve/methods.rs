@@ -1,6 +1,7 @@
 //! The protocol's methods: their params (decoded with the field path of any mismatch) and what
 //! each does to a session's mirror.
 
+use ctxhost_transcript::compaction::Trigger;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -155,17 +156,8 @@ struct CompactParams {
     force: bool,
     token_budget: Option<u32>,
     custom_instructions: Option<String>,
-    #[serde(default)]
-    trigger: Trigger,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Trigger {
-    #[default]
-    Manual,
-    Auto,
-    Overflow,
+    /// Named as compaction records name it; `manual` when absent.
+    trigger: Option<Trigger>,
 }
 
 #[derive(Deserialize)]
@@ -291,11 +283,7 @@ pub fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
         }
         "session.compact" => {
             let p: CompactParams = rpc::params(method, raw)?;
-            let trigger = match p.trigger {
-                Trigger::Manual => CompactionTrigger::Manual,
-                Trigger::Auto => CompactionTrigger::Auto,
-                Trigger::Overflow => CompactionTrigger::Overflow,
-            };
+            let trigger = p.trigger.unwrap_or(Trigger::Manual).into();
             session(
                 p.session_key,
                 SessionMethod::Compact {
@@ -614,5 +602,32 @@ mod tests {
         assert_eq!((key.as_str(), message_count), ("s", 3));
         assert_eq!(pending.prompt.as_deref(), Some("go"));
         assert_eq!(pending.model.as_deref(), Some("p/m"));
+    }
+
+    #[test]
+    fn compact_triggers_are_named_as_records_name_them_and_default_to_manual() {
+        let trigger = |params: &str| {
+            let raw = RawValue::from_string(params.into()).unwrap();
+            match parse("session.compact", &raw) {
+                Ok(Call::Session(_, SessionMethod::Compact { trigger, .. })) => Ok(trigger),
+                Ok(_) => panic!("not a compact call"),
+                Err(e) => Err(e.message),
+            }
+        };
+        assert_eq!(
+            trigger(r#"{"sessionKey":"s"}"#),
+            Ok(CompactionTrigger::Manual)
+        );
+        for (name, expected) in [
+            ("manual", CompactionTrigger::Manual),
+            ("auto", CompactionTrigger::Auto),
+            ("overflow", CompactionTrigger::Overflow),
+        ] {
+            let params = format!(r#"{{"sessionKey":"s","trigger":"{name}"}}"#);
+            assert_eq!(trigger(&params), Ok(expected));
+            assert_eq!(Trigger::from(expected).to_string(), name);
+        }
+        let refused = trigger(r#"{"sessionKey":"s","trigger":"later"}"#).unwrap_err();
+        assert!(refused.contains("trigger"), "{refused}");
     }
 }

@@ -663,3 +663,14 @@ impl From<CompactionTrigger> for compaction::Trigger {
         }
     }
 }
+
+/// The way back, for callers that name a trigger as records do (the JSON-RPC `trigger`).
+impl From<compaction::Trigger> for CompactionTrigger {
+    fn from(trigger: compaction::Trigger) -> Self {
+        match trigger {
+            compaction::Trigger::Manual => Self::Manual,
+            compaction::Trigger::Auto => Self::Auto,
+            compaction::Trigger::Overflow => Self::Overflow,
+        }
+    }
+}
