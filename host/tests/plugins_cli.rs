@@ -168,24 +168,25 @@ fn operator_flow_scaffold_link_use_doctor_run_disable_uninstall() {
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(home.join("ctxhost.json"), "{}").unwrap();
     let cwd = scratch.path();
-    // The build went to CARGO_TARGET_DIR: a link cannot follow it and says so, naming both
-    // paths and the fixes; a copy install finds it.
-    let message = refused(
+    // The build went to CARGO_TARGET_DIR: a link follows it (the link records the component's
+    // path, so a rebuild is picked up); a copy install finds it too.
+    let linked = ok(ctxhost(
         &home,
         cwd,
         &["plugins", "install", "-l", project.to_str().unwrap()],
-        &[
-            &component.display().to_string(),
-            "target/wasm32-wasip2/release/my_engine.wasm",
-            "--target-dir target",
-            "ctxhost plugins install",
-        ],
+    ));
+    assert!(linked.contains("linked `my-engine`"), "{linked}");
+    let record = std::fs::read_to_string(home.join("plugins/my-engine/ctxhost.link.json")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+    assert_eq!(
+        record["component"].as_str().map(Path::new),
+        Some(std::fs::canonicalize(&component).unwrap().as_path()),
+        "{record}"
     );
-    assert!(!message.contains("os error"), "{message}");
     let installed = ok(ctxhost(
         &home,
         cwd,
-        &["plugins", "install", project.to_str().unwrap()],
+        &["plugins", "install", "--force", project.to_str().unwrap()],
     ));
     assert!(installed.contains("installed `my-engine`"), "{installed}");
     // Built with `--target-dir target`, the folder links (the development loop).

@@ -106,16 +106,19 @@ pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode
         PluginsCommand::Install { path, link, force } => {
             let path = std::fs::canonicalize(&path).unwrap_or(path);
             // A component cargo put elsewhere (CARGO_TARGET_DIR, a workspace) is installed
-            // from a staged copy of the package that names it.
-            let staged = match locate_component(&path, link)? {
-                Located::AsNamed => None,
-                Located::Elsewhere { manifest, found } => Some(stage(&manifest, &found)?),
+            // from a staged copy of the package that names it, or linked with its path.
+            let (staged, built_elsewhere) = match locate_component(&path)? {
+                Located::AsNamed => (None, None),
+                Located::Elsewhere { found, .. } if link => (None, Some(found)),
+                Located::Elsewhere { manifest, found } => (Some(stage(&manifest, &found)?), None),
             };
             let source = staged.as_ref().map_or(path.as_path(), |s| s.path());
             refuse_known_unprovided_imports(source)?;
-            let package = ctxhost::plugins::install(&host, source, link, force)
-                .await
-                .map_err(|e| with_import_hint(e.into()))?;
+            let installing = match &built_elsewhere {
+                Some(found) => ctxhost::plugins::link_built(&host, &path, found, force).await,
+                None => ctxhost::plugins::install(&host, source, link, force).await,
+            };
+            let package = installing.map_err(|e| with_import_hint(e.into()))?;
             let how = if link { "linked" } else { "installed" };
             println!(
                 "{how} `{}` {} (contract {}) from {}",
@@ -301,7 +304,7 @@ enum Located {
 
 /// Finds the package's component: where its manifest says, else, for a Rust crate, where cargo
 /// put it. Not found is an error listing every place looked at, once.
-fn locate_component(dir: &Path, link: bool) -> anyhow::Result<Located> {
+fn locate_component(dir: &Path) -> anyhow::Result<Located> {
     let Ok(manifest) = Manifest::read(dir) else {
         return Ok(Located::AsNamed);
     };
@@ -315,18 +318,6 @@ fn locate_component(dir: &Path, link: bool) -> anyhow::Result<Located> {
         match cargo_artifacts(dir) {
             Ok((release, debug)) => {
                 if release.is_file() {
-                    if link {
-                        anyhow::bail!(
-                            "plugin `{}`: cargo built the component at {}, outside the package folder \
-                             (CARGO_TARGET_DIR or an enclosing workspace), but a link reads {} on every load.\n\
-                             fix: build with `cargo build --target wasm32-wasip2 --release --target-dir target`, \
-                             or install a copy: ctxhost plugins install {}",
-                            manifest.id,
-                            release.display(),
-                            named.display(),
-                            dir.display()
-                        );
-                    }
                     return Ok(Located::Elsewhere {
                         manifest: Box::new(manifest),
                         found: release,

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 
 pub use manifest::{Capability, MANIFEST, Manifest, check_schema, valid_id, validate_config};
 pub use ops::{
-    Uninstalled, ValidatedPackage, install, set_enabled, uninstall, use_engine, validate,
+    Uninstalled, ValidatedPackage, install, link_built, set_enabled, uninstall, use_engine,
+    validate,
 };
 pub use package::LINK;
 pub use scaffold::{Lang, scaffold, scaffold_lang};

@@ -29,7 +29,14 @@ pub struct ValidatedPackage {
 /// Checks a package folder: manifest, a component of a supported contract that instantiates
 /// within the default limits and answers `info` with the manifest's id.
 pub async fn validate(host: &Host, dir: &Path) -> Result<ValidatedPackage> {
-    let manifest = Manifest::read(dir)?;
+    validate_manifest(host, dir, Manifest::read(dir)?).await
+}
+
+async fn validate_manifest(
+    host: &Host,
+    dir: &Path,
+    manifest: Manifest,
+) -> Result<ValidatedPackage> {
     let component = manifest.component_path(dir);
     let bytes = std::fs::read(&component).map_err(|source| PluginError::Component {
         id: manifest.id.clone(),
@@ -69,8 +76,39 @@ pub async fn validate(host: &Host, dir: &Path) -> Result<ValidatedPackage> {
 /// Validates, then installs (copies, or links with `link`). `force` replaces an installed
 /// package of the same id; a bundled id can never be taken.
 pub async fn install(host: &Host, dir: &Path, link: bool, force: bool) -> Result<ValidatedPackage> {
+    let manifest = Manifest::read(dir)?;
+    store_validated(host, dir, manifest, link, force).await
+}
+
+/// Links the package folder `dir` whose component cargo built outside it, at `component`
+/// (`CARGO_TARGET_DIR`, an enclosing workspace): the link records that path, so a rebuild is
+/// picked up as with any link. `force` as for `install`.
+pub async fn link_built(
+    host: &Host,
+    dir: &Path,
+    component: &Path,
+    force: bool,
+) -> Result<ValidatedPackage> {
+    let component = std::fs::canonicalize(component).map_err(|source| Error::Io {
+        path: component.to_path_buf(),
+        source,
+    })?;
+    let manifest = Manifest {
+        component: component.to_string_lossy().into_owned(),
+        ..Manifest::read(dir)?
+    };
+    store_validated(host, dir, manifest, true, force).await
+}
+
+async fn store_validated(
+    host: &Host,
+    dir: &Path,
+    manifest: Manifest,
+    link: bool,
+    force: bool,
+) -> Result<ValidatedPackage> {
     // The id is checked first: a collision is the answer, whatever the component holds.
-    let id = Manifest::read(dir)?.id;
+    let id = manifest.id.clone();
     if host.registry().get(&id).is_some_and(|e| e.is_bundled()) {
         return Err(PluginError::Taken {
             id,
@@ -88,7 +126,7 @@ pub async fn install(host: &Host, dir: &Path, link: bool, force: bool) -> Result
         }
         .into());
     }
-    let package = validate(host, dir).await?;
+    let package = validate_manifest(host, dir, manifest).await?;
     package::store(
         &host.home().plugins_dir(),
         dir,

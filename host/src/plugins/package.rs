@@ -14,6 +14,11 @@ pub const LINK: &str = "ctxhost.link.json";
 #[derive(Serialize, Deserialize)]
 struct Link {
     path: PathBuf,
+    /// The component, when cargo built it outside the package folder (`CARGO_TARGET_DIR`, an
+    /// enclosing workspace): read from there on every load, so a rebuild is picked up as a
+    /// rebuild inside the folder would be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    component: Option<PathBuf>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PluginError + '_ {
@@ -45,7 +50,11 @@ pub(super) fn read(folder: &str, dir: &Path) -> Result<AvailableEngine, PluginEr
                 path: link.path,
             });
         }
-        let manifest = Manifest::read(&link.path)?;
+        let mut manifest = Manifest::read(&link.path)?;
+        if let Some(component) = link.component {
+            // Absolute, so `component_path` of the folder is this file.
+            manifest.component = component.to_string_lossy().into_owned();
+        }
         return Ok(AvailableEngine {
             id: manifest.id.clone(),
             source: EngineSource::Linked { dir: link.path },
@@ -87,9 +96,16 @@ pub(super) fn store(
         .map_err(io(plugins_dir))?;
     if link {
         let absolute = std::fs::canonicalize(source).map_err(io(source))?;
+        // A manifest naming an absolute component is one `link_built` pointed elsewhere.
+        let component = Path::new(&manifest.component)
+            .is_absolute()
+            .then(|| PathBuf::from(&manifest.component));
         let file = staging.path().join(LINK);
-        let text =
-            serde_json::to_string_pretty(&Link { path: absolute }).map_err(package_json(&file))?;
+        let text = serde_json::to_string_pretty(&Link {
+            path: absolute,
+            component,
+        })
+        .map_err(package_json(&file))?;
         std::fs::write(&file, text).map_err(io(&file))?;
     } else {
         let component = manifest.component_path(source);
@@ -185,6 +201,26 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(leftovers, ["e"]);
+    }
+
+    #[test]
+    fn a_link_records_a_component_built_outside_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("src");
+        let plugins = dir.path().join("plugins");
+        let manifest = package(&source, "elsewhere");
+        let built = dir.path().join("target/elsewhere.wasm");
+        std::fs::create_dir_all(built.parent().unwrap()).unwrap();
+        std::fs::write(&built, b"\0asm built").unwrap();
+        let pointed = Manifest {
+            component: built.to_string_lossy().into_owned(),
+            ..manifest
+        };
+        store(&plugins, &source, &pointed, true, false).unwrap();
+        let engine = read("elsewhere", &plugins.join("elsewhere")).unwrap();
+        assert_eq!(engine.kind(), "linked");
+        assert_eq!(engine.origin(), built.display().to_string());
+        assert_eq!(&*engine.component_bytes().unwrap(), b"\0asm built");
     }
 
     #[test]
