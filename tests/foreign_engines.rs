@@ -182,6 +182,44 @@ fn tool_call_id(message: &Value) -> Option<&str> {
     message["toolCallId"].as_str()
 }
 
+/// Checks that the host loaded `example` on contract 0.2, then opens a session under `key` and
+/// appends every message of `source` (each ingested by the engine). Returns the messages too.
+async fn fed_session(
+    host: &ctxhost::Host,
+    example: &Example,
+    key: &str,
+    source: &Path,
+) -> (ctxhost::Session, Vec<Value>) {
+    let engine = host.active_engine().await.unwrap();
+    assert_eq!(engine.info().id, example.id);
+    assert_eq!(engine.contract_version(), "0.2.0");
+    let mut session = host
+        .open_session(
+            &SessionTarget::Key(key.into()),
+            &ctxhost::SessionOptions::default(),
+        )
+        .await
+        .unwrap();
+    let messages = recorded_messages(source);
+    for message in &messages {
+        session.append(message).await.unwrap();
+    }
+    (session, messages)
+}
+
+/// A forced manual compaction, delegated by the engine to the host; it must be written.
+async fn compact_now(session: &mut ctxhost::Session) {
+    let outcome = session
+        .compact(&CompactOptions {
+            force: true,
+            trigger: CompactionTrigger::Manual,
+            ..CompactOptions::default()
+        })
+        .await
+        .unwrap();
+    assert!(outcome.compacted, "{outcome:?}");
+}
+
 #[test]
 fn python_tool_trim_trims_old_tool_outputs_and_keeps_every_call_answered() {
     let Some(component) = PYTHON.build() else {
@@ -196,21 +234,8 @@ fn python_tool_trim_trims_old_tool_outputs_and_keeps_every_call_answered() {
     );
     let source = scratch.generated_transcript(11, 160);
     block_on(async {
-        let engine = host.active_engine().await.unwrap();
-        assert_eq!(engine.info().id, "tool-trim");
-        assert_eq!(engine.contract_version(), "0.2.0");
-
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("agent:main:python".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
-        let messages = recorded_messages(&source);
-        for message in &messages {
-            session.append(message).await.unwrap();
-        }
+        let (mut session, messages) =
+            fed_session(&host, &PYTHON, "agent:main:python", &source).await;
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
         let rendered: Vec<Value> = session.render(&assembly).iter().map(|m| parse(m)).collect();
 
@@ -274,15 +299,7 @@ fn python_tool_trim_trims_old_tool_outputs_and_keeps_every_call_answered() {
         assert!(err.contains("rollback handle 7 was never issued"), "{err}");
         session.assemble(&AssembleOptions::default()).await.unwrap();
 
-        let outcome = session
-            .compact(&CompactOptions {
-                force: true,
-                trigger: CompactionTrigger::Manual,
-                ..CompactOptions::default()
-            })
-            .await
-            .unwrap();
-        assert!(outcome.compacted, "{outcome:?}");
+        compact_now(&mut session).await;
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
         assert!(after.estimated_tokens < assembly.estimated_tokens);
         session.close().await.unwrap();
@@ -298,21 +315,8 @@ fn javascript_turn_budget_keeps_the_newest_whole_turns() {
     let host = host_with(&scratch, &JAVASCRIPT, &component, "{ maxTurns: 3 }");
     let source = scratch.generated_transcript(12, 160);
     block_on(async {
-        let engine = host.active_engine().await.unwrap();
-        assert_eq!(engine.info().id, "turn-budget");
-        assert_eq!(engine.contract_version(), "0.2.0");
-
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("agent:main:javascript".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
-        let messages = recorded_messages(&source);
-        for message in &messages {
-            session.append(message).await.unwrap();
-        }
+        let (mut session, messages) =
+            fed_session(&host, &JAVASCRIPT, "agent:main:javascript", &source).await;
         let user_turns: Vec<usize> = (0..messages.len())
             .filter(|&i| messages[i]["role"] == "user")
             .collect();
@@ -362,15 +366,7 @@ fn javascript_turn_budget_keeps_the_newest_whole_turns() {
         assert_eq!(narrow.items[1], AssembledItem::Entry(newest_turn));
         assert_eq!(narrow.kept(), messages.len() - newest_turn);
 
-        let outcome = session
-            .compact(&CompactOptions {
-                force: true,
-                trigger: CompactionTrigger::Manual,
-                ..CompactOptions::default()
-            })
-            .await
-            .unwrap();
-        assert!(outcome.compacted, "{outcome:?}");
+        compact_now(&mut session).await;
         // After the compaction the summary leads the kept context.
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
         let summary = session
