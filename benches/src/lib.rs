@@ -20,7 +20,7 @@ use ctxhost::runtime::contract as c;
 use ctxhost::runtime::{
     Detached, EngineInstance, LoadSource, PreparedEngine, Runtime, RuntimeOptions, SessionServices,
 };
-use ctxhost::{AssembleOptions, Host, Session, SessionTarget};
+use ctxhost::{AssembleOptions, Host, Session, SessionOptions, SessionTarget};
 use ctxhost_transcript::compaction::{self, Extractive, Settings};
 use ctxhost_transcript::{Entry, Role, Transcript};
 
@@ -219,7 +219,11 @@ impl Fixture {
         let dir = tempfile::tempdir()?;
         let home = Home::new(dir.path().join("home"));
         std::fs::create_dir_all(home.root())?;
-        install(&home, LEGACY_0_1, Path::new(ctxhost_tests::CONTRACT_V0_1_WASM))?;
+        install(
+            &home,
+            LEGACY_0_1,
+            Path::new(ctxhost_tests::CONTRACT_V0_1_WASM),
+        )?;
         let config = Config::defaults(&home);
         let host = Host::new(home, config)?;
         let generated = dir.path().join("generated-2000.jsonl");
@@ -251,7 +255,7 @@ impl Fixture {
         let engine = self.engine(engine).await?;
         Ok(self
             .host
-            .open_session_on(&SessionTarget::Path(path), engine)
+            .open_session(&SessionTarget::Path(path), &SessionOptions::on(engine))
             .await?)
     }
 }
@@ -592,7 +596,7 @@ pub async fn session_append(fx: &Fixture, budget: Budget, sync: bool) -> Result<
     let path = fx.dir.path().join(format!("append-{sync}.jsonl"));
     let mut session = fx
         .host
-        .open_session_on(&SessionTarget::Path(path), engine)
+        .open_session(&SessionTarget::Path(path), &SessionOptions::on(engine))
         .await?;
     session.set_sync(sync);
     let message = message_2kb_json();
@@ -1141,9 +1145,9 @@ pub async fn idle_sessions(n: usize) -> Result<IdleRss> {
     // as per-session cost.
     let warm = fx
         .host
-        .open_session_on(
+        .open_session(
             &SessionTarget::Key("agent:main:warmup".into()),
-            engine.clone(),
+            &SessionOptions::on(engine.clone()),
         )
         .await?;
     warm.close().await?;
@@ -1154,7 +1158,10 @@ pub async fn idle_sessions(n: usize) -> Result<IdleRss> {
         let key = format!("agent:main:idle-{i}");
         sessions.push(
             fx.host
-                .open_session_on(&SessionTarget::Key(key), engine.clone())
+                .open_session(
+                    &SessionTarget::Key(key),
+                    &SessionOptions::on(engine.clone()),
+                )
                 .await?,
         );
     }

@@ -56,8 +56,8 @@ impl ContextEntry {
 
 /// The entries of the current context, in order. Dereferences to `[ContextEntry]` (built on
 /// first use from the columns the host sent); [`len`](Self::len), [`refs`](Self::refs),
-/// [`tokens`](Self::tokens), [`roles`](Self::roles) and [`total_tokens`](Self::total_tokens)
-/// read the columns without building anything.
+/// [`tokens`](Self::tokens) and [`total_tokens`](Self::total_tokens) read the columns without
+/// building anything.
 #[derive(Clone)]
 pub struct Entries {
     columns: g::Context,
@@ -99,11 +99,6 @@ impl Entries {
         &self.columns.tokens
     }
 
-    /// Each entry's role, in order.
-    pub fn roles(&self) -> &[Role] {
-        &self.columns.roles
-    }
-
     /// The sum of the entries' tokens.
     pub fn total_tokens(&self) -> u32 {
         self.columns
@@ -122,19 +117,46 @@ impl Entries {
         let names: Vec<Rc<str>> = c.tool_names.iter().map(|n| Rc::from(n.as_str())).collect();
         (0..c.entries.len())
             .map(|i| {
-                let flags = c.flags.get(i).copied().unwrap_or(g::EntryFlags::empty());
+                let flags = c.flags.get(i).copied().unwrap_or(0);
                 let tool = c.tools.get(i).copied().unwrap_or(0) as usize;
                 ContextEntry {
                     entry: c.entries[i],
-                    role: c.roles.get(i).copied().unwrap_or(Role::Custom),
+                    role: role_of(c.roles.get(i).copied().unwrap_or(u8::MAX)),
                     tokens: c.tokens.get(i).copied().unwrap_or(0),
                     tool_name: tool.checked_sub(1).and_then(|t| names.get(t).cloned()),
-                    is_error: flags.contains(g::EntryFlags::IS_ERROR),
-                    pruned: flags.contains(g::EntryFlags::PRUNED),
+                    is_error: flags & IS_ERROR != 0,
+                    pruned: flags & PRUNED != 0,
                 }
             })
             .collect()
     }
+}
+
+/// `context.flags` bits (see the WIT).
+const IS_ERROR: u8 = 1;
+const PRUNED: u8 = 2;
+
+/// The contract's role codes: the position of the case in the WIT enum.
+const ROLES: [Role; 7] = [
+    Role::User,
+    Role::Assistant,
+    Role::ToolResult,
+    Role::BashExecution,
+    Role::Custom,
+    Role::BranchSummary,
+    Role::CompactionSummary,
+];
+
+/// The role of a code; an unknown code (a newer host's role) reads as `Custom`.
+fn role_of(code: u8) -> Role {
+    ROLES
+        .get(usize::from(code))
+        .copied()
+        .unwrap_or(Role::Custom)
+}
+
+fn role_code(role: Role) -> u8 {
+    ROLES.iter().position(|&r| r == role).unwrap_or(4) as u8
 }
 
 impl Deref for Entries {
@@ -180,7 +202,7 @@ impl From<Vec<ContextEntry>> for Entries {
         };
         for e in &entries {
             columns.entries.push(e.entry);
-            columns.roles.push(e.role);
+            columns.roles.push(role_code(e.role));
             columns.tokens.push(e.tokens);
             let tool = e.tool_name.as_deref().map_or(0, |name| {
                 let index = match columns.tool_names.iter().position(|n| n == name) {
@@ -193,14 +215,9 @@ impl From<Vec<ContextEntry>> for Entries {
                 index as u32 + 1
             });
             columns.tools.push(tool);
-            let mut flags = g::EntryFlags::empty();
-            if e.is_error {
-                flags |= g::EntryFlags::IS_ERROR;
-            }
-            if e.pruned {
-                flags |= g::EntryFlags::PRUNED;
-            }
-            columns.flags.push(flags);
+            columns
+                .flags
+                .push((u8::from(e.is_error) * IS_ERROR) | (u8::from(e.pruned) * PRUNED));
         }
         Entries {
             columns,

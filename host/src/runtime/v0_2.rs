@@ -76,7 +76,7 @@ fn context(entries: &[d::ContextEntry]) -> g::Context {
     let mut names: Vec<&std::sync::Arc<str>> = Vec::new();
     for e in entries {
         context.entries.push(e.entry);
-        context.roles.push(e.role.into());
+        context.roles.push(role_code(e.role));
         context.tokens.push(e.tokens);
         let tool = match &e.tool_name {
             None => 0,
@@ -92,17 +92,29 @@ fn context(entries: &[d::ContextEntry]) -> g::Context {
             }
         };
         context.tools.push(tool);
-        let mut flags = g::EntryFlags::empty();
-        if e.is_error {
-            flags |= g::EntryFlags::IS_ERROR;
-        }
-        if e.pruned {
-            flags |= g::EntryFlags::PRUNED;
-        }
-        context.flags.push(flags);
+        context
+            .flags
+            .push((u8::from(e.is_error) * IS_ERROR) | (u8::from(e.pruned) * PRUNED));
     }
     context.tool_names = names.iter().map(|n| n.to_string()).collect();
     context
+}
+
+/// `context.flags` bits.
+const IS_ERROR: u8 = 1;
+const PRUNED: u8 = 2;
+
+/// `context.roles` codes: the position of the role's case in the WIT enum.
+fn role_code(role: d::Role) -> u8 {
+    match role {
+        d::Role::User => 0,
+        d::Role::Assistant => 1,
+        d::Role::ToolResult => 2,
+        d::Role::BashExecution => 3,
+        d::Role::Custom => 4,
+        d::Role::BranchSummary => 5,
+        d::Role::CompactionSummary => 6,
+    }
 }
 
 impl From<&d::Message> for g::Message {
@@ -554,17 +566,21 @@ mod tests {
         assert_eq!(columns.tokens, [1, 1, 1, 1]);
         assert_eq!(columns.tool_names, ["read", "bash"]);
         assert_eq!(columns.tools, [0, 1, 2, 1]);
-        assert_eq!(
-            columns.flags,
-            [
-                g::EntryFlags::empty(),
-                g::EntryFlags::PRUNED,
-                g::EntryFlags::IS_ERROR,
-                g::EntryFlags::empty()
-            ]
-        );
-        assert_eq!(columns.roles[0], g::Role::User);
-        assert_eq!(columns.roles[1], g::Role::ToolResult);
+        assert_eq!(columns.flags, [0, PRUNED, IS_ERROR, 0]);
+        assert_eq!(columns.roles, [0, 2, 2, 2]);
+        // The codes follow the WIT enum's order.
+        let all = [
+            (d::Role::User, g::Role::User),
+            (d::Role::Assistant, g::Role::Assistant),
+            (d::Role::ToolResult, g::Role::ToolResult),
+            (d::Role::BashExecution, g::Role::BashExecution),
+            (d::Role::Custom, g::Role::Custom),
+            (d::Role::BranchSummary, g::Role::BranchSummary),
+            (d::Role::CompactionSummary, g::Role::CompactionSummary),
+        ];
+        for (code, (ours, theirs)) in all.into_iter().enumerate() {
+            assert_eq!(role_code(ours), code as u8, "{theirs:?}");
+        }
     }
 
     #[test]

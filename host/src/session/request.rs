@@ -248,10 +248,12 @@ impl Session {
 
         let flush = self.flush_signal(settings, &material);
         let mut assembly = self.assemble(&assemble).await?;
+        // Counted once per assembly: the breakdown sums them, the request carries them.
+        let mut message_tokens = self.item_tokens(&assembly);
         let mut sections = self.sections_with_addition(&base_parts, &assembly);
         let mut breakdown = self.breakdown(
             &sections,
-            &assembly,
+            &message_tokens,
             current,
             window,
             reserve,
@@ -275,10 +277,11 @@ impl Session {
                 })
                 .await?;
             assembly = self.assemble(&assemble).await?;
+            message_tokens = self.item_tokens(&assembly);
             sections = self.sections_with_addition(&base_parts, &assembly);
             breakdown = self.breakdown(
                 &sections,
-                &assembly,
+                &message_tokens,
                 current,
                 window,
                 reserve,
@@ -290,7 +293,6 @@ impl Session {
             }
         }
         let messages = self.render(&assembly);
-        let message_tokens = self.item_tokens(&assembly);
         Ok(ModelRequest {
             system_prompt: system::render(&sections),
             sections,
@@ -345,7 +347,7 @@ impl Session {
     fn breakdown(
         &self,
         sections: &[Section],
-        assembly: &Assembly,
+        message_tokens: &[u32],
         current: u64,
         window: u64,
         reserve: u64,
@@ -356,11 +358,7 @@ impl Session {
             window,
             response_reserve: reserve,
             history_budget,
-            history: self
-                .item_tokens(assembly)
-                .iter()
-                .map(|&t| u64::from(t))
-                .sum(),
+            history: message_tokens.iter().map(|&t| u64::from(t)).sum(),
             ..Breakdown::default()
         };
         for section in sections {

@@ -23,8 +23,8 @@ mod engine {
     use ctxhost::engine::host;
     use ctxhost::engine::types::{
         AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
-        CompactRequest, CompactResult, ContextItem, EngineInfo, EntryFlags, IngestResult,
-        KeepRange, Message, Role, Session, SubagentEndReason, SubagentSpawn,
+        CompactRequest, CompactResult, ContextItem, EngineInfo, IngestResult, KeepRange, Message,
+        Session, SubagentEndReason, SubagentSpawn,
     };
     use exports::ctxhost::engine::engine::Guest;
 
@@ -117,15 +117,16 @@ mod engine {
                 .entries
                 .iter()
                 .zip(&context.roles)
-                .filter(|(_, role)| **role == Role::ToolResult)
+                // 2: `tool-result`, the role's position in the enum.
+                .filter(|(_, role)| **role == 2)
                 .map(|(entry, _)| *entry)
                 .collect();
             let ids =
                 host::tool_call_ids(&tool_results).map_err(|e| format!("tool-call-ids: {e:?}"))?;
             let call_ids = ids.iter().filter(|id| id.is_some()).count();
-            let flagged = |flag| context.flags.iter().filter(|f| f.contains(flag)).count();
-            let errors = flagged(EntryFlags::IS_ERROR);
-            let pruned = flagged(EntryFlags::PRUNED);
+            let flagged = |bit: u8| context.flags.iter().filter(|f| *f & bit != 0).count();
+            let errors = flagged(1);
+            let pruned = flagged(2);
             // The import and the request must agree; `read-entries` must carry the same call id.
             let same_as_import = host::context_entries() == *context;
             let read_matches = match tool_results.first() {
