@@ -180,7 +180,7 @@ fn operator_flow_scaffold_link_use_doctor_run_disable_uninstall() {
     let record: serde_json::Value = serde_json::from_str(&record).unwrap();
     assert_eq!(
         record["component"].as_str().map(Path::new),
-        Some(std::fs::canonicalize(&component).unwrap().as_path()),
+        Some(std::fs::canonicalize(component).unwrap().as_path()),
         "{record}"
     );
     let installed = ok(ctxhost(
