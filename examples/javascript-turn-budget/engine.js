@@ -23,6 +23,9 @@ import {
 const ENGINE_ID = 'turn-budget';
 const CUSTOM_TYPE = 'turn-budget';
 const DEFAULT_MAX_TURNS = 8;
+// The context's columns carry a role as its position in the WIT enum `role`.
+const ROLE_USER = 0;
+const ROLE_COMPACTION_SUMMARY = 6;
 
 // Per-session state lives in module variables: one component instance serves one session.
 let settings;
@@ -54,11 +57,11 @@ function omissionNote(turns) {
  */
 export function planTurns(context, tokenLimit, maxTurns) {
   const { entries, roles, tokens } = context;
-  const hasSummary = entries.length > 0 && roles[0] === 'compaction-summary';
+  const hasSummary = entries.length > 0 && roles[0] === ROLE_COMPACTION_SUMMARY;
   const bodyStart = hasSummary ? 1 : 0;
   const turnStarts = [];
   for (let i = bodyStart; i < entries.length; i++) {
-    if (roles[i] === 'user' || i === bodyStart) turnStarts.push(i);
+    if (roles[i] === ROLE_USER || i === bodyStart) turnStarts.push(i);
   }
   let budget = tokenLimit ?? Infinity;
   if (hasSummary) budget -= tokens[0];

@@ -24,6 +24,12 @@ ENGINE_ID = "tool-trim"
 DEFAULT_KEEP_RECENT = 4
 DEFAULT_MIN_TOKENS = 100
 
+# The context's columns carry a role as its position in the WIT enum (the Python enum's value)
+# and an entry's flags as bits.
+TOOL_RESULT = types.Role.TOOL_RESULT.value
+FLAG_IS_ERROR = 1
+FLAG_PRUNED = 2
+
 # Per-session state: one component instance serves one session.
 CONFIG = None
 INGESTED = 0
@@ -65,13 +71,13 @@ def trimmable(context, keep_recent, min_tokens):
     tool_results = [
         i
         for i, role in enumerate(context.roles)
-        if role == types.Role.TOOL_RESULT and context.tools[i] != 0
+        if role == TOOL_RESULT and context.tools[i] != 0
     ]
     older = tool_results[: max(len(tool_results) - keep_recent, 0)]
     return [
         i
         for i in older
-        if types.EntryFlags.PRUNED not in context.flags[i] and context.tokens[i] >= min_tokens
+        if not context.flags[i] & FLAG_PRUNED and context.tokens[i] >= min_tokens
     ]
 
 
@@ -120,7 +126,7 @@ def replacements_for(context, positions):
         if call_id is None:
             continue
         tool_name = context.tool_names[context.tools[i] - 1]
-        is_error = types.EntryFlags.IS_ERROR in context.flags[i]
+        is_error = bool(context.flags[i] & FLAG_IS_ERROR)
         replacements[i] = placeholder(call_id, tool_name, context.tokens[i], is_error)
     return replacements
 
