@@ -300,22 +300,10 @@ fn trim_newline(mut line: &[u8]) -> &[u8] {
 
 /// 1-based line number of the line starting at byte `offset` (counts newlines before it).
 fn line_number_at(path: &Path, offset: u64) -> Result<usize, TranscriptError> {
-    let mut f = File::open(path).map_err(io(path, "cannot open transcript"))?;
-    let mut remaining = offset;
-    let mut buf = vec![0; BLOCK];
-    let mut lines = 1;
-    while remaining > 0 {
-        let want = (buf.len() as u64).min(remaining) as usize;
-        let n = f
-            .read(&mut buf[..want])
-            .map_err(io(path, "cannot read transcript"))?;
-        if n == 0 {
-            break;
-        }
-        lines += memchr::memchr_iter(b'\n', &buf[..n]).count();
-        remaining -= n as u64;
-    }
-    Ok(lines)
+    Ok(line_numbers_at(path, &[offset])?
+        .first()
+        .copied()
+        .unwrap_or(1))
 }
 
 /// The `role` of a `message` entry's message, skimmed: the members before it are skipped, the

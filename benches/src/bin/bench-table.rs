@@ -583,11 +583,19 @@ fn goal_row_with(metric: &str, goal: Duration, samples: &Samples, extra: &str) -
 
 /// The idle-sessions measurement in a process of its own (RSS is per process).
 fn idle_in_child(n: usize) -> Result<Value> {
+    child_json(
+        &[IDLE_ARG.as_ref(), n.to_string().as_ref()],
+        "the idle-sessions child",
+    )
+}
+
+/// Runs this binary again with `args` and reads the JSON line it prints last.
+fn child_json(args: &[&std::ffi::OsStr], what: &str) -> Result<Value> {
     let exe = std::env::current_exe()?;
     let output = Command::new(exe)
-        .args([IDLE_ARG, &n.to_string()])
+        .args(args)
         .output()
-        .context("running the idle-sessions child")?;
+        .with_context(|| format!("running {what}"))?;
     if !output.status.success() {
         bail!(
             "child failed: {}",
@@ -1005,21 +1013,7 @@ fn transcript_table(no_peer: bool, out_path: &std::path::Path) -> Result<()> {
 
 /// `context status` of `path` in a process of its own: its peak RSS is the status's alone.
 fn status_in_child(path: &std::path::Path) -> Result<Value> {
-    let exe = std::env::current_exe()?;
-    let output = Command::new(exe)
-        .arg(STATUS_ARG)
-        .arg(path)
-        .output()
-        .context("running the status child")?;
-    if !output.status.success() {
-        bail!(
-            "child failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    let stdout = String::from_utf8(output.stdout)?;
-    let line = stdout.lines().last().context("no output from the child")?;
-    Ok(serde_json::from_str(line)?)
+    child_json(&[STATUS_ARG.as_ref(), path.as_os_str()], "the status child")
 }
 
 fn status_child(path: &std::path::Path) -> Result<()> {
