@@ -87,12 +87,7 @@ impl Manifest {
                 ));
             }
         }
-        if !valid_id(&self.id) {
-            return Err(format!(
-                "`id` \"{}\" must match [a-z0-9][a-z0-9._-]* (lowercase letters, digits, '.', '_', '-')",
-                self.id
-            ));
-        }
+        check_id(&self.id).map_err(|e| format!("`id` {e}"))?;
         if self.kind != "context-engine" {
             return Err(format!(
                 "`kind` is \"{}\"; this host runs \"context-engine\" plugins",
@@ -128,6 +123,18 @@ impl Manifest {
 
 /// Longest plugin id (it names folders and config keys).
 pub const MAX_ID: usize = 128;
+
+/// The one check of an engine id, wherever one arrives (a manifest's `id`, `plugins new`,
+/// `plugins uninstall`), with one error.
+pub fn check_id(id: &str) -> Result<(), PluginError> {
+    if valid_id(id) {
+        Ok(())
+    } else {
+        Err(PluginError::InvalidId {
+            name: id.to_string(),
+        })
+    }
+}
 
 pub fn valid_id(id: &str) -> bool {
     let mut bytes = id.bytes();
@@ -246,6 +253,30 @@ mod tests {
             assert!(text.len() < 1024, "{field}: {} bytes", text.len());
         }
         assert!(!valid_id(&"a".repeat(MAX_ID + 1)));
+    }
+
+    #[test]
+    fn engine_ids_are_checked_once_with_one_error() {
+        for good in ["my-engine", "0.1_x", "a", &"a".repeat(MAX_ID)] {
+            assert!(check_id(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "..",
+            ".hidden",
+            "a/b",
+            "My-Engine",
+            "-x",
+            "a b",
+            &"a".repeat(MAX_ID + 1),
+        ] {
+            let text = check_id(bad).unwrap_err().to_string();
+            assert!(
+                text.starts_with(&format!("\"{bad}\" must match [a-z0-9]"))
+                    && text.contains("engine id"),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -100,7 +100,11 @@ pub enum PluginError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("`{name}` is not a valid engine id: use [a-z0-9][a-z0-9._-]* (e.g. my-engine)")]
+    /// From [`check_id`], the one check of an engine id.
+    #[error(
+        "\"{name}\" must match [a-z0-9][a-z0-9._-]* (lowercase letters, digits, '.', '_', '-'; at most {max} bytes, e.g. my-engine): an engine id names folders and config keys",
+        max = manifest::MAX_ID
+    )]
     InvalidId { name: String },
     #[error("{} already exists; choose another name or remove it", path.display())]
     ScaffoldExists { path: PathBuf },

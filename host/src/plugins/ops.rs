@@ -149,6 +149,8 @@ pub struct Uninstalled {
 }
 
 pub fn uninstall(host: &Host, id: &str, purge: bool) -> Result<Uninstalled> {
+    // The id becomes a path below: `..` would name the plugins folder's parent.
+    super::manifest::check_id(id)?;
     if host.registry().get(id).is_some_and(|e| e.is_bundled()) {
         return Err(PluginError::Bundled { id: id.to_string() }.into());
     }

@@ -9,7 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{PluginError, valid_id};
+use super::PluginError;
+use super::manifest::check_id;
 
 /// `(path in the ctxhost repository, contents)` of the SDK crate, `wit/`, `Cargo.toml` and
 /// `Cargo.lock`, as this binary was built.
@@ -56,11 +57,7 @@ pub fn scaffold_lang(
     lang: Lang,
     sdk: Option<&Path>,
 ) -> Result<PathBuf, PluginError> {
-    if !valid_id(name) {
-        return Err(PluginError::InvalidId {
-            name: name.to_string(),
-        });
-    }
+    check_id(name)?;
     let dir = parent.join(name);
     if dir.exists() {
         return Err(PluginError::ScaffoldExists { path: dir });
