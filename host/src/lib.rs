@@ -17,8 +17,9 @@
 //! `ContextOverflow`), used by every layer from `session` up; `bundle` (a session's context as a
 //! portable file) uses only the transcript crate; `plugins` (the registry and its packages) sits
 //! below `host`, except `plugins::ops`, the operations on a `Host` it re-exports (`install`,
-//! `uninstall`, ...). The binary's `cli` uses the library only, and `ctxhost-transcript` knows
-//! nothing about wasm.
+//! `uninstall`, ...). `fsutil` (the one atomic file writer) and `timestamp` (the host's clock as
+//! RFC 3339) serve any layer. The binary's `cli` uses the library only, and `ctxhost-transcript`
+//! knows nothing about wasm.
 
 pub mod auto_compaction;
 pub mod bundle;
