@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{Manifest, PluginError, package};
 use crate::config::ConfigSource;
-use crate::config_edit::ConfigEditor;
+use crate::config::edit::ConfigEditor;
 use crate::error::{Error, Result};
 use crate::host::Host;
 use crate::runtime::{EngineSpec, Grants, Limits};
