@@ -26,8 +26,6 @@ use super::versions::Bindings;
 pub struct EngineInstance {
     pub(super) store: Store<StoreState>,
     pub(super) bindings: Bindings,
-    /// What the engine's last `assemble` said it sends, passed on in `compact` requests.
-    pub(super) last_assembled: Option<u32>,
     pub(super) spec: Arc<EngineSpec>,
     pub(super) health: Arc<Health>,
     pub(super) session: Session,
@@ -166,11 +164,7 @@ impl EngineInstance {
     ) -> Result<AssembleResult, EngineError> {
         self.begin(Function::Assemble)?;
         let outcome = self.bindings.assemble(&mut self.store, request).await;
-        let result = self.end(Function::Assemble, outcome);
-        if let Ok(assembled) = &result {
-            self.last_assembled = Some(assembled.estimated_tokens);
-        }
-        result
+        self.end(Function::Assemble, outcome)
     }
 
     pub async fn compact(
@@ -178,9 +172,7 @@ impl EngineInstance {
         request: &CompactRequest,
     ) -> Result<CompactResult, EngineError> {
         self.begin(Function::Compact)?;
-        let mut request = request.clone();
-        request.assembled_tokens = request.assembled_tokens.or(self.last_assembled);
-        let outcome = self.bindings.compact(&mut self.store, &request).await;
+        let outcome = self.bindings.compact(&mut self.store, request).await;
         self.end(Function::Compact, outcome).map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result

@@ -394,7 +394,6 @@ impl Linked {
         Ok(EngineInstance {
             store,
             bindings,
-            last_assembled: None,
             spec: spec.clone(),
             health: self.health.clone(),
             session,

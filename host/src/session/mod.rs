@@ -124,6 +124,11 @@ pub struct Session {
     estimates_only: bool,
     /// The compaction count at which the memory-flush signal last fired.
     flush_signalled_in: Option<usize>,
+    /// What the engine's last assembly sent minus the transcript's counted context then: a
+    /// trimming engine's is negative. A compaction is told the transcript's count now plus
+    /// this, so messages that arrived since that assembly are not left out of the figure that
+    /// chooses its layer.
+    assembled_offset: Option<i64>,
 }
 
 impl Session {
@@ -185,6 +190,7 @@ impl Session {
             rollbacks: HashSet::new(),
             estimates_only: false,
             flush_signalled_in: None,
+            assembled_offset: None,
         };
         session.instance().await?;
         Ok(session)
@@ -423,13 +429,16 @@ impl Session {
         };
         let result = self.instance().await?.assemble(&request).await;
         let result = self.settle(result)?;
-        validate::assembly(
+        let assembly = validate::assembly(
             &request.entries,
             transcript_len,
             result,
             self.host_bytes_limit(),
         )
-        .map_err(|problem| self.invalid(Function::Assemble, problem))
+        .map_err(|problem| self.invalid(Function::Assemble, problem))?;
+        let counted: u64 = request.entries.iter().map(|e| u64::from(e.tokens)).sum();
+        self.assembled_offset = Some(i64::from(assembly.estimated_tokens) - counted as i64);
+        Ok(assembly)
     }
 
     /// The messages of an assembly as AgentMessage JSON, kept ones byte-identical to the file.
@@ -461,6 +470,9 @@ impl Session {
             };
             (counted, fullness)
         };
+        let assembled_tokens = self
+            .assembled_offset
+            .map(|offset| tokens_u32(tokens_before.saturating_add_signed(offset)));
         let request = CompactRequest {
             session: self.shared.session.clone(),
             session_file: self.path().display().to_string(),
@@ -470,8 +482,7 @@ impl Session {
             custom_instructions: options.custom_instructions.clone(),
             trigger: options.trigger,
             context_window: Some(tokens_u32(self.context_window)),
-            // The instance fills in what its engine's last `assemble` reported.
-            assembled_tokens: None,
+            assembled_tokens,
         };
         let result = self.instance().await?.compact(&request).await;
         let result = self.settle(result)?;
