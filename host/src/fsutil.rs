@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// Replaces `path` with `bytes`: writes a temp file in the same directory (creating it), syncs
 /// it, renames it over `path`, then syncs the directory so the rename itself survives a crash.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

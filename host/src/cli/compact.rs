@@ -19,7 +19,7 @@ use super::output::{Bar, Report, emit, thousands};
 use super::{SessionFlag, load_transcript};
 
 #[derive(Args)]
-pub struct CompactArgs {
+pub(super) struct CompactArgs {
     #[command(flatten)]
     session: SessionFlag,
     /// A custom instruction for the summary (what to keep).
@@ -119,7 +119,7 @@ fn summaries(n: u64) -> String {
     }
 }
 
-pub async fn run(host: Host, args: CompactArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(host: Host, args: CompactArgs) -> anyhow::Result<ExitCode> {
     let (target, path) = args.session.existing(&host)?;
     // Validate before anything can write: errors name the file, line and problem.
     let mut transcript = load_transcript(&path)?;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::output::{Out, print_json};
 
 #[derive(clap::Subcommand)]
-pub enum ConfigCommand {
+pub(super) enum ConfigCommand {
     /// The effective settings and where each value came from (default, file:line, environment).
     Show {
         #[arg(long)]
@@ -17,7 +17,7 @@ pub enum ConfigCommand {
     },
 }
 
-pub fn run(config: &Config, command: ConfigCommand) -> anyhow::Result<ExitCode> {
+pub(super) fn run(config: &Config, command: ConfigCommand) -> anyhow::Result<ExitCode> {
     match command {
         ConfigCommand::Show { json } => show(config, json),
     }

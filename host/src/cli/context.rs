@@ -27,7 +27,7 @@ const RECORDED_METHOD: &str = "recorded-usage";
 const RECORDED_METHOD_TEXT: &str = "recorded usage (the last assistant turn's usage + chars/4 of later messages; chars/4 of all without usage)";
 
 #[derive(Subcommand)]
-pub enum ContextCommand {
+pub(super) enum ContextCommand {
     /// Tokens / window, compaction count, last compaction, degradation risk (reads only the
     /// end of the transcript).
     Status {
@@ -79,7 +79,7 @@ pub enum ContextCommand {
     },
 }
 
-pub async fn run(host: Host, command: ContextCommand) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(host: Host, command: ContextCommand) -> anyhow::Result<ExitCode> {
     match command {
         ContextCommand::Status {
             session,

@@ -68,7 +68,7 @@ impl Report {
     }
 }
 
-pub async fn run(flag: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(flag: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     let home = Home::from_env()?;
     let mut report = Report {
         ok: true,

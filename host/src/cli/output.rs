@@ -4,7 +4,7 @@ use std::io::{ErrorKind, IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(super) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     match writeln!(std::io::stdout().lock(), "{text}") {
         // The reader went away (`| head`): nothing left to tell it.
@@ -15,12 +15,12 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
 
 /// What a command found or did: its fields are the `--json` output, [`Report::lines`] what a
 /// person reads.
-pub trait Report: serde::Serialize {
+pub(super) trait Report: serde::Serialize {
     fn lines(&self) -> Vec<String>;
 }
 
 /// Prints a report as JSON (`json`) or as its lines.
-pub fn emit(report: &impl Report, json: bool) -> anyhow::Result<()> {
+pub(super) fn emit(report: &impl Report, json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(report);
     }
@@ -34,16 +34,16 @@ pub fn emit(report: &impl Report, json: bool) -> anyhow::Result<()> {
 /// Lines for stdout. `println!` panics (exit 101) when the reader has closed the pipe
 /// (`ctxhost replay FILE | head`); this stops writing quietly instead.
 #[derive(Default)]
-pub struct Out {
+pub(super) struct Out {
     stopped: bool,
 }
 
 impl Out {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self::default()
     }
 
-    pub fn line(&mut self, text: String) {
+    pub(super) fn line(&mut self, text: String) {
         if self.stopped {
             return;
         }
@@ -57,7 +57,7 @@ impl Out {
 }
 
 /// Thousands separators for token figures.
-pub fn thousands(n: u64) -> String {
+pub(super) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -70,10 +70,10 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// A progress bar on stderr when it is a terminal; silent when piped.
-pub struct Bar(Option<ProgressBar>);
+pub(super) struct Bar(Option<ProgressBar>);
 
 impl Bar {
-    pub fn new(label: &str) -> Self {
+    pub(super) fn new(label: &str) -> Self {
         if !std::io::stderr().is_terminal() {
             return Self(None);
         }
@@ -88,7 +88,7 @@ impl Bar {
     }
 
     /// A spinner on stderr when it is a terminal, for work whose progress is not counted.
-    pub fn spinner(label: &str) -> Self {
+    pub(super) fn spinner(label: &str) -> Self {
         if !std::io::stderr().is_terminal() {
             return Self(None);
         }
@@ -98,7 +98,7 @@ impl Bar {
         Self(Some(bar))
     }
 
-    pub fn finish(&self) {
+    pub(super) fn finish(&self) {
         if let Some(bar) = &self.0 {
             bar.finish_and_clear();
         }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::output::print_json;
 
 #[derive(Subcommand)]
-pub enum PluginsCommand {
+pub(super) enum PluginsCommand {
     /// Every engine, bundled and installed, with its state and capabilities.
     List {
         #[arg(long)]
@@ -100,7 +100,7 @@ struct Row {
     granted: Vec<&'static str>,
 }
 
-pub async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode> {
     match command {
         PluginsCommand::List { json } => list(&host, json),
         PluginsCommand::Install { path, link, force } => {

@@ -10,7 +10,7 @@ use ctxhost::replay::ReplayReport;
 use super::output::{Bar, Out, print_json, thousands};
 
 #[derive(clap::Args)]
-pub struct ReplayArgs {
+pub(super) struct ReplayArgs {
     /// The transcript to replay (pi / OpenClaw JSONL, version 1, 2 or 3).
     file: PathBuf,
     /// Context window in tokens.
@@ -30,7 +30,7 @@ pub struct ReplayArgs {
     json: bool,
 }
 
-pub async fn run(home: Home, config: Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(home: Home, config: Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let host = Host::new(home, config)?;
     let engine = match &args.engine {
         Some(id) => host.engine(id).await?,
@@ -76,7 +76,7 @@ pub async fn run(home: Home, config: Config, args: ReplayArgs) -> anyhow::Result
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn print_report(r: &ReplayReport) {
+pub(super) fn print_report(r: &ReplayReport) {
     let mut out = Out::new();
     out.line(format!("engine        {}", r.engine));
     out.line(format!("source        {}", r.source));

@@ -10,7 +10,7 @@ use ctxhost::config::{Config, Home};
 use ctxhost::serve::{ServeOptions, Server};
 
 #[derive(Args)]
-pub struct ServeArgs {
+pub(super) struct ServeArgs {
     /// Serve one client on stdin/stdout (the default).
     #[arg(long, conflicts_with = "socket")]
     stdio: bool,
@@ -22,7 +22,7 @@ pub struct ServeArgs {
     max_line_bytes: usize,
 }
 
-pub async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let host = Arc::new(ctxhost::Host::new(home, config)?);
     let options = ServeOptions {
         max_line_bytes: args.max_line_bytes,

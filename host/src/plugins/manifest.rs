@@ -122,11 +122,11 @@ impl Manifest {
 }
 
 /// Longest plugin id (it names folders and config keys).
-pub const MAX_ID: usize = 128;
+pub(super) const MAX_ID: usize = 128;
 
 /// The one check of an engine id, wherever one arrives (a manifest's `id`, `plugins new`,
 /// `plugins uninstall`), with one error.
-pub fn check_id(id: &str) -> Result<(), PluginError> {
+pub(super) fn check_id(id: &str) -> Result<(), PluginError> {
     if valid_id(id) {
         Ok(())
     } else {

@@ -100,7 +100,7 @@ pub enum PluginError {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// From [`check_id`], the one check of an engine id.
+    /// From the one check of an engine id (`plugins::manifest::check_id`).
     #[error(
         "\"{name}\" must match [a-z0-9][a-z0-9._-]* (lowercase letters, digits, '.', '_', '-'; at most {max} bytes, e.g. my-engine): an engine id names folders and config keys",
         max = manifest::MAX_ID

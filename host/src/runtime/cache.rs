@@ -34,13 +34,13 @@ pub enum LoadSource {
 }
 
 #[derive(Debug, Clone)]
-pub struct CompileCache {
+pub(super) struct CompileCache {
     dir: PathBuf,
     engine_key: String,
 }
 
 impl CompileCache {
-    pub fn new(dir: impl Into<PathBuf>, engine: &Engine) -> Self {
+    pub(super) fn new(dir: impl Into<PathBuf>, engine: &Engine) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         Self {
@@ -50,7 +50,7 @@ impl CompileCache {
     }
 
     /// The file a component with these bytes is cached in.
-    pub fn path_for(&self, component_bytes: &[u8]) -> PathBuf {
+    pub(super) fn path_for(&self, component_bytes: &[u8]) -> PathBuf {
         let content = blake3::hash(component_bytes);
         self.dir.join(format!(
             "{}-{}.cwasm",
@@ -60,7 +60,7 @@ impl CompileCache {
     }
 
     /// Loads from the cache, compiling (and caching) on a miss or a failed verification.
-    pub fn load(
+    pub(super) fn load(
         &self,
         engine: &Engine,
         component_bytes: &[u8],

@@ -35,7 +35,7 @@ use super::error::LimitExceeded;
 use super::state::StoreState;
 
 /// What one directory entry (file, directory, link) is charged, allocated blocks aside.
-pub const ENTRY_BYTES: u64 = 256;
+pub(super) const ENTRY_BYTES: u64 = 256;
 
 /// The `wasi:filesystem/types` instance wasmtime-wasi 48 defines (guests importing older 0.2.x
 /// versions resolve to it).
@@ -43,7 +43,7 @@ const FS_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 /// One engine's state dir and what it may use; shared by all its instances.
 #[derive(Debug)]
-pub struct DiskQuota {
+pub(super) struct DiskQuota {
     engine: String,
     dir: PathBuf,
     limit: u64,
@@ -55,7 +55,7 @@ pub struct DiskQuota {
 const UNMEASURED: u64 = u64::MAX;
 
 impl DiskQuota {
-    pub fn new(engine: &str, dir: &Path, limit: u64) -> Arc<Self> {
+    pub(super) fn new(engine: &str, dir: &Path, limit: u64) -> Arc<Self> {
         Arc::new(Self {
             engine: engine.to_string(),
             dir: dir.to_path_buf(),
@@ -65,7 +65,7 @@ impl DiskQuota {
     }
 
     /// Charges `bytes` about to be written; refuses when even the real usage leaves no room.
-    pub fn charge(&self, bytes: u64) -> Result<(), LimitExceeded> {
+    pub(super) fn charge(&self, bytes: u64) -> Result<(), LimitExceeded> {
         if self.used.load(Ordering::Relaxed) == UNMEASURED {
             // Whoever measures first sets it; nobody adds to the sentinel.
             let _ = self.used.compare_exchange(
@@ -98,7 +98,7 @@ impl DiskQuota {
 
 /// Disk used under `dir`: allocated blocks plus [`ENTRY_BYTES`] per entry. Symlinks are counted
 /// as entries and never followed; unreadable parts count as nothing.
-pub fn usage(dir: &Path) -> u64 {
+pub(super) fn usage(dir: &Path) -> u64 {
     let mut total = 0u64;
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -139,7 +139,7 @@ fn contained_target(target: &str) -> bool {
 
 /// Redefines the filesystem functions that add data or entries; call after wasmtime-wasi's
 /// `add_to_linker_async`.
-pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut fs = linker.instance(FS_TYPES)?;
     fs.func_wrap_async(

@@ -10,7 +10,7 @@ use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(super) enum Level {
     Trace,
     Debug,
     Info,
@@ -20,7 +20,7 @@ pub enum Level {
 
 /// The shared sink of one instance's log output.
 #[derive(Debug)]
-pub struct LogSink {
+pub(super) struct LogSink {
     engine: Arc<str>,
     session: String,
     limit: usize,
@@ -29,7 +29,7 @@ pub struct LogSink {
 }
 
 impl LogSink {
-    pub fn new(engine: Arc<str>, session: String, limit: usize) -> Arc<Self> {
+    pub(super) fn new(engine: Arc<str>, session: String, limit: usize) -> Arc<Self> {
         Arc::new(Self {
             engine,
             session,
@@ -40,7 +40,7 @@ impl LogSink {
     }
 
     /// Starts a new call's budget; reports what the previous call had dropped.
-    pub fn reset(&self) {
+    pub(super) fn reset(&self) {
         let dropped = self.dropped.swap(0, Ordering::Relaxed);
         self.used.store(0, Ordering::Relaxed);
         if dropped > 0 {
@@ -50,11 +50,11 @@ impl LogSink {
 
     /// Lines dropped in the current call so far.
     #[cfg(test)]
-    pub fn dropped(&self) -> u64 {
+    pub(super) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    pub fn emit(&self, level: Level, stream: &str, text: &str) {
+    pub(super) fn emit(&self, level: Level, stream: &str, text: &str) {
         let used = self.used.fetch_add(text.len(), Ordering::Relaxed);
         if used.saturating_add(text.len()) > self.limit {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -83,21 +83,21 @@ impl LogSink {
 }
 
 /// A guest stdout or stderr, split into lines for the sink.
-pub struct GuestOutput {
+pub(super) struct GuestOutput {
     sink: Arc<LogSink>,
     stream: &'static str,
     level: Level,
 }
 
 impl GuestOutput {
-    pub fn stdout(sink: Arc<LogSink>) -> Self {
+    pub(super) fn stdout(sink: Arc<LogSink>) -> Self {
         Self {
             sink,
             stream: "stdout",
             level: Level::Info,
         }
     }
-    pub fn stderr(sink: Arc<LogSink>) -> Self {
+    pub(super) fn stderr(sink: Arc<LogSink>) -> Self {
         Self {
             sink,
             stream: "stderr",

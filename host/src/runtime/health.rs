@@ -8,7 +8,7 @@ use super::error::EngineError;
 use super::limits::Function;
 
 #[derive(Debug)]
-pub struct Health {
+pub(super) struct Health {
     threshold: u32,
     consecutive_faults: AtomicU32,
     /// The fault that opened the circuit, while it is open.
@@ -24,7 +24,7 @@ pub struct HealthStatus {
 }
 
 impl Health {
-    pub fn new(threshold: u32) -> Self {
+    pub(super) fn new(threshold: u32) -> Self {
         Self {
             threshold: threshold.max(1),
             consecutive_faults: AtomicU32::new(0),
@@ -37,7 +37,7 @@ impl Health {
     }
 
     /// Fails fast when the circuit is open.
-    pub fn check(
+    pub(super) fn check(
         &self,
         engine: &str,
         function: Function,
@@ -58,7 +58,7 @@ impl Health {
     /// Counts a call's outcome: faults in a row open the circuit; a successful call of the
     /// engine's real work ends the run. Starting an instance (instantiate, info, bootstrap)
     /// does not: an engine that boots fine and then faults on every assemble is still faulting.
-    pub fn record<T>(&self, function: Function, result: &Result<T, EngineError>) {
+    pub(super) fn record<T>(&self, function: Function, result: &Result<T, EngineError>) {
         let lifecycle = matches!(
             function,
             Function::Instantiate | Function::Info | Function::Bootstrap
@@ -82,12 +82,12 @@ impl Health {
         }
     }
 
-    pub fn reset(&self) {
+    pub(super) fn reset(&self) {
         self.consecutive_faults.store(0, Ordering::Relaxed);
         *self.open.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    pub fn status(&self) -> HealthStatus {
+    pub(super) fn status(&self) -> HealthStatus {
         HealthStatus {
             consecutive_faults: self.consecutive_faults.load(Ordering::Relaxed),
             circuit_open: self.open_reason(),

@@ -26,7 +26,7 @@ pub struct Grants {
     pub workspace: Option<std::path::PathBuf>,
 }
 
-pub struct StoreState {
+pub(super) struct StoreState {
     pub(super) wasi: WasiCtx,
     pub(super) table: ResourceTable,
     pub(super) limiter: Limiter,
@@ -51,13 +51,13 @@ impl WasiView for StoreState {
 
 /// Enforces the memory, table and instance limits, and remembers a refused memory grow so a
 /// following trap can be reported as out-of-memory rather than a bare panic.
-pub struct Limiter {
+pub(super) struct Limiter {
     limits: Limits,
     pub(super) memory_refused: bool,
 }
 
 impl Limiter {
-    pub fn new(limits: Limits) -> Self {
+    pub(super) fn new(limits: Limits) -> Self {
         Self {
             limits,
             memory_refused: false,
@@ -101,7 +101,7 @@ impl ResourceLimiter for Limiter {
 /// imports, which have their own bounds and must not count against the engine. The wall time
 /// itself, imports included, has a hard cap of its own.
 #[derive(Debug)]
-pub struct CallClock {
+pub(super) struct CallClock {
     started: Instant,
     in_host: Duration,
     pub(super) deadline: Duration,
@@ -109,7 +109,7 @@ pub struct CallClock {
 }
 
 impl CallClock {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             started: Instant::now(),
             in_host: Duration::ZERO,
@@ -117,25 +117,25 @@ impl CallClock {
             wall: Duration::MAX,
         }
     }
-    pub fn start(&mut self, deadline: Duration, wall: Duration) {
+    pub(super) fn start(&mut self, deadline: Duration, wall: Duration) {
         self.started = Instant::now();
         self.in_host = Duration::ZERO;
         self.deadline = deadline;
         self.wall = wall;
     }
-    pub fn guest_time(&self) -> Duration {
+    pub(super) fn guest_time(&self) -> Duration {
         self.started.elapsed().saturating_sub(self.in_host)
     }
     /// Guest time left before the deadline.
-    pub fn remaining(&self) -> Duration {
+    pub(super) fn remaining(&self) -> Duration {
         self.deadline.saturating_sub(self.guest_time())
     }
     /// Wall time left before the call's hard cap.
-    pub fn wall_remaining(&self) -> Duration {
+    pub(super) fn wall_remaining(&self) -> Duration {
         self.wall.saturating_sub(self.started.elapsed())
     }
     /// The trap that ends a call past its wall-time cap, saying where the time went.
-    pub fn wall_exceeded(&self) -> LimitExceeded {
+    pub(super) fn wall_exceeded(&self) -> LimitExceeded {
         LimitExceeded::new(format!(
             "ran for {:.1?} of wall time ({:.1?} of it in host imports), over its cap of {:?} (limits.wallTimeoutMs)",
             self.started.elapsed(),
@@ -151,7 +151,7 @@ impl CallClock {
 /// What the current call has made the host do through its imports, checked against the
 /// per-call limits before the host does the work.
 #[derive(Debug)]
-pub struct ImportBudget {
+pub(super) struct ImportBudget {
     bytes_limit: usize,
     calls_limit: u64,
     slow_limit: u32,
@@ -161,7 +161,7 @@ pub struct ImportBudget {
 }
 
 impl ImportBudget {
-    pub fn new(limits: &Limits) -> Self {
+    pub(super) fn new(limits: &Limits) -> Self {
         Self {
             bytes_limit: limits.import_bytes_per_call,
             calls_limit: limits.import_calls_per_call,
@@ -172,7 +172,7 @@ impl ImportBudget {
         }
     }
 
-    pub fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         self.bytes = 0;
         self.calls = 0;
         self.slow = 0;

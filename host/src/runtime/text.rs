@@ -2,20 +2,20 @@
 //! return megabytes, or terminal escape sequences, in a field meant for one line.
 
 /// Longest engine id, name and version the host keeps (longer ones are cut).
-pub const MAX_INFO_ID: usize = 128;
-pub const MAX_INFO_NAME: usize = 256;
-pub const MAX_INFO_VERSION: usize = 64;
+pub(super) const MAX_INFO_ID: usize = 128;
+pub(super) const MAX_INFO_NAME: usize = 256;
+pub(super) const MAX_INFO_VERSION: usize = 64;
 /// An engine's error message or reason is for a log line, not a payload.
-pub const MAX_MESSAGE: usize = 4096;
+pub(super) const MAX_MESSAGE: usize = 4096;
 
 /// One line of at most `max` bytes (plus a note of what was cut), with control characters
 /// (newlines, escapes) shown as `\u{fffd}` so it cannot forge output lines or drive a terminal.
-pub fn line(text: &str, max: usize) -> String {
+pub(super) fn line(text: &str, max: usize) -> String {
     clean(text, max, |c| c.is_control())
 }
 
 /// Like [`line`], but newlines and tabs stay.
-pub fn message(text: &str, max: usize) -> String {
+pub(super) fn message(text: &str, max: usize) -> String {
     clean(text, max, |c| c.is_control() && c != '\n' && c != '\t')
 }
 

@@ -21,16 +21,18 @@ mod bindings {
 use bindings::ctxhost::engine::{host, types as g};
 
 /// The contract version this module speaks.
-pub const VERSION: &str = "0.1.0";
+pub(super) const VERSION: &str = "0.1.0";
 
-pub type Pre = bindings::ContextEnginePre<StoreState>;
+pub(super) type Pre = bindings::ContextEnginePre<StoreState>;
 
-pub fn add_to_linker(linker: &mut wasmtime::component::Linker<StoreState>) -> wasmtime::Result<()> {
+pub(super) fn add_to_linker(
+    linker: &mut wasmtime::component::Linker<StoreState>,
+) -> wasmtime::Result<()> {
     use wasmtime::component::HasSelf;
     bindings::ContextEngine::add_to_linker::<StoreState, HasSelf<StoreState>>(linker, |s| s)
 }
 
-pub fn pre(pre: wasmtime::component::InstancePre<StoreState>) -> wasmtime::Result<Pre> {
+pub(super) fn pre(pre: wasmtime::component::InstancePre<StoreState>) -> wasmtime::Result<Pre> {
     bindings::ContextEnginePre::new(pre)
 }
 
@@ -231,10 +233,13 @@ impl host::Host for StoreState {
 }
 
 /// A 0.1 instance's exports, in ctxhost's terms.
-pub struct Engine(bindings::ContextEngine);
+pub(super) struct Engine(bindings::ContextEngine);
 
 impl Engine {
-    pub async fn instantiate(pre: &Pre, store: &mut Store<StoreState>) -> wasmtime::Result<Self> {
+    pub(super) async fn instantiate(
+        pre: &Pre,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Self> {
         pre.instantiate_async(store).await.map(Self)
     }
 
@@ -242,7 +247,10 @@ impl Engine {
         self.0.ctxhost_engine_engine()
     }
 
-    pub async fn info(&self, store: &mut Store<StoreState>) -> wasmtime::Result<d::EngineInfo> {
+    pub(super) async fn info(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<d::EngineInfo> {
         let info = self.exports().call_info(store).await?;
         Ok(d::EngineInfo {
             id: info.id,
@@ -252,7 +260,7 @@ impl Engine {
         })
     }
 
-    pub async fn bootstrap(
+    pub(super) async fn bootstrap(
         &self,
         store: &mut Store<StoreState>,
         request: &d::BootstrapRequest,
@@ -270,7 +278,7 @@ impl Engine {
         }))
     }
 
-    pub async fn ingest(
+    pub(super) async fn ingest(
         &self,
         store: &mut Store<StoreState>,
         session: &d::Session,
@@ -286,7 +294,7 @@ impl Engine {
         }))
     }
 
-    pub async fn ingest_batch(
+    pub(super) async fn ingest_batch(
         &self,
         store: &mut Store<StoreState>,
         session: &d::Session,
@@ -299,7 +307,7 @@ impl Engine {
             .await
     }
 
-    pub async fn assemble(
+    pub(super) async fn assemble(
         &self,
         store: &mut Store<StoreState>,
         request: &d::AssembleRequest,
@@ -327,7 +335,7 @@ impl Engine {
         }))
     }
 
-    pub async fn compact(
+    pub(super) async fn compact(
         &self,
         store: &mut Store<StoreState>,
         request: &d::CompactRequest,
@@ -341,7 +349,7 @@ impl Engine {
         }))
     }
 
-    pub async fn after_turn(
+    pub(super) async fn after_turn(
         &self,
         store: &mut Store<StoreState>,
         request: &d::AfterTurnRequest,
@@ -358,7 +366,7 @@ impl Engine {
         self.exports().call_after_turn(store, &request).await
     }
 
-    pub async fn prepare_subagent_spawn(
+    pub(super) async fn prepare_subagent_spawn(
         &self,
         store: &mut Store<StoreState>,
         spawn: &d::SubagentSpawn,
@@ -374,7 +382,7 @@ impl Engine {
             .await
     }
 
-    pub async fn rollback_subagent_spawn(
+    pub(super) async fn rollback_subagent_spawn(
         &self,
         store: &mut Store<StoreState>,
         handle: u64,
@@ -384,7 +392,7 @@ impl Engine {
             .await
     }
 
-    pub async fn on_subagent_ended(
+    pub(super) async fn on_subagent_ended(
         &self,
         store: &mut Store<StoreState>,
         child_session_key: &str,
@@ -395,7 +403,7 @@ impl Engine {
             .await
     }
 
-    pub async fn dispose(
+    pub(super) async fn dispose(
         &self,
         store: &mut Store<StoreState>,
         session: &d::Session,

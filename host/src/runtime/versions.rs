@@ -10,23 +10,23 @@ use super::state::StoreState;
 use super::{v0_1, v0_2};
 
 /// Contract versions this host runs, newest first.
-pub const SUPPORTED: &[&str] = &[v0_2::VERSION, v0_1::VERSION];
+pub(super) const SUPPORTED: &[&str] = &[v0_2::VERSION, v0_1::VERSION];
 
 /// Adds every version's host imports (each under its own versioned interface name).
-pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     v0_1::add_to_linker(linker)?;
     v0_2::add_to_linker(linker)
 }
 
 /// A component linked against the imports of the version it was built for.
-pub enum Pre {
+pub(super) enum Pre {
     V0_1(v0_1::Pre),
     V0_2(v0_2::Pre),
 }
 
 impl Pre {
     /// `version` is one of [`SUPPORTED`] (compatible by minor), as `contract_version` checked.
-    pub fn new(
+    pub(super) fn new(
         linker: &Linker<StoreState>,
         component: &Component,
         version: &str,
@@ -40,14 +40,17 @@ impl Pre {
     }
 
     /// Whether this version's context entries carry tool facts (0.2 on).
-    pub fn tool_facts(&self) -> bool {
+    pub(super) fn tool_facts(&self) -> bool {
         match self {
             Self::V0_1(_) => false,
             Self::V0_2(_) => true,
         }
     }
 
-    pub async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Bindings> {
+    pub(super) async fn instantiate(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Bindings> {
         Ok(match self {
             Self::V0_1(pre) => Bindings::V0_1(v0_1::Engine::instantiate(pre, store).await?),
             Self::V0_2(pre) => Bindings::V0_2(v0_2::Engine::instantiate(pre, store).await?),
@@ -56,7 +59,7 @@ impl Pre {
 }
 
 /// A live instance's exports, whichever version it speaks.
-pub enum Bindings {
+pub(super) enum Bindings {
     V0_1(v0_1::Engine),
     V0_2(v0_2::Engine),
 }
@@ -64,14 +67,17 @@ pub enum Bindings {
 type Call<T> = wasmtime::Result<Result<T, String>>;
 
 impl Bindings {
-    pub async fn info(&self, store: &mut Store<StoreState>) -> wasmtime::Result<d::EngineInfo> {
+    pub(super) async fn info(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<d::EngineInfo> {
         match self {
             Self::V0_1(e) => e.info(store).await,
             Self::V0_2(e) => e.info(store).await,
         }
     }
 
-    pub async fn bootstrap(
+    pub(super) async fn bootstrap(
         &self,
         store: &mut Store<StoreState>,
         request: &d::BootstrapRequest,
@@ -82,7 +88,7 @@ impl Bindings {
         }
     }
 
-    pub async fn ingest(
+    pub(super) async fn ingest(
         &self,
         store: &mut Store<StoreState>,
         session: &d::Session,
@@ -95,7 +101,7 @@ impl Bindings {
         }
     }
 
-    pub async fn ingest_batch(
+    pub(super) async fn ingest_batch(
         &self,
         store: &mut Store<StoreState>,
         session: &d::Session,
@@ -108,7 +114,7 @@ impl Bindings {
         }
     }
 
-    pub async fn assemble(
+    pub(super) async fn assemble(
         &self,
         store: &mut Store<StoreState>,
         request: &d::AssembleRequest,
@@ -119,7 +125,7 @@ impl Bindings {
         }
     }
 
-    pub async fn compact(
+    pub(super) async fn compact(
         &self,
         store: &mut Store<StoreState>,
         request: &d::CompactRequest,
@@ -130,7 +136,7 @@ impl Bindings {
         }
     }
 
-    pub async fn after_turn(
+    pub(super) async fn after_turn(
         &self,
         store: &mut Store<StoreState>,
         request: &d::AfterTurnRequest,
@@ -141,7 +147,7 @@ impl Bindings {
         }
     }
 
-    pub async fn prepare_subagent_spawn(
+    pub(super) async fn prepare_subagent_spawn(
         &self,
         store: &mut Store<StoreState>,
         spawn: &d::SubagentSpawn,
@@ -152,7 +158,7 @@ impl Bindings {
         }
     }
 
-    pub async fn rollback_subagent_spawn(
+    pub(super) async fn rollback_subagent_spawn(
         &self,
         store: &mut Store<StoreState>,
         handle: u64,
@@ -163,7 +169,7 @@ impl Bindings {
         }
     }
 
-    pub async fn on_subagent_ended(
+    pub(super) async fn on_subagent_ended(
         &self,
         store: &mut Store<StoreState>,
         child_session_key: &str,
@@ -175,7 +181,11 @@ impl Bindings {
         }
     }
 
-    pub async fn dispose(&self, store: &mut Store<StoreState>, session: &d::Session) -> Call<()> {
+    pub(super) async fn dispose(
+        &self,
+        store: &mut Store<StoreState>,
+        session: &d::Session,
+    ) -> Call<()> {
         match self {
             Self::V0_1(e) => e.dispose(store, session).await,
             Self::V0_2(e) => e.dispose(store, session).await,

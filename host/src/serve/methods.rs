@@ -14,10 +14,10 @@ use crate::runtime::contract::{CompactionTrigger, ContextMode, SubagentEndReason
 use crate::session::{CompactOptions, CompactOutcome, PendingCall};
 
 /// The notification sent before an automatic compaction when `notifyBeforeAuto` is on.
-pub const COMPACTION_PENDING: &str = "session.compactionPending";
+pub(super) const COMPACTION_PENDING: &str = "session.compactionPending";
 
 /// A request, decoded.
-pub enum Call {
+pub(super) enum Call {
     Initialize,
     Shutdown,
     /// A call to one session's actor; the key is `None` only for `subagent.ended` without
@@ -25,7 +25,7 @@ pub enum Call {
     Session(Option<String>, SessionMethod),
 }
 
-pub enum SessionMethod {
+pub(super) enum SessionMethod {
     Bootstrap,
     CommitTurn {
         advancement_key: String,
@@ -227,7 +227,7 @@ fn objects(messages: &[Box<RawValue>]) -> Result<(), RpcError> {
 }
 
 /// Decodes a request's method and params.
-pub fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
+pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
     let session = |key: String, call| Ok(Call::Session(Some(key), call));
     match method {
         "initialize" => Ok(Call::Initialize),
@@ -355,7 +355,7 @@ pub fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
 }
 
 /// Runs one call on a session's mirror.
-pub async fn run(
+pub(super) async fn run(
     host: &Host,
     key: &str,
     slot: &mut Option<Mirror>,

@@ -13,13 +13,16 @@ pub fn tokens_u32(tokens: u64) -> u32 {
 
 /// The current context as entry references, without tool facts: for measuring and
 /// validating, which need only references, roles and tokens.
-pub fn context_entries(transcript: &Transcript) -> Vec<ContextEntry> {
+pub(super) fn context_entries(transcript: &Transcript) -> Vec<ContextEntry> {
     entries_with(transcript, |_, _| ToolFacts::default())
 }
 
 /// The current context as an engine receives it (`assemble`, `context-entries`): with the tool
 /// facts of tool results, read once per entry through `cache`.
-pub fn context_entries_with_tools(transcript: &Transcript, cache: &ToolCache) -> Vec<ContextEntry> {
+pub(super) fn context_entries_with_tools(
+    transcript: &Transcript,
+    cache: &ToolCache,
+) -> Vec<ContextEntry> {
     let mut known = cache.facts.lock().unwrap_or_else(|e| e.into_inner());
     entries_with(transcript, |index, entry| {
         if entry.context_role() != Some(Role::ToolResult) {
@@ -69,7 +72,7 @@ fn entries_with(
 /// whole message (the error flag follows the output), megabytes for a long session, so each
 /// entry is read once; entries never change once written.
 #[derive(Default)]
-pub struct ToolCache {
+pub(super) struct ToolCache {
     facts: Mutex<Vec<Option<CachedFacts>>>,
 }
 
@@ -94,7 +97,7 @@ impl From<ToolHead> for ToolFacts {
 }
 
 /// One entry as a message, or `None` for entries that never reach the model.
-pub fn message(index: usize, entry: &Entry) -> Option<Message> {
+pub(super) fn message(index: usize, entry: &Entry) -> Option<Message> {
     let view = entry.view()?;
     let tool_call_id = match view.role {
         Role::ToolResult => ToolHead::of(&entry.message_json()).tool_call_id,

@@ -14,7 +14,7 @@ use crate::runtime::contract::{
 };
 use crate::runtime::{BoxFuture, SessionServices};
 
-pub struct Shared {
+pub(super) struct Shared {
     pub session: Session,
     pub file: PathBuf,
     /// Replaced when the runtime's window for the session changes (`Session::set_settings`).
@@ -27,7 +27,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(
+    pub(super) fn new(
         session: Session,
         file: PathBuf,
         settings: Settings,
@@ -46,19 +46,19 @@ impl Shared {
 
     /// Readers never observe a half-applied write: writers only append after validating, so a
     /// poisoned lock still guards a consistent transcript.
-    pub fn read(&self) -> RwLockReadGuard<'_, Transcript> {
+    pub(super) fn read(&self) -> RwLockReadGuard<'_, Transcript> {
         self.transcript.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn write(&self) -> RwLockWriteGuard<'_, Transcript> {
+    pub(super) fn write(&self) -> RwLockWriteGuard<'_, Transcript> {
         self.transcript.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn settings(&self) -> RwLockReadGuard<'_, Settings> {
+    pub(super) fn settings(&self) -> RwLockReadGuard<'_, Settings> {
         self.settings.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn set_settings(&self, settings: Settings) {
+    pub(super) fn set_settings(&self, settings: Settings) {
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = settings;
     }
 
@@ -66,7 +66,7 @@ impl Shared {
     /// prune / summarize / full, and the configured summarizer writes the summary. Blocking
     /// when the summarizer is a remote model; the transcript lock is released before it runs.
     /// None when there is nothing to do (the reason is logged).
-    pub fn plan_compaction(&self, request: &CompactRequest) -> Option<Compaction> {
+    pub(super) fn plan_compaction(&self, request: &CompactRequest) -> Option<Compaction> {
         let job = {
             let transcript = self.read();
             let prepared = compaction::prepare(

@@ -44,7 +44,7 @@ const MESSAGE_ROLES: &[&str] = &[
 ];
 
 /// Token figures above this are not estimates but garbage (no model has such a window).
-pub const ABSURD_TOKENS: u32 = 100_000_000;
+pub(super) const ABSURD_TOKENS: u32 = 100_000_000;
 
 /// Refuses results that hand the host more than `max_bytes` (the `hostBytesPerCall` limit).
 fn check_size(bytes: usize, max_bytes: usize) -> Result<(), String> {
@@ -56,7 +56,7 @@ fn check_size(bytes: usize, max_bytes: usize) -> Result<(), String> {
     Ok(())
 }
 
-pub fn assembly(
+pub(super) fn assembly(
     given: &[ContextEntry],
     transcript_len: usize,
     result: AssembleResult,
@@ -135,7 +135,7 @@ fn check_message(json: &str) -> Result<(), String> {
 }
 
 /// A compaction may keep from any message of the current context (not the summary preamble).
-pub fn compaction(
+pub(super) fn compaction(
     context: &[ContextEntry],
     compaction: &Compaction,
     max_bytes: usize,
