@@ -1,25 +1,8 @@
 //! The `ctxhost` binary as an operator runs it, in a scratch `CTXHOST_HOME`.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn ctxhost(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxhost"))
-        .args(args)
-        .env("CTXHOST_HOME", home)
-        .env_remove("CTXHOST_CONFIG")
-        .output()
-        .expect("run ctxhost")
-}
-
-fn stdout_json(output: &Output) -> serde_json::Value {
-    assert!(
-        output.status.success(),
-        "ctxhost failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
-}
+use common::{ctxhost, json_of as stdout_json};
 
 #[test]
 fn doctor_json_succeeds_on_an_empty_home() {
@@ -290,11 +273,9 @@ fn replay_into_a_closed_pipe_exits_quietly() {
     )
     .unwrap();
     for json in [false, true] {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ctxhost"));
+        let mut command = common::command(home.path());
         command
             .args(["replay", transcript.to_str().unwrap()])
-            .env("CTXHOST_HOME", home.path())
-            .env_remove("CTXHOST_CONFIG")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         if json {

@@ -5,34 +5,22 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
+mod common;
+
+use common::{json_of, stderr};
+
 fn ctxhost(home: &Path, config: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+    common::command(home)
         .args(args)
         .arg("--config")
         .arg(config)
-        .env("CTXHOST_HOME", home)
-        .env_remove("CTXHOST_CONFIG")
         .env_remove("CTXHOST_TEST_MODEL_KEY")
-        .stdin(Stdio::null())
         .output()
         .expect("run ctxhost")
-}
-
-fn json_of(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "ctxhost failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// A scratch home with a config file (JSON5 text) and a recorded coding session.
@@ -357,7 +345,7 @@ fn the_model_block_names_a_provider_and_its_settings_reach_the_request() {
         "model: {{ provider: 'openrouter', baseUrl: '{base}', apiKeyEnv: 'CTXHOST_TEST_MODEL_KEY', modelName: 'small-model', temperature: 0.7, maxTokens: 321 }}"
     )));
     let session = setup.session("model.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+    let out = common::command(setup.home.path())
         .args([
             "compact",
             "--session",
@@ -367,9 +355,7 @@ fn the_model_block_names_a_provider_and_its_settings_reach_the_request() {
         ])
         .arg("--config")
         .arg(&setup.config)
-        .env("CTXHOST_HOME", setup.home.path())
         .env("CTXHOST_TEST_MODEL_KEY", "sk-test-123")
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     let done = json_of(&out);
@@ -392,11 +378,9 @@ fn the_model_block_names_a_provider_and_its_settings_reach_the_request() {
 #[test]
 fn notify_before_auto_reaches_a_serve_client_as_a_notification() {
     let setup = Setup::new(&compaction("notifyBeforeAuto: true"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+    let mut child = common::command(setup.home.path())
         .args(["serve", "--config"])
         .arg(&setup.config)
-        .env("CTXHOST_HOME", setup.home.path())
-        .env_remove("CTXHOST_CONFIG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -1,32 +1,13 @@
 //! `ctxhost compact` and `ctxhost context ...` as an operator runs them, in a scratch home.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn ctxhost(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxhost"))
-        .args(args)
-        .env("CTXHOST_HOME", home)
-        .env_remove("CTXHOST_CONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ctxhost")
-}
+mod common;
 
-fn json_of(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "ctxhost failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use common::{ctxhost, json_of, stderr};
 
 /// A generated session stored under a key in the home.
 fn session(home: &Path, messages: usize) -> std::path::PathBuf {

@@ -14,13 +14,13 @@ fn cargo_target_dir() -> &'static Path {
     DIR.get_or_init(|| tempfile::tempdir().unwrap().keep().join("cargo-target"))
 }
 
+mod common;
+
 fn ctxhost(home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+    common::command(home)
         .args(args)
         .current_dir(cwd)
-        .env("CTXHOST_HOME", home)
         .env("CARGO_TARGET_DIR", cargo_target_dir())
-        .env_remove("CTXHOST_CONFIG")
         .output()
         .expect("run ctxhost")
 }
@@ -536,10 +536,18 @@ fn an_unbuilt_project_names_every_place_looked_at_once() {
     );
 }
 
-/// A tool from `$var`, else from PATH; `None` with a visible note when absent.
-fn toolchain(var: &str, command: &str, install: &str) -> Option<PathBuf> {
+/// A tool from `$var`, else the pinned one `.ci/run` installs for the examples (under
+/// `target/foreign-engines/`, `cached` below it), else from PATH; `None` with a visible note
+/// when absent.
+fn toolchain(var: &str, command: &str, cached: &str, install: &str) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os(var) {
         return Some(PathBuf::from(path));
+    }
+    let pinned = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/foreign-engines")
+        .join(cached);
+    if pinned.is_file() {
+        return Some(pinned);
     }
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -547,7 +555,9 @@ fn toolchain(var: &str, command: &str, install: &str) -> Option<PathBuf> {
             .find(|p| p.is_file())
     });
     if found.is_none() {
-        eprintln!("SKIPPED: `{command}` not found (set {var} or {install})");
+        eprintln!(
+            "SKIPPED: `{command}` not found (set {var}, run `.ci/run`'s example step, or {install})"
+        );
     }
     found
 }
@@ -589,8 +599,14 @@ fn install_and_replay(project: &Path, id: &str) {
 
 fn run_build(project: &Path, program: &Path, args: &[&str]) {
     let started = std::time::Instant::now();
+    // The tool's own folder first on PATH: an npm-installed tool runs with the `node` beside it.
+    let mut path = vec![program.parent().unwrap().to_path_buf()];
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
     let output = Command::new(program)
         .args(args)
+        .env("PATH", std::env::join_paths(path).unwrap())
         .current_dir(project)
         .output()
         .expect("run the build");
@@ -614,6 +630,7 @@ fn the_python_template_builds_with_its_documented_command_and_runs() {
     let Some(tool) = toolchain(
         "CTXHOST_COMPONENTIZE_PY",
         "componentize-py",
+        "componentize-py-0.25.0/bin/componentize-py",
         "pip install componentize-py",
     ) else {
         return;
@@ -637,6 +654,7 @@ fn the_javascript_template_builds_with_its_npm_script_and_runs() {
     let Some(tool) = toolchain(
         "CTXHOST_COMPONENTIZE_JS",
         "componentize-js",
+        "componentize-js-0.23.0-node-24.21.0/node_modules/.bin/componentize-js",
         "npm i -g @bytecodealliance/componentize-js",
     ) else {
         return;

@@ -4,11 +4,13 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+mod common;
 
 /// A running `ctxhost serve` and the lines it writes.
 struct Server {
@@ -22,11 +24,9 @@ struct Server {
 
 impl Server {
     fn start(home: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+        let mut child = common::command(home)
             .arg("serve")
             .args(args)
-            .env("CTXHOST_HOME", home)
-            .env_remove("CTXHOST_CONFIG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -329,12 +329,10 @@ fn the_context_commands_find_a_mirror_by_its_session_key() {
         json!({ "sessionKey": key, "advancementKey": "t1", "messages": [user("find me"), assistant("found")] }),
     );
     server.finish();
-    let output = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
-        .args(["context", "history", "--session", key, "--json"])
-        .env("CTXHOST_HOME", home.path())
-        .env_remove("CTXHOST_CONFIG")
-        .output()
-        .unwrap();
+    let output = common::ctxhost(
+        home.path(),
+        &["context", "history", "--session", key, "--json"],
+    );
     assert!(
         output.status.success(),
         "{}",
@@ -689,12 +687,9 @@ fn the_socket_serves_several_clients_sharing_sessions() {
     use std::os::unix::net::UnixStream;
     let home = tempfile::tempdir().unwrap();
     let socket = home.path().join("serve.sock");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxhost"))
+    let mut child = common::command(home.path())
         .args(["serve", "--socket"])
         .arg(&socket)
-        .env("CTXHOST_HOME", home.path())
-        .env_remove("CTXHOST_CONFIG")
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

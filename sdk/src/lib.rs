@@ -98,7 +98,8 @@
 //! Errors returned from a hook are reported by the host, naming the engine, the function and
 //! the session. A panic traps: the host fails that call and discards the instance.
 
-#![warn(missing_docs)]
+// Lints here, not from the workspace table: `plugins new` vendors this crate outside it.
+#![warn(missing_docs, unreachable_pub)]
 
 #[doc(hidden)]
 pub mod bindings {

@@ -1,0 +1,39 @@
+//! Set-up the binary's tests share: `ctxhost` run as an operator runs it, in a scratch home.
+
+// Each test file compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// `ctxhost` over `home`: no config from the caller's environment, stdin closed. Callers add
+/// their own flags, directory and variables.
+pub(crate) fn command(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ctxhost"));
+    command
+        .env("CTXHOST_HOME", home)
+        .env_remove("CTXHOST_CONFIG")
+        .stdin(Stdio::null());
+    command
+}
+
+/// Runs `ctxhost args…` over `home` to completion.
+pub(crate) fn ctxhost(home: &Path, args: &[&str]) -> Output {
+    command(home).args(args).output().expect("run ctxhost")
+}
+
+/// Stdout of a run that must have succeeded, as JSON.
+pub(crate) fn json_of(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "ctxhost failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+pub(crate) fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
