@@ -149,14 +149,7 @@ fn gauge_checkpoints_and_restores_in_the_host() {
         );
         assert_eq!(scalar(&saved[0].1, "session_key"), Some("work"));
 
-        let outcome = session
-            .compact(&CompactOptions {
-                force: true,
-                trigger: CompactionTrigger::Manual,
-                ..CompactOptions::default()
-            })
-            .await
-            .unwrap();
+        let outcome = session.compact(&CompactOptions::forced()).await.unwrap();
         assert!(outcome.compacted, "{outcome:?}");
         let saved = checkpoints(&scratch, "work");
         let (name, yaml) = saved.last().unwrap();

@@ -308,14 +308,7 @@ fn every_export(
         );
         let job = plan.unwrap_or_else(|skip| panic!("{}", skip.reason));
         let planned = job.run(&ctxhost::transcript::compaction::Extractive);
-        let outcome = session
-            .compact(&CompactOptions {
-                force: true,
-                trigger: CompactionTrigger::Manual,
-                ..CompactOptions::default()
-            })
-            .await
-            .unwrap();
+        let outcome = session.compact(&CompactOptions::forced()).await.unwrap();
         let first_kept = outcome.first_kept_entry_id.as_deref().map(|id| {
             let transcript = session.transcript();
             transcript

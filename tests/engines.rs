@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use ctxhost::runtime::LoadSource;
-use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::transcript::Transcript;
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
 use ctxhost_tests::{SLIDING_WINDOW_WASM, Scratch, block_on, recorded_messages, shared_transcript};
@@ -59,14 +58,7 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
             .sum();
         assert_eq!(assembly.estimated_tokens, expected);
 
-        let outcome = session
-            .compact(&CompactOptions {
-                force: true,
-                trigger: CompactionTrigger::Manual,
-                ..CompactOptions::default()
-            })
-            .await
-            .unwrap();
+        let outcome = session.compact(&CompactOptions::forced()).await.unwrap();
         assert!(outcome.compacted, "{outcome:?}");
         assert!(outcome.tokens_after < outcome.tokens_before, "{outcome:?}");
 

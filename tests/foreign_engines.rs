@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
 use ctxhost_tests::{Scratch, block_on, recorded_messages, workspace};
 use serde_json::Value;
@@ -209,14 +208,7 @@ async fn fed_session(
 
 /// A forced manual compaction, delegated by the engine to the host; it must be written.
 async fn compact_now(session: &mut ctxhost::Session) {
-    let outcome = session
-        .compact(&CompactOptions {
-            force: true,
-            trigger: CompactionTrigger::Manual,
-            ..CompactOptions::default()
-        })
-        .await
-        .unwrap();
+    let outcome = session.compact(&CompactOptions::forced()).await.unwrap();
     assert!(outcome.compacted, "{outcome:?}");
 }
 

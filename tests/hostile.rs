@@ -342,13 +342,7 @@ fn attack_on(rig: &Rig, key: &str, setup: &[String], call: Call) -> Attack {
                     .assemble(&AssembleOptions::default())
                     .await
                     .map(|_| ()),
-                Call::Compact => session
-                    .compact(&CompactOptions {
-                        force: true,
-                        ..CompactOptions::default()
-                    })
-                    .await
-                    .map(|_| ()),
+                Call::Compact => session.compact(&CompactOptions::forced()).await.map(|_| ()),
             };
             let elapsed = started.elapsed();
             (session, result.err(), elapsed)
@@ -508,10 +502,7 @@ fn after_a_fault_the_fresh_instance_sees_each_message_once() {
         let mut session = rig.open("panic-compact").await.unwrap();
         session.append(&user("before")).await.unwrap();
         let error = session
-            .compact(&CompactOptions {
-                force: true,
-                ..CompactOptions::default()
-            })
+            .compact(&CompactOptions::forced())
             .await
             .unwrap_err();
         assert_eq!(error_kind(&error), Some(FaultKind::Panic), "{error}");

@@ -56,6 +56,17 @@ pub struct CompactOptions {
     pub custom_instructions: Option<String>,
 }
 
+impl CompactOptions {
+    /// A manual compaction that runs even when the context is below every threshold (what
+    /// `ctxhost compact --yes` asks for).
+    pub fn forced() -> Self {
+        Self {
+            force: true,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for CompactOptions {
     fn default() -> Self {
         Self {
