@@ -8,7 +8,7 @@ use std::time::Instant;
 use ctxhost::replay::{replay, settings_for_window};
 use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::{AssembleOptions, AssembledItem, Assembly, CompactOptions, SessionTarget};
-use ctxhost_tests::{Scratch, block_on, recorded_messages, shared_transcript};
+use ctxhost_tests::{Scratch, block_on, open_session, recorded_messages, shared_transcript};
 use serde_json::Value;
 
 const WINDOW: u64 = 32_000;
@@ -104,13 +104,7 @@ fn gauge_checkpoints_and_restores_in_the_host() {
         assert_eq!(engine.info().id, "checkpoint-manager");
         assert!(!engine.info().owns_compaction);
 
-        let mut session = host
-            .open_session(
-                &SessionTarget::Path(first_file.clone()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Path(first_file.clone())).await;
         // The gauge reads the host's estimate of the context (the entries' counts), so the
         // loop below measures the same way.
         session.set_estimates_only(true);
@@ -196,13 +190,7 @@ fn gauge_checkpoints_and_restores_in_the_host() {
         assert!(saved.len() <= 5, "retention");
 
         // A new transcript under the same key starts with the restore.
-        let mut next = host
-            .open_session(
-                &SessionTarget::Path(scratch.path("b/work.jsonl")),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut next = open_session(&host, SessionTarget::Path(scratch.path("b/work.jsonl"))).await;
         let assembly = next.assemble(&AssembleOptions::default()).await.unwrap();
         let restore = inserted_texts(&assembly);
         assert_eq!(restore.len(), 1, "{:?}", assembly.items);
@@ -214,13 +202,7 @@ fn gauge_checkpoints_and_restores_in_the_host() {
         next.close().await.unwrap();
 
         // The same transcript reopened is not a new session.
-        let mut reopened = host
-            .open_session(
-                &SessionTarget::Path(first_file.clone()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut reopened = open_session(&host, SessionTarget::Path(first_file.clone())).await;
         let assembly = reopened
             .assemble(&AssembleOptions::default())
             .await

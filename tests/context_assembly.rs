@@ -6,7 +6,7 @@ use std::path::Path;
 use ctxhost::prompt::{PromptMode, PromptSettings, ToolSpec};
 use ctxhost::session::TurnOptions;
 use ctxhost::{Error, SessionTarget};
-use ctxhost_tests::{Scratch, block_on, recorded_messages};
+use ctxhost_tests::{Scratch, block_on, open_session, recorded_messages};
 
 fn workspace(dir: &Path, agents_md: &str) {
     std::fs::create_dir_all(dir.join("skills/pdf")).unwrap();
@@ -47,13 +47,7 @@ fn the_parts_add_up_and_history_gets_what_the_window_leaves() {
     workspace(&ws, "Always run the tests.");
     let source = scratch.generated_transcript(21, 60);
     block_on(async {
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("budget".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Key("budget".into())).await;
         session.set_estimates_only(true);
         for m in recorded_messages(&source) {
             session.append(&m).await.unwrap();
@@ -107,13 +101,7 @@ fn overflow_compacts_then_fits_or_fails_with_the_numbers() {
     workspace(&ws, "Be careful.");
     let source = scratch.generated_transcript(22, 160);
     block_on(async {
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("overflow".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Key("overflow".into())).await;
         session.set_estimates_only(true);
         for m in recorded_messages(&source) {
             session.append(&m).await.unwrap();
@@ -159,13 +147,7 @@ fn the_flush_signal_fires_once_per_cycle_and_never_for_a_read_only_workspace() {
     let source = scratch.generated_transcript(23, 200);
     let all = recorded_messages(&source);
     block_on(async {
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("flush".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Key("flush".into())).await;
         session.set_estimates_only(true);
         let settings = settings(&host, &ws);
         // threshold 16,000, soft threshold 4,000: the signal is due above 12,000 tokens.
@@ -201,13 +183,7 @@ fn the_flush_signal_fires_once_per_cycle_and_never_for_a_read_only_workspace() {
     perms.set_readonly(true);
     std::fs::set_permissions(&ro, perms).unwrap();
     block_on(async {
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("flush-ro".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Key("flush-ro".into())).await;
         session.set_estimates_only(true);
         let settings = settings(&host, &ro);
         for m in all.iter().take(120) {

@@ -8,7 +8,9 @@ use std::path::Path;
 use ctxhost::runtime::contract::{CompactionTrigger, ContextMode, SubagentEndReason};
 use ctxhost::session::PendingCall;
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
-use ctxhost_tests::{CONTRACT_V0_1_WASM, CONTRACT_V0_2_WASM, Scratch, block_on, recorded_messages};
+use ctxhost_tests::{
+    CONTRACT_V0_1_WASM, CONTRACT_V0_2_WASM, Scratch, block_on, open_session, recorded_messages,
+};
 
 /// The probe's report: the text of the message it inserted first.
 fn report(items: &[AssembledItem]) -> String {
@@ -44,13 +46,7 @@ fn a_0_2_guest_runs_every_export_and_sees_the_0_2_fields() {
         assert_eq!(engine.contract_version(), "0.2.0");
         assert_eq!(engine.info().id, "v0-2-probe");
 
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("agent:main:probe".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Key("agent:main:probe".into())).await;
         for message in &messages {
             session.append(message).await.unwrap();
         }

@@ -7,7 +7,9 @@ use std::path::Path;
 use ctxhost::runtime::LoadSource;
 use ctxhost::transcript::Transcript;
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
-use ctxhost_tests::{SLIDING_WINDOW_WASM, Scratch, block_on, recorded_messages, shared_transcript};
+use ctxhost_tests::{
+    SLIDING_WINDOW_WASM, Scratch, block_on, open_session, recorded_messages, shared_transcript,
+};
 use serde_json::value::RawValue;
 
 /// The `message` field of every message line, as the bytes in the file (extracted here
@@ -36,13 +38,7 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
         assert!(!engine.info().owns_compaction);
         assert_eq!(engine.contract_version(), "0.2.0");
 
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("agent:main:test".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Key("agent:main:test".into())).await;
         let messages = recorded_messages(&source);
         for message in &messages {
             session.append(message).await.unwrap();
@@ -88,13 +84,7 @@ fn assert_pass_through_is_byte_identical(scratch: &Scratch, source: &Path) {
     let copy = scratch.path("session.jsonl");
     std::fs::copy(source, &copy).unwrap();
     block_on(async {
-        let mut session = host
-            .open_session(
-                &SessionTarget::Path(copy.clone()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Path(copy.clone())).await;
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
         let rendered = session.render(&assembly);
         assert_eq!(rendered.len(), expected.len());
@@ -150,13 +140,7 @@ fn a_configured_example_engine_serves_the_session() {
     block_on(async {
         let engine = host.active_engine().await.unwrap();
         assert_eq!(engine.info().id, "sliding-window");
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("window".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Key("window".into())).await;
         for message in recorded_messages(&source) {
             session.append(&message).await.unwrap();
         }
@@ -270,13 +254,7 @@ fn batches_turn_hooks_and_subagent_hooks_reach_the_engine() {
     let host = scratch.host("{}");
     let source = scratch.generated_transcript(8, 40);
     block_on(async {
-        let mut session = host
-            .open_session(
-                &SessionTarget::Key("hooks".into()),
-                &ctxhost::SessionOptions::default(),
-            )
-            .await
-            .unwrap();
+        let mut session = open_session(&host, SessionTarget::Key("hooks".into())).await;
         let messages = recorded_messages(&source);
         let indices = session.append_batch(&messages).await.unwrap();
         assert_eq!(indices.len(), 40);

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
-use ctxhost_tests::{Scratch, block_on, recorded_messages, workspace};
+use ctxhost_tests::{Scratch, block_on, open_session, recorded_messages, workspace};
 use serde_json::Value;
 
 /// An example engine in another language.
@@ -192,13 +192,7 @@ async fn fed_session(
     let engine = host.active_engine().await.unwrap();
     assert_eq!(engine.info().id, example.id);
     assert_eq!(engine.contract_version(), "0.2.0");
-    let mut session = host
-        .open_session(
-            &SessionTarget::Key(key.into()),
-            &ctxhost::SessionOptions::default(),
-        )
-        .await
-        .unwrap();
+    let mut session = open_session(host, SessionTarget::Key(key.into())).await;
     let messages = recorded_messages(source);
     for message in &messages {
         session.append(message).await.unwrap();

@@ -22,7 +22,7 @@ use ctxhost::runtime::{EngineError, FaultKind, Function};
 use ctxhost::{
     AssembleOptions, AssembledItem, CompactOptions, Error, Host, Session, SessionTarget,
 };
-use ctxhost_tests::{HOSTILE_WASM, Scratch, block_on};
+use ctxhost_tests::{HOSTILE_WASM, Scratch, block_on, open_session};
 use serde_json::{Value, json};
 
 const CALL_TIMEOUT: Duration = Duration::from_millis(300);
@@ -1223,13 +1223,7 @@ fn a_hundred_concurrent_sessions_see_only_their_own_messages() {
             let barrier = barrier.clone();
             tasks.spawn(async move {
                 let key = format!("benign-{i}");
-                let mut session = host
-                    .open_session(
-                        &SessionTarget::Key(key.clone()),
-                        &ctxhost::SessionOptions::default(),
-                    )
-                    .await
-                    .unwrap();
+                let mut session = open_session(&host, SessionTarget::Key(key.clone())).await;
                 barrier.wait().await;
                 let mut texts = Vec::new();
                 for j in 0..MESSAGES {

@@ -22,6 +22,14 @@ pub const CONTRACT_V0_2_WASM: &str = concat!(env!("OUT_DIR"), "/contract_v0_2_en
 /// The hostile test engine (`tests/guests/hostile`): the session key picks its attack.
 pub const HOSTILE_WASM: &str = concat!(env!("OUT_DIR"), "/hostile_engine.wasm");
 
+/// Opens `target` on `host` with the default options (the active engine, the config's
+/// settings); a failure fails the test.
+pub async fn open_session(host: &Host, target: ctxhost::SessionTarget) -> ctxhost::Session {
+    host.open_session(&target, &ctxhost::SessionOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("open {target:?}: {e:#}"))
+}
+
 /// The workspace root.
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
