@@ -8,7 +8,9 @@ use std::time::Instant;
 use ctxhost::replay::{replay, settings_for_window};
 use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::{AssembleOptions, AssembledItem, Assembly, CompactOptions, SessionTarget};
-use ctxhost_tests::{Scratch, block_on, open_session, recorded_messages, shared_transcript};
+use ctxhost_tests::{
+    Scratch, block_on, last_compaction, open_session, recorded_messages, shared_transcript,
+};
 use serde_json::Value;
 
 const WINDOW: u64 = 32_000;
@@ -151,12 +153,7 @@ fn gauge_checkpoints_and_restores_in_the_host() {
         assert_eq!(scalar(yaml, "compaction_count"), Some("1"));
 
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
-        let summary = session
-            .transcript()
-            .entries()
-            .iter()
-            .rposition(|e| e.entry_type() == "compaction")
-            .unwrap();
+        let summary = last_compaction(&session).unwrap();
         assert_eq!(after.items[0], AssembledItem::Entry(summary));
         assert!(matches!(after.items[1], AssembledItem::Inserted(_)));
         let restore = inserted_texts(&after);

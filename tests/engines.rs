@@ -8,7 +8,8 @@ use ctxhost::runtime::LoadSource;
 use ctxhost::transcript::Transcript;
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
 use ctxhost_tests::{
-    SLIDING_WINDOW_WASM, Scratch, block_on, open_session, recorded_messages, shared_transcript,
+    SLIDING_WINDOW_WASM, Scratch, block_on, last_compaction, open_session, recorded_messages,
+    shared_transcript, transcript_tokens,
 };
 use serde_json::value::RawValue;
 
@@ -46,12 +47,7 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
         assert_eq!(assembly.kept(), messages.len());
         assert_eq!(assembly.inserted(), 0);
-        let expected: u32 = session
-            .transcript()
-            .entries()
-            .iter()
-            .map(|e| e.tokens())
-            .sum();
+        let expected: u32 = transcript_tokens(&session);
         assert_eq!(assembly.estimated_tokens, expected);
 
         let outcome = session.compact(&CompactOptions::forced()).await.unwrap();
@@ -59,12 +55,7 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
         assert!(outcome.tokens_after < outcome.tokens_before, "{outcome:?}");
 
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
-        let compaction_index = session
-            .transcript()
-            .entries()
-            .iter()
-            .rposition(|e| e.entry_type() == "compaction")
-            .expect("a compaction entry was written");
+        let compaction_index = last_compaction(&session).expect("a compaction entry was written");
         assert_eq!(after.items[0], AssembledItem::Entry(compaction_index));
         assert!(after.kept() < assembly.kept());
         assert!(after.estimated_tokens < assembly.estimated_tokens);
@@ -144,12 +135,7 @@ fn a_configured_example_engine_serves_the_session() {
         for message in recorded_messages(&source) {
             session.append(&message).await.unwrap();
         }
-        let total: u32 = session
-            .transcript()
-            .entries()
-            .iter()
-            .map(|e| e.tokens())
-            .sum();
+        let total: u32 = transcript_tokens(&session);
         assert!(total > 3000, "the generated session must exceed the window");
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
         let transcript = session.transcript();

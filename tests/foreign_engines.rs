@@ -12,7 +12,10 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
-use ctxhost_tests::{Scratch, block_on, open_session, recorded_messages, workspace};
+use ctxhost_tests::{
+    Scratch, block_on, last_compaction, open_session, recorded_messages, transcript_tokens,
+    workspace,
+};
 use serde_json::Value;
 
 /// An example engine in another language.
@@ -264,12 +267,7 @@ fn python_tool_trim_trims_old_tool_outputs_and_keeps_every_call_answered() {
             let text = placeholder["content"][0]["text"].as_str().unwrap();
             assert!(text.starts_with("[tool-trim: the output of"), "{text}");
         }
-        let total: u32 = session
-            .transcript()
-            .entries()
-            .iter()
-            .map(|e| e.tokens())
-            .sum();
+        let total: u32 = transcript_tokens(&session);
         assert!(
             assembly.estimated_tokens < total,
             "{} < {total}",
@@ -355,12 +353,7 @@ fn javascript_turn_budget_keeps_the_newest_whole_turns() {
         compact_now(&mut session).await;
         // After the compaction the summary leads the kept context.
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
-        let summary = session
-            .transcript()
-            .entries()
-            .iter()
-            .rposition(|e| e.entry_type() == "compaction")
-            .unwrap();
+        let summary = last_compaction(&session).unwrap();
         assert!(
             after.items.contains(&AssembledItem::Entry(summary)),
             "{:?}",

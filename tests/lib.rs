@@ -30,6 +30,25 @@ pub async fn open_session(host: &Host, target: ctxhost::SessionTarget) -> ctxhos
         .unwrap_or_else(|e| panic!("open {target:?}: {e:#}"))
 }
 
+/// The session transcript's tokens, every entry counted.
+pub fn transcript_tokens(session: &ctxhost::Session) -> u32 {
+    session
+        .transcript()
+        .entries()
+        .iter()
+        .map(|e| e.tokens())
+        .sum()
+}
+
+/// The index of the session's newest compaction entry, if any.
+pub fn last_compaction(session: &ctxhost::Session) -> Option<usize> {
+    session
+        .transcript()
+        .entries()
+        .iter()
+        .rposition(|e| e.entry_type() == "compaction")
+}
+
 /// The workspace root.
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
