@@ -31,8 +31,9 @@ use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, Host, SessionTarge
 use ctxhost_transcript::Transcript;
 use serde_json::{Value, json};
 
-/// The window the sessions are replayed at.
-pub const WINDOW: u64 = 32_000;
+/// The windows the sessions are replayed at unless told otherwise (the outside testers replay
+/// real sessions at both).
+pub const WINDOWS: &[u64] = &[16_000, 32_000];
 /// Compaction counts the table reports.
 pub const AT: &[usize] = &[1, 2, 3, 10];
 
@@ -276,15 +277,20 @@ fn expand_groups(text: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Replay
 
-/// Replays `subject` on `engine` at [`WINDOW`], measuring after every compaction.
+/// Replays `subject` on `engine` at `window` tokens, measuring after every compaction.
 pub async fn run(
     host: &Host,
     engine: Arc<PreparedEngine>,
     subject: &Subject,
     dir: &Path,
+    window: u64,
 ) -> Result<Run> {
-    let settings = settings_for_window(&host.compaction_settings(), WINDOW);
-    let output = dir.join(format!("continuity-{}-{}.jsonl", engine.id(), subject.name));
+    let settings = settings_for_window(&host.compaction_settings(), window);
+    let output = dir.join(format!(
+        "continuity-{}-{}-{window}.jsonl",
+        engine.id(),
+        subject.name
+    ));
     let _ = std::fs::remove_file(&output);
     let started = std::time::Instant::now();
     let mut session = host
@@ -358,7 +364,7 @@ pub async fn run(
                     result.no_cut_point += 1;
                 }
             }
-            if u64::from(tokens) > WINDOW {
+            if u64::from(tokens) > window {
                 result.overflowing_turns += 1;
             }
         }

@@ -9,6 +9,7 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --instances  # load + instance rows
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --assemble  # assemble, 0.2 and 0.1
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity  # what compaction keeps
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity --window 16000 --session pi
 //! ```
 //!
 //! Each row is its own timing loop; the figures are medians (and ratios of medians) of that
@@ -69,8 +70,31 @@ fn main() -> Result<()> {
     }
 
     if args.iter().any(|a| a == "--continuity") {
-        let table = continuity_table()?;
-        println!("{table}");
+        // `--window 16000,32000` (default both) and `--session pi` (a substring of the names).
+        let value = |flag: &str| {
+            args.iter()
+                .position(|a| a == flag)
+                .map(|i| {
+                    args.get(i + 1)
+                        .with_context(|| format!("{flag} needs a value"))
+                })
+                .transpose()
+        };
+        let windows = match value("--window")? {
+            Some(list) => list
+                .split(',')
+                .map(|w| {
+                    w.trim()
+                        .parse::<u64>()
+                        .with_context(|| format!("--window: {w:?} is not a token count"))
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None => ctxhost_benches::continuity::WINDOWS.to_vec(),
+        };
+        for window in windows {
+            let table = continuity_table(window, value("--session")?.map(String::as_str))?;
+            println!("{table}");
+        }
         return Ok(());
     }
     if args.iter().any(|a| a == "--instances") {
@@ -297,22 +321,24 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
 }
 
 /// The continuity rows (`--continuity`): every bundled engine replays the generated stress
-/// sessions (and the shared transcript when present) at a 32k window; recall is pooled over
-/// the states right after the 1st, 2nd, 3rd and 10th compaction, over every state from the
-/// 3rd on, and per session at its final compaction.
-fn continuity_table() -> Result<String> {
+/// sessions (and the shared transcript when present; only those whose name holds `only`) at
+/// `window` tokens; recall is pooled over the states right after the 1st, 2nd, 3rd and 10th
+/// compaction, over every state from the 3rd on, and per session at its final compaction.
+fn continuity_table(window: u64, only: Option<&str>) -> Result<String> {
     use ctxhost_benches::continuity as cont;
     let rt = b::tokio_runtime();
     let fx = Fixture::new()?;
     let mut subjects = cont::generated();
-    if let Some(path) = b::shared_transcript() {
-        subjects.push(cont::shared(&path)?);
+    match b::shared_transcript() {
+        Some(path) => subjects.push(cont::shared(&path)?),
+        None => eprintln!("skipped: no ../shared/data/pi-large-session.jsonl, so no pi rows"),
     }
+    subjects.retain(|x| only.is_none_or(|o| x.name.contains(o)));
     let mut s = String::new();
     let _ = writeln!(
         s,
         "Window {}k; sessions: {}.\n",
-        cont::WINDOW / 1000,
+        window / 1000,
         subjects
             .iter()
             .map(|x| format!("{} ({} messages)", x.name, x.messages.len()))
@@ -335,6 +361,7 @@ fn continuity_table() -> Result<String> {
                 prepared.clone(),
                 subject,
                 fx.dir.path(),
+                window,
             ))?;
             notes.push(format!(
                 "{engine} on {}: {} compactions, {} ended in \"no cut point\", {} turns over the window; replayed in {}",
