@@ -118,7 +118,7 @@ fn a_0_2_guest_runs_every_export_and_sees_the_0_2_fields() {
             Some("model test/model-1")
         );
         // One keep-range stood for every entry of the context, in order.
-        let context = session.transcript().context();
+        let context = session.transcript().context().to_vec();
         let kept: Vec<usize> = assembly.items[1..]
             .iter()
             .map(|item| match item {
@@ -289,7 +289,7 @@ fn every_export(
             .assemble_for(&AssembleOptions::default(), &pending)
             .await
             .unwrap();
-        let context = session.transcript().context();
+        let context = session.transcript().context().to_vec();
         let context_tokens: u32 = context
             .iter()
             .map(|&i| session.transcript().entries()[i].tokens())

@@ -311,38 +311,30 @@ pub fn sdk_role(role: Role) -> ctxhost_sdk::Role {
     }
 }
 
-/// The tool facts of a tool result's message (name, call id, error flag), as the host reads
-/// them for a 0.2 engine; `None`s and `false` for any other entry.
-fn tool_facts(entry: &Entry) -> (Option<Arc<str>>, Option<Arc<str>>, bool) {
-    if entry.context_role() != Some(Role::ToolResult) {
-        return (None, None, false);
-    }
-    let message: serde_json::Value =
-        serde_json::from_str(&entry.message_json()).unwrap_or_default();
-    let text = |key: &str| message[key].as_str().map(Arc::from);
-    (
-        text("toolName"),
-        text("toolCallId"),
-        message["isError"].as_bool().unwrap_or(false),
-    )
-}
-
 /// The `assemble` request the host builds for this transcript (same entries, roles, tokens,
 /// and the tool facts of tool results, which a 0.1 engine's conversion drops).
 pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleRequest {
     let entries = t.entries();
+    // One shared string per tool name, as the host's context has it.
+    let mut names: Vec<Arc<str>> = Vec::new();
     let list: Vec<c::ContextEntry> = t
         .context()
-        .into_iter()
+        .iter()
+        .copied()
         .filter_map(|i| {
-            let (tool_name, tool_call_id, is_error) = tool_facts(&entries[i]);
+            let tool_name = entries[i].tool_name().map(|name| {
+                if let Some(known) = names.iter().find(|known| ***known == *name) {
+                    return known.clone();
+                }
+                names.push(Arc::from(name));
+                names[names.len() - 1].clone()
+            });
             Some(c::ContextEntry {
                 entry: i as u32,
                 role: entries[i].context_role()?,
                 tokens: entries[i].tokens(),
                 tool_name,
-                tool_call_id,
-                is_error,
+                is_error: entries[i].is_error(),
                 pruned: entries[i].is_pruned(),
             })
         })
@@ -413,7 +405,13 @@ pub fn sdk_message(index: usize, entry: &Entry) -> Option<ctxhost_sdk::Message> 
                 arguments: call.arguments,
             })
             .collect(),
-        tool_call_id: tool_facts(entry).1.map(|id| id.to_string()),
+        tool_call_id: (view.role == Role::ToolResult)
+            .then(|| {
+                let message: serde_json::Value =
+                    serde_json::from_str(&entry.message_json()).unwrap_or_default();
+                message["toolCallId"].as_str().map(str::to_string)
+            })
+            .flatten(),
         tool_name: view.tool_name,
         is_error: view.is_error,
         stop_reason: view.stop_reason,
@@ -1088,7 +1086,8 @@ pub fn peer_steps(path: &Path, budget: Budget) -> Result<PeerSteps> {
         let start = Instant::now();
         let views: Vec<_> = t
             .context()
-            .into_iter()
+            .iter()
+            .copied()
             .filter_map(|i| t.entries()[i].view())
             .collect();
         s.push(start.elapsed());

@@ -465,7 +465,8 @@ fn export_and_import_keep_custom_messages() {
         ctxhost_transcript::Transcript::load(&home.path().join("sessions/fresh.jsonl")).unwrap();
     let kinds = |t: &ctxhost_transcript::Transcript| -> Vec<String> {
         t.context()
-            .into_iter()
+            .iter()
+            .copied()
             .map(|i| t.entries()[i].entry_type().to_string())
             .collect()
     };

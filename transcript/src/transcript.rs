@@ -32,6 +32,10 @@ pub struct Transcript {
     counter: Option<TokenCounter>,
     /// The window the context is measured for, when known (see `set_context_window`).
     window: Option<u64>,
+    /// [`Transcript::context`], kept current: computed when the file is linked and extended
+    /// by appends (every append goes under the leaf, so the branch only grows at its end), so
+    /// the per-turn reads (assemble, measuring, compaction) need no walk of the branch.
+    context: Vec<usize>,
 }
 
 /// How many compactions a branch has seen (see [`Transcript::compaction_stats`]).
@@ -86,6 +90,7 @@ impl Transcript {
             warnings: Vec::new(),
             counter: None,
             window: None,
+            context: Vec::new(),
         }
     }
 
@@ -221,6 +226,7 @@ impl Transcript {
             warnings,
             counter: None,
             window: None,
+            context: Vec::new(),
         };
         t.link(partial)?;
         Ok(t)
@@ -278,6 +284,7 @@ impl Transcript {
         self.by_id = by_id;
         self.check_cycles()?;
         self.apply_prunes();
+        self.context = self.walk_context();
         Ok(())
     }
 
@@ -417,7 +424,12 @@ impl Transcript {
     /// What is sent to the model, by boundary loading: with a compaction on the active branch,
     /// the latest compaction followed by the context entries from its first kept entry on
     /// (older compactions are not repeated); otherwise every context entry of the branch.
-    pub fn context(&self) -> Vec<usize> {
+    pub fn context(&self) -> &[usize] {
+        &self.context
+    }
+
+    /// [`Transcript::context`] from the active branch, for when the branch's shape changed.
+    fn walk_context(&self) -> Vec<usize> {
         let branch = self.active_branch();
         let Some(p) = self.latest_compaction(&branch) else {
             return branch
@@ -607,7 +619,13 @@ impl Transcript {
             })
             .unwrap_or_default();
         self.by_id.insert(entry.id().to_string(), index);
+        let boundary = entry.entry_type() == "compaction";
         self.entries.push(entry);
+        if boundary {
+            self.context = self.walk_context();
+        } else if self.is_message_context(index) {
+            self.context.push(index);
+        }
         if !prunes.is_empty() {
             let branch: std::collections::HashSet<usize> =
                 self.active_branch().into_iter().collect();

@@ -70,8 +70,6 @@ pub struct ContextEntry {
     pub tokens: u32,
     /// For tool results: the tool's name (0.2 on). Shared: the host reads it once per entry.
     pub tool_name: Option<Arc<str>>,
-    /// For tool results: the id of the call it answers (0.2 on).
-    pub tool_call_id: Option<Arc<str>>,
     /// For tool results: whether the tool reported an error (0.2 on).
     pub is_error: bool,
     /// Whether a compaction already replaced this tool output by a placeholder (0.2 on).

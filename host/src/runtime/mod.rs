@@ -274,12 +274,6 @@ impl PreparedEngine {
         self.compiled_in
     }
 
-    /// Whether the engine's contract gives it the tool facts of context entries (0.2 on), so
-    /// the session reads them only for engines that receive them.
-    pub fn receives_tool_facts(&self) -> bool {
-        self.linked.pre.tool_facts()
-    }
-
     /// What the engine said of itself when it was loaded.
     pub fn info(&self) -> &EngineInfo {
         &self.info

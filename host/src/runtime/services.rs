@@ -10,10 +10,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The session-side services behind the host imports.
 pub trait SessionServices: Send + Sync + 'static {
-    /// The current context, as `assemble` would receive it. `tool_facts`: whether the caller's
-    /// contract carries the tool facts of tool results (reading them scans each tool output
-    /// once, a cost a 0.1 guest, which never sees them, must not pay).
-    fn context_entries(&self, tool_facts: bool) -> Vec<ContextEntry>;
+    /// The current context, as `assemble` would receive it.
+    fn context_entries(&self) -> Vec<ContextEntry>;
+
+    /// The call ids of tool results in the current context (None for other entries); an
+    /// entry outside it is an `invalid-argument`.
+    fn tool_call_ids(&self, refs: &[EntryRef]) -> Result<Vec<Option<String>>, HostError>;
 
     /// Entries of this session's transcript; an unknown reference is an `invalid-argument`.
     fn read_entries(&self, refs: &[EntryRef]) -> Result<Vec<Message>, HostError>;
@@ -38,8 +40,17 @@ pub trait SessionServices: Send + Sync + 'static {
 pub struct Detached;
 
 impl SessionServices for Detached {
-    fn context_entries(&self, _tool_facts: bool) -> Vec<ContextEntry> {
+    fn context_entries(&self) -> Vec<ContextEntry> {
         Vec::new()
+    }
+
+    fn tool_call_ids(&self, refs: &[EntryRef]) -> Result<Vec<Option<String>>, HostError> {
+        match refs.first() {
+            None => Ok(Vec::new()),
+            Some(r) => Err(HostError::InvalidArgument(format!(
+                "entry {r} is not in the current context: this instance serves no session"
+            ))),
+        }
     }
 
     fn read_entries(&self, refs: &[EntryRef]) -> Result<Vec<Message>, HostError> {

@@ -260,27 +260,48 @@ impl StoreState {
     // are already copied out of guest memory when an import starts (bounded by the guest's
     // memory limit); those dropped when it returns are not charged, those passed on (prompts,
     // instructions) are.
-    /// `record_bytes`: the size of one entry in the guest's version of the record;
-    /// `tool_facts`: whether that version carries tool facts.
+    /// `record_bytes`: the size of one entry in the guest's version of the record.
     pub(super) fn import_context_entries(
         &mut self,
         record_bytes: usize,
-        tool_facts: bool,
     ) -> anyhow::Result<Vec<ContextEntry>> {
         const IMPORT: &str = "context-entries";
         self.budget.call(IMPORT)?;
         // The host's own view of the transcript, bounded by it; charged before the guest gets it.
-        let entries = self.services.context_entries(tool_facts);
+        let entries = self.services.context_entries();
         let strings: usize = entries
             .iter()
-            .map(|e| {
-                e.tool_name.as_deref().map_or(0, str::len)
-                    + e.tool_call_id.as_deref().map_or(0, str::len)
-            })
+            .map(|e| e.tool_name.as_deref().map_or(0, str::len))
             .sum();
         self.budget
             .charge(IMPORT, entries.len() * record_bytes + strings)?;
         Ok(entries)
+    }
+
+    /// Call ids of context entries (0.2 on): each answer is charged, and the request as a
+    /// whole up front, so repeating references cannot make the host build more than the budget.
+    pub(super) fn import_tool_call_ids(
+        &mut self,
+        entries: &[EntryRef],
+    ) -> anyhow::Result<Result<Vec<Option<String>>, HostError>> {
+        const IMPORT: &str = "tool-call-ids";
+        self.budget.call(IMPORT)?;
+        self.budget.charge(
+            IMPORT,
+            entries
+                .len()
+                .saturating_mul(std::mem::size_of::<Option<String>>()),
+        )?;
+        let ids = match self.services.tool_call_ids(entries) {
+            Ok(ids) => ids,
+            Err(e) => return Ok(Err(e)),
+        };
+        let bytes: usize = ids
+            .iter()
+            .map(|id| id.as_ref().map_or(0, String::len))
+            .sum();
+        self.budget.charge(IMPORT, bytes)?;
+        Ok(Ok(ids))
     }
 
     pub(super) async fn import_read_entries(

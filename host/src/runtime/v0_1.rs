@@ -189,7 +189,7 @@ impl host::Host for StoreState {
     }
 
     async fn context_entries(&mut self) -> anyhow::Result<Vec<g::ContextEntry>> {
-        let entries = self.import_context_entries(std::mem::size_of::<g::ContextEntry>(), false)?;
+        let entries = self.import_context_entries(std::mem::size_of::<g::ContextEntry>())?;
         Ok(entries.iter().map(Into::into).collect())
     }
 

@@ -65,41 +65,38 @@ impl From<g::Session> for d::Session {
 
 /// ctxhost's context entries as the contract's columns. Tool names are interned: a session uses
 /// a handful of tools, and the host's entries share each name's `Arc`, so the lookup is
-/// usually a pointer comparison.
+/// usually one pointer comparison (runs of the same tool hit the last name found).
 fn context(entries: &[d::ContextEntry]) -> g::Context {
-    let mut context = g::Context {
-        entries: Vec::with_capacity(entries.len()),
-        roles: Vec::with_capacity(entries.len()),
-        tokens: Vec::with_capacity(entries.len()),
-        tools: Vec::with_capacity(entries.len()),
-        flags: Vec::with_capacity(entries.len()),
-        tool_names: Vec::new(),
+    let mut names: Vec<std::sync::Arc<str>> = Vec::new();
+    let mut last = 0;
+    let mut intern = |name: &std::sync::Arc<str>| -> u32 {
+        if names.get(last).is_some_and(|n| std::sync::Arc::ptr_eq(n, name)) {
+            return last as u32 + 1;
+        }
+        last = (names.iter().position(|n| std::sync::Arc::ptr_eq(n, name)))
+            .or_else(|| names.iter().position(|n| **n == **name))
+            .unwrap_or_else(|| {
+                names.push(name.clone());
+                names.len() - 1
+            });
+        last as u32 + 1
     };
-    let mut names: Vec<&std::sync::Arc<str>> = Vec::new();
-    for e in entries {
-        context.entries.push(e.entry);
-        context.roles.push(role_code(e.role));
-        context.tokens.push(e.tokens);
-        let tool = match &e.tool_name {
-            None => 0,
-            Some(name) => {
-                let known = names
-                    .iter()
-                    .position(|n| std::sync::Arc::ptr_eq(n, name) || ***n == **name);
-                let index = known.unwrap_or_else(|| {
-                    names.push(name);
-                    names.len() - 1
-                });
-                index as u32 + 1
-            }
-        };
-        context.tools.push(tool);
-        context
-            .flags
-            .push((u8::from(e.is_error) * IS_ERROR) | (u8::from(e.pruned) * PRUNED));
+    // One pass per column: each is a tight loop over the entries.
+    let tools = entries
+        .iter()
+        .map(|e| e.tool_name.as_ref().map_or(0, &mut intern))
+        .collect();
+    g::Context {
+        entries: entries.iter().map(|e| e.entry).collect(),
+        roles: entries.iter().map(|e| role_code(e.role)).collect(),
+        tokens: entries.iter().map(|e| e.tokens).collect(),
+        tools,
+        flags: entries
+            .iter()
+            .map(|e| (u8::from(e.is_error) * IS_ERROR) | (u8::from(e.pruned) * PRUNED))
+            .collect(),
+        tool_names: names.iter().map(|n| n.to_string()).collect(),
     }
-    context.tool_names = names.iter().map(|n| n.to_string()).collect();
-    context
 }
 
 /// `context.flags` bits.
@@ -241,7 +238,7 @@ impl host::Host for StoreState {
 
     async fn context_entries(&mut self) -> anyhow::Result<g::Context> {
         // Charged per entry as one row of the columns (reference, role, tokens, tool, flags).
-        let entries = self.import_context_entries(COLUMN_ROW_BYTES, true)?;
+        let entries = self.import_context_entries(COLUMN_ROW_BYTES)?;
         Ok(context(&entries))
     }
 
@@ -249,22 +246,7 @@ impl host::Host for StoreState {
         &mut self,
         entries: Vec<d::EntryRef>,
     ) -> anyhow::Result<Result<Vec<Option<String>>, g::HostError>> {
-        // The host's entries carry the call ids (read once per entry and cached).
-        let context = self.import_context_entries(COLUMN_ROW_BYTES, true)?;
-        let by_ref: std::collections::HashMap<d::EntryRef, &d::ContextEntry> =
-            context.iter().map(|e| (e.entry, e)).collect();
-        let mut ids = Vec::with_capacity(entries.len());
-        for entry in entries {
-            match by_ref.get(&entry) {
-                Some(e) => ids.push(e.tool_call_id.as_deref().map(String::from)),
-                None => {
-                    return Ok(Err(g::HostError::InvalidArgument(format!(
-                        "entry {entry} is not in the current context"
-                    ))));
-                }
-            }
-        }
-        Ok(Ok(ids))
+        Ok(self.import_tool_call_ids(&entries)?.map_err(Into::into))
     }
 
     async fn read_entries(
@@ -545,7 +527,6 @@ mod tests {
             role: d::Role::User,
             tokens: 1,
             tool_name: None,
-            tool_call_id: None,
             is_error: false,
             pruned: false,
         }
@@ -557,7 +538,6 @@ mod tests {
         let tool = |entry, name: &std::sync::Arc<str>, is_error, pruned| d::ContextEntry {
             role: d::Role::ToolResult,
             tool_name: Some(name.clone()),
-            tool_call_id: Some(format!("call_{entry}").into()),
             is_error,
             pruned,
             ..self::entry(entry)

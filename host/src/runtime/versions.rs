@@ -39,14 +39,6 @@ impl Pre {
         }
     }
 
-    /// Whether this version's context entries carry tool facts (0.2 on).
-    pub(super) fn tool_facts(&self) -> bool {
-        match self {
-            Self::V0_1(_) => false,
-            Self::V0_2(_) => true,
-        }
-    }
-
     pub(super) async fn instantiate(
         &self,
         store: &mut Store<StoreState>,

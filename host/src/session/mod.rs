@@ -24,7 +24,7 @@ pub use validate::{AssembledItem, Assembly};
 use crate::error::{Error, Result};
 use crate::runtime::contract::{
     AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactRequest, CompactionTrigger,
-    ContextEntry, ContextMode, Session as SessionId, SubagentEndReason, SubagentSpawn,
+    ContextMode, Session as SessionId, SubagentEndReason, SubagentSpawn,
 };
 use crate::runtime::{EngineError, EngineInstance, Function, PreparedEngine};
 pub use convert::tokens_u32;
@@ -248,13 +248,15 @@ impl Session {
     /// The context size the runtime would report now: usage-based (see TRANSCRIPTS.md), or
     /// the sum of estimates when `set_estimates_only`.
     pub fn context_tokens(&self) -> u64 {
-        let transcript = self.shared.read();
-        self.measure(&transcript, &convert::context_entries(&transcript))
+        self.measure(&self.shared.read())
     }
 
-    fn measure(&self, transcript: &Transcript, context: &[ContextEntry]) -> u64 {
+    fn measure(&self, transcript: &Transcript) -> u64 {
         if self.estimates_only {
-            context.iter().map(|e| u64::from(e.tokens)).sum()
+            let entries = transcript.entries();
+            (transcript.context().iter())
+                .map(|&i| u64::from(entries[i].tokens()))
+                .sum()
         } else {
             transcript.context_tokens()
         }
@@ -420,12 +422,8 @@ impl Session {
     ) -> Result<Assembly> {
         let (entries, context_tokens, transcript_len) = {
             let transcript = self.shared.read();
-            let entries = if self.engine.receives_tool_facts() {
-                convert::context_entries_with_tools(&transcript, &self.shared.tools)
-            } else {
-                convert::context_entries(&transcript)
-            };
-            let tokens = self.measure(&transcript, &entries);
+            let entries = convert::context_entries(&transcript, &self.shared.tools);
+            let tokens = self.measure(&transcript);
             (entries, tokens, transcript.entries().len())
         };
         let request = AssembleRequest {
@@ -558,7 +556,7 @@ impl Session {
                 first_kept_entry_id: None,
             });
         }
-        let context = convert::context_entries(&self.shared.read());
+        let context = convert::context_entries(&self.shared.read(), &self.shared.tools);
         validate::compaction(&context, &compaction, self.host_bytes_limit())
             .map_err(|problem| self.invalid(Function::Compact, problem))?;
         let tokens_after = tokens_after.ok_or_else(|| {

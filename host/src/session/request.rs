@@ -121,7 +121,8 @@ pub(super) fn counted_context_tokens(transcript: &Transcript) -> u64 {
     let entries = transcript.entries();
     transcript
         .context()
-        .into_iter()
+        .iter()
+        .copied()
         .map(|i| u64::from(entries[i].tokens()))
         .sum()
 }

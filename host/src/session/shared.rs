@@ -22,8 +22,10 @@ pub(super) struct Shared {
     /// The summarizer's model and what the `complete` import asks (checked at config load).
     model: ModelConfig,
     transcript: RwLock<Transcript>,
-    /// Tool facts engines receive with context entries, read once per entry.
-    pub tools: convert::ToolCache,
+    /// The tool each entry names, read once per entry.
+    pub tools: convert::ToolNames,
+    /// Call ids of tool results (the `tool-call-ids` import), read once per entry.
+    pub call_ids: convert::CallIds,
 }
 
 impl Shared {
@@ -40,7 +42,8 @@ impl Shared {
             settings: RwLock::new(settings),
             model,
             transcript: RwLock::new(transcript),
-            tools: convert::ToolCache::default(),
+            tools: convert::ToolNames::default(),
+            call_ids: convert::CallIds::default(),
         }
     }
 
@@ -113,12 +116,12 @@ impl Shared {
 }
 
 impl SessionServices for Shared {
-    fn context_entries(&self, tool_facts: bool) -> Vec<ContextEntry> {
-        if tool_facts {
-            convert::context_entries_with_tools(&self.read(), &self.tools)
-        } else {
-            convert::context_entries(&self.read())
-        }
+    fn context_entries(&self) -> Vec<ContextEntry> {
+        convert::context_entries(&self.read(), &self.tools)
+    }
+
+    fn tool_call_ids(&self, refs: &[EntryRef]) -> Result<Vec<Option<String>>, HostError> {
+        self.call_ids.of(&self.read(), refs)
     }
 
     fn read_entries(&self, refs: &[EntryRef]) -> Result<Vec<Message>, HostError> {

@@ -75,25 +75,30 @@ pub(super) fn assembly(
             .as_ref()
             .map_or(0, String::len);
     check_size(handed, max_bytes)?;
-    let mut offered = vec![false; transcript_len];
+    // Per transcript entry: not given, given, or given and kept.
+    const GIVEN: u8 = 1;
+    const KEPT: u8 = 2;
+    let mut state = vec![0u8; transcript_len];
     for entry in given {
-        if let Some(slot) = offered.get_mut(entry.entry as usize) {
-            *slot = true;
+        if let Some(slot) = state.get_mut(entry.entry as usize) {
+            *slot = GIVEN;
         }
     }
-    let mut used = vec![false; transcript_len];
     let mut items = Vec::with_capacity(result.items.len());
     for (position, item) in result.items.into_iter().enumerate() {
         match item {
             ContextItem::Keep(r) => {
                 let index = r as usize;
-                if !offered.get(index).copied().unwrap_or(false) {
-                    return Err(format!(
-                        "item {position} keeps entry {r}, which is not in the context it was given"
-                    ));
-                }
-                if std::mem::replace(&mut used[index], true) {
-                    return Err(format!("item {position} keeps entry {r} a second time"));
+                match state.get(index).copied() {
+                    Some(GIVEN) => state[index] = KEPT,
+                    Some(KEPT) => {
+                        return Err(format!("item {position} keeps entry {r} a second time"));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "item {position} keeps entry {r}, which is not in the context it was given"
+                        ));
+                    }
                 }
                 items.push(AssembledItem::Entry(index));
             }
@@ -211,7 +216,6 @@ mod tests {
                 role: Role::User,
                 tokens: 10,
                 tool_name: None,
-                tool_call_id: None,
                 is_error: false,
                 pruned: false,
             })

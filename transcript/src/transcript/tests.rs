@@ -414,6 +414,57 @@ fn append_compaction_validates_the_boundary() {
 }
 
 #[test]
+fn the_context_kept_by_appends_is_the_one_a_reload_walks() {
+    // Loaded with a side branch (the leaf's branch wins), then every kind of append: messages,
+    // a non-context entry, compactions (which move the boundary) and messages after them.
+    let mut t = Transcript::parse(
+        &doc(&[
+            msg("u1", None, &user("a")),
+            msg("side", Some("u1"), &user("sibling")),
+            msg("a1", Some("u1"), &assistant("b", 10, "stop")),
+        ]),
+        "kept.jsonl",
+    )
+    .unwrap();
+    let walked = |t: &Transcript| Transcript::parse(&t.to_v3_string(), "again").unwrap();
+    assert_eq!(t.context(), walked(&t).context());
+    let u2 = t.append_message(
+        &json!({"role": "user", "content": "c", "timestamp": 1}),
+        "t",
+    );
+    let u2 = u2.unwrap();
+    t.append_other(
+        "model_change",
+        &json!({"provider": "p", "modelId": "m"}),
+        "t",
+    )
+    .unwrap();
+    t.append_message(&serde_json::from_str(&tool_result("out")).unwrap(), "t")
+        .unwrap();
+    assert_eq!(t.context(), walked(&t).context());
+    let compaction = |first: &str| NewCompaction {
+        summary: "s".into(),
+        first_kept_entry_id: first.into(),
+        tokens_before: 10,
+        details: None,
+    };
+    let first = t.entries()[u2].id().to_string();
+    let c = t.append_compaction(&compaction(&first), "t").unwrap();
+    assert_eq!(t.context()[..2], [c, u2]);
+    assert_eq!(t.context(), walked(&t).context());
+    let u3 = t
+        .append_message(
+            &json!({"role": "user", "content": "d", "timestamp": 2}),
+            "t",
+        )
+        .unwrap();
+    let first = t.entries()[u3].id().to_string();
+    let c2 = t.append_compaction(&compaction(&first), "t").unwrap();
+    assert_eq!(t.context(), [c2, u3]);
+    assert_eq!(t.context(), walked(&t).context());
+}
+
+#[test]
 fn a_line_holding_two_entries_is_read_as_two_with_a_warning() {
     let a = msg("a", None, &user("first"));
     let b = msg("b", Some("a"), &user("second"));

@@ -101,7 +101,8 @@ fn prune_only_records_ids_and_context_shows_placeholders() {
     // protected: the newest tool results are never pruned
     let last_tool = t
         .context()
-        .into_iter()
+        .iter()
+        .copied()
         .rev()
         .find(|&j| t.entries()[j].context_role() == Some(Role::ToolResult))
         .unwrap();
@@ -156,7 +157,8 @@ fn summarize_keeps_recent_and_records_details() {
     assert_ne!(t.entries()[first].context_role(), Some(Role::ToolResult));
     let kept: u64 = t
         .context()
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|&i| i >= first)
         .map(|i| u64::from(t.entries()[i].tokens()))
         .sum();
