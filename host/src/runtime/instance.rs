@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 
-use super::EngineSpec;
 use super::contract::{
     AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
     CompactRequest, CompactResult, EngineInfo, IngestResult, Message, Session, SubagentEndReason,
@@ -15,9 +14,10 @@ use super::contract::{
 use super::error::{EngineError, FaultKind, LimitExceeded};
 use super::health::Health;
 use super::limits::Function;
+use super::prepared::EngineSpec;
 use super::state::StoreState;
-use super::text;
 use super::versions::Bindings;
+use super::{epoch, text};
 
 /// One engine instance serving one session: its own wasm store (memory, fuel of host imports,
 /// deadline) and the contract's calls, each checked against the engine's limits. A call that
@@ -51,7 +51,7 @@ impl EngineInstance {
         data.limiter.memory_refused = false;
         data.log.reset();
         self.store
-            .set_epoch_deadline(super::ticks_for(deadline.min(super::CHECK_EVERY)));
+            .set_epoch_deadline(epoch::ticks_for(deadline.min(epoch::CHECK_EVERY)));
         Ok(())
     }
 
@@ -229,7 +229,7 @@ impl EngineInstance {
 
 /// Names the cause of a trap.
 pub(super) fn classify(error: &wasmtime::Error, memory_refused: bool) -> FaultKind {
-    if error.downcast_ref::<super::DeadlineExceeded>().is_some() {
+    if error.downcast_ref::<epoch::DeadlineExceeded>().is_some() {
         return FaultKind::Deadline;
     }
     if error.downcast_ref::<LimitExceeded>().is_some() {

@@ -70,7 +70,10 @@ fn context(entries: &[d::ContextEntry]) -> g::Context {
     let mut names: Vec<std::sync::Arc<str>> = Vec::new();
     let mut last = 0;
     let mut intern = |name: &std::sync::Arc<str>| -> u32 {
-        if names.get(last).is_some_and(|n| std::sync::Arc::ptr_eq(n, name)) {
+        if names
+            .get(last)
+            .is_some_and(|n| std::sync::Arc::ptr_eq(n, name))
+        {
             return last as u32 + 1;
         }
         last = (names.iter().position(|n| std::sync::Arc::ptr_eq(n, name)))

@@ -2,12 +2,12 @@
 //! own WIT and converts into ctxhost's types; these enums pick the module by the version a
 //! component exports. Supporting another version adds a module and one arm per match here.
 
-use wasmtime::Store;
 use wasmtime::component::{Component, InstancePre, Linker};
+use wasmtime::{Engine, Store};
 
 use super::contract as d;
 use super::state::StoreState;
-use super::{v0_1, v0_2};
+use super::{RuntimeError, v0_1, v0_2};
 
 /// Contract versions this host runs, newest first.
 pub(super) const SUPPORTED: &[&str] = &[v0_2::VERSION, v0_1::VERSION];
@@ -32,7 +32,7 @@ impl Pre {
         version: &str,
     ) -> wasmtime::Result<Self> {
         let pre: InstancePre<StoreState> = linker.instantiate_pre(component)?;
-        if super::same_minor(v0_2::VERSION, version) {
+        if same_minor(v0_2::VERSION, version) {
             v0_2::pre(pre).map(Self::V0_2)
         } else {
             v0_1::pre(pre).map(Self::V0_1)
@@ -182,5 +182,68 @@ impl Bindings {
             Self::V0_1(e) => e.dispose(store, session).await,
             Self::V0_2(e) => e.dispose(store, session).await,
         }
+    }
+}
+
+/// Reads the `ctxhost:engine` version a component exports, and refuses unsupported ones.
+pub(super) fn contract_version(
+    engine: &Engine,
+    component: &Component,
+    origin: &str,
+) -> Result<String, RuntimeError> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let found = exports
+        .iter()
+        .find_map(|name| name.strip_prefix("ctxhost:engine/engine@"))
+        .ok_or_else(|| RuntimeError::NotAnEngine {
+            origin: origin.to_string(),
+            exports: if exports.is_empty() {
+                "none".into()
+            } else {
+                exports.join(", ")
+            },
+        })?;
+    if SUPPORTED.iter().any(|v| same_minor(v, found)) {
+        Ok(found.to_string())
+    } else {
+        Err(RuntimeError::UnsupportedContract {
+            origin: origin.to_string(),
+            found: found.to_string(),
+            supported: SUPPORTED.join(", "),
+        })
+    }
+}
+
+/// Component-model semver: `0.1.x` versions are interchangeable, `0.2` is not (the host
+/// matches on major and minor at every major). Not a full version (`0.1`) matches nothing.
+fn same_minor(supported: &str, found: &str) -> bool {
+    match (
+        semver::Version::parse(supported),
+        semver::Version::parse(found),
+    ) {
+        (Ok(supported), Ok(found)) => {
+            (supported.major, supported.minor) == (found.major, found.minor)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contract_versions_match_on_minor() {
+        assert!(same_minor("0.1.0", "0.1.0"));
+        assert!(same_minor("0.1.0", "0.1.3"));
+        assert!(!same_minor("0.1.0", "0.2.0"));
+        assert!(!same_minor("0.1.0", "0.1"));
+        assert!(!same_minor("0.1.0", "0.1.x"));
+        assert!(same_minor("0.1.0", "0.1.1-rc.1"));
+        assert!(!same_minor("1.1.0", "1.2.0"));
     }
 }

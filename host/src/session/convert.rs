@@ -84,8 +84,11 @@ impl ToolIndex {
 /// once written; the id check guards against a transcript replaced under the session).
 #[derive(Default)]
 pub(super) struct CallIds {
-    known: Mutex<Vec<Option<(Box<str>, Option<Arc<str>>)>>>,
+    known: Mutex<Vec<Option<KnownCallId>>>,
 }
+
+/// The call id read from an entry, with the id of the entry it was read from.
+type KnownCallId = (Box<str>, Option<Arc<str>>);
 
 impl CallIds {
     /// The call id of each referenced entry; an entry outside the current context is an
@@ -225,6 +228,16 @@ mod tests {
             first.as_ref().unwrap(),
             second.as_ref().unwrap()
         ));
+        let bash = context[3].tool_name.clone().unwrap();
+        // An entry appended later is looked at when it is first in a context.
+        let grep = serde_json::json!({
+            "role": "toolResult", "toolCallId": "call_4", "toolName": "grep",
+            "content": [], "isError": false, "timestamp": 1,
+        });
+        t.append_message(&grep, "2025-01-01T00:00:02.000Z").unwrap();
+        let context = context_entries(&t, &tools);
+        assert_eq!(context[4].tool_name.as_deref(), Some("grep"));
+        assert!(Arc::ptr_eq(context[3].tool_name.as_ref().unwrap(), &bash));
     }
 
     #[test]

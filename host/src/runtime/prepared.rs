@@ -1,0 +1,207 @@
+//! An engine between loading and sessions: what the host knows of it ([`EngineSpec`]), the
+//! compiled and linked component ([`PreparedEngine`]) and how one instance of it is made: its
+//! sandbox, store limits and deadline checks.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtx};
+
+use super::contract::{EngineInfo, Session};
+use super::epoch::{CHECK_EVERY, DeadlineExceeded, ticks_for};
+use super::guest_log::{GuestOutput, LogSink};
+use super::health::{Health, HealthStatus};
+use super::state::{CallClock, Grants, ImportBudget, Limiter, StoreState};
+use super::{
+    EngineError, EngineInstance, FaultKind, Function, Limits, LoadSource, SessionServices, disk,
+    instance, versions,
+};
+
+/// What the host knows about an engine before loading it.
+#[derive(Debug, Clone)]
+pub struct EngineSpec {
+    /// The id the operator selects it by.
+    pub id: String,
+    /// Where it came from, for messages (a path, or `bundled:legacy`).
+    pub origin: String,
+    /// Its private directory, preopened read-write as `/`.
+    pub state_dir: PathBuf,
+    /// Its configuration as a JSON object.
+    pub config_json: String,
+    pub limits: Limits,
+    pub grants: Grants,
+}
+
+/// A compiled, linked engine that answered `info`, ready to instantiate per session.
+pub struct PreparedEngine {
+    pub(super) linked: Linked,
+    pub(super) contract: String,
+    pub(super) load_source: LoadSource,
+    pub(super) compiled_in: Duration,
+    pub(super) info: EngineInfo,
+}
+
+impl PreparedEngine {
+    pub fn id(&self) -> &str {
+        &self.linked.spec.id
+    }
+    pub fn spec(&self) -> &EngineSpec {
+        &self.linked.spec
+    }
+    /// The contract version the component was built against.
+    pub fn contract_version(&self) -> &str {
+        &self.contract
+    }
+    pub fn load_source(&self) -> LoadSource {
+        self.load_source
+    }
+    /// Time spent compiling or loading from the cache.
+    pub fn load_time(&self) -> Duration {
+        self.compiled_in
+    }
+
+    /// What the engine said of itself when it was loaded.
+    pub fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    /// A fresh instance for one session (refused while the circuit is open).
+    pub async fn instantiate(
+        &self,
+        session: Session,
+        services: Arc<dyn SessionServices>,
+    ) -> Result<EngineInstance, EngineError> {
+        let health = &self.linked.health;
+        health.check(self.id(), Function::Instantiate, &session.key)?;
+        let result = self.linked.instantiate(session, services).await;
+        health.record(Function::Instantiate, &result);
+        result
+    }
+
+    /// Consecutive faults and whether the engine is refused.
+    pub fn health(&self) -> HealthStatus {
+        self.linked.health.status()
+    }
+
+    /// Closes the circuit: the operator vouches for the engine again.
+    pub fn reset_health(&self) {
+        self.linked.health.reset();
+    }
+}
+
+/// A component linked against the host's imports.
+pub(super) struct Linked {
+    pub(super) engine: Engine,
+    pub(super) pre: versions::Pre,
+    pub(super) spec: Arc<EngineSpec>,
+    pub(super) health: Arc<Health>,
+    pub(super) disk: Arc<disk::DiskQuota>,
+}
+
+impl Linked {
+    pub(super) async fn instantiate(
+        &self,
+        session: Session,
+        services: Arc<dyn SessionServices>,
+    ) -> Result<EngineInstance, EngineError> {
+        let spec = &self.spec;
+        let log = LogSink::new(
+            spec.id.as_str().into(),
+            session.key.clone(),
+            spec.limits.log_bytes_per_call,
+        );
+        let wasi = self.wasi_ctx(&log).map_err(|detail| EngineError::Fault {
+            engine: spec.id.clone(),
+            function: Function::Instantiate,
+            session: session.key.clone(),
+            kind: FaultKind::Trap,
+            detail,
+        })?;
+        let state = StoreState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: Limiter::new(spec.limits.clone()),
+            services,
+            config_json: spec.config_json.as_str().into(),
+            grants: spec.grants.clone(),
+            log,
+            clock: CallClock::new(),
+            import_timeout: spec.limits.import_timeout,
+            budget: ImportBudget::new(&spec.limits),
+            disk: self.disk.clone(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Checked every few ticks: a long-running guest yields its tokio worker between checks
+        // (so spinning guests cannot starve other sessions) and traps once its time is up.
+        // The wall-time cap is checked here too, so a call that spent its wall time in imports
+        // ends at the guest's next check.
+        store.epoch_deadline_callback(|ctx| {
+            let clock = &ctx.data().clock;
+            let wall_left = clock.wall_remaining();
+            if wall_left.is_zero() {
+                return Err(clock.wall_exceeded().into());
+            }
+            let remaining = clock.remaining();
+            if remaining.is_zero() {
+                Err(DeadlineExceeded.into())
+            } else {
+                Ok(UpdateDeadline::Yield(ticks_for(
+                    remaining.min(wall_left).min(CHECK_EVERY),
+                )))
+            }
+        });
+        store.data_mut().clock.start(
+            spec.limits.deadline(Function::Instantiate),
+            spec.limits.wall_timeout,
+        );
+        store.set_epoch_deadline(ticks_for(
+            spec.limits.deadline(Function::Instantiate).min(CHECK_EVERY),
+        ));
+        let bindings = match self.pre.instantiate(&mut store).await {
+            Ok(bindings) => bindings,
+            Err(e) => {
+                let memory_refused = store.data().limiter.memory_refused;
+                return Err(EngineError::Fault {
+                    engine: spec.id.clone(),
+                    function: Function::Instantiate,
+                    session: session.key.clone(),
+                    kind: instance::classify(&e, memory_refused),
+                    detail: format!("{e:#}"),
+                });
+            }
+        };
+        Ok(EngineInstance {
+            store,
+            bindings,
+            spec: spec.clone(),
+            health: self.health.clone(),
+            session,
+        })
+    }
+
+    /// The sandbox: the state dir as `/`, guest output into the logs, nothing else — no env,
+    /// no args, no network, no other files.
+    fn wasi_ctx(&self, log: &Arc<LogSink>) -> Result<WasiCtx, String> {
+        let dir = &self.spec.state_dir;
+        let mut builder = WasiCtx::builder();
+        builder
+            .stdout(GuestOutput::stdout(log.clone()))
+            .stderr(GuestOutput::stderr(log.clone()))
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        builder
+            .preopened_dir(dir, "/", FsPerms::ReadWrite)
+            .map_err(|e| format!("cannot open state dir {}: {e:#}", dir.display()))?;
+        if let Some(workspace) = &self.spec.grants.workspace {
+            builder
+                .preopened_dir(workspace, "/workspace", FsPerms::ReadOnly)
+                .map_err(|e| format!("cannot open workspace {}: {e:#}", workspace.display()))?;
+        }
+        Ok(builder.build())
+    }
+}
