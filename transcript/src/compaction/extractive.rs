@@ -20,13 +20,13 @@ const CURRENT_CHARS: usize = 500;
 /// The first request of the session.
 const STARTED_CHARS: usize = 120;
 /// Each entry of the request ledger: enough to recognise the request by its opening words.
-const REQUEST_CHARS: usize = 48;
+const REQUEST_CHARS: usize = 44;
 /// Each standing instruction, and at most this many of them.
 const INSTRUCTION_CHARS: usize = 120;
 const MAX_INSTRUCTIONS: usize = 8;
 /// The error line of a failure, and the command head or path it names.
-const FAILURE_LINE_CHARS: usize = 72;
-const TARGET_CHARS: usize = 30;
+const FAILURE_LINE_CHARS: usize = 64;
+const TARGET_CHARS: usize = 26;
 /// Files are listed in full until their grouped lines pass these budgets (characters); then
 /// the oldest are elided with a count. Roughly 60–100 modified paths fit.
 pub const MODIFIED_FILES_BUDGET: usize = 1400;
@@ -35,7 +35,7 @@ pub const READ_FILES_BUDGET: usize = 600;
 /// files.
 const SHARES: [f64; 4] = [0.34, 0.30, 0.24, 0.12];
 /// The request ledger's own budget, before the global cap.
-const REQUESTS_BUDGET: usize = 2400;
+const REQUESTS_BUDGET: usize = 2800;
 const RECENT: usize = 2;
 const RECENT_CHARS: usize = 160;
 const PROGRESS_CHARS: usize = 200;
@@ -692,6 +692,16 @@ impl Sections {
         }
     }
 
+    /// The newest recent exchange is the agent's message progress quotes: saying it twice
+    /// would only cost the budget.
+    fn progress_in_recent(&self) -> bool {
+        let (Some(progress), Some(last)) = (&self.progress, self.recent.last()) else {
+            return false;
+        };
+        last.strip_prefix("**assistant**: ")
+            .is_some_and(|said| progress.starts_with(said.trim_end_matches('…')))
+    }
+
     /// Elides the oldest items of a list while its rendered lines pass `budget`.
     fn fit_files(list: &mut Vec<String>, elided: &mut usize, budget: usize) {
         while list.len() > 1 && grouped(list).iter().map(|l| l.len() + 3).sum::<usize>() > budget {
@@ -719,7 +729,9 @@ impl Sections {
         }
         requests.extend(self.requests.iter().cloned());
         section(&mut out, "User requests", &requests);
-        one(&mut out, "Progress", &self.progress);
+        if !self.progress_in_recent() {
+            one(&mut out, "Progress", &self.progress);
+        }
         let mut failures = Vec::new();
         if self.failures_elided > 0 {
             failures.push(format!("(+{} earlier failures)", self.failures_elided));
