@@ -11,11 +11,14 @@ use crate::session::Session;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AutoCompaction {
+    /// The session's key, for the notice and the runtime's log.
     pub session_key: String,
     /// The session's context now, by the count compaction decides with.
     pub context_tokens: u64,
     /// The context size automatic compaction fires above.
     pub threshold: u64,
+    /// The model's context window in tokens (`agents.defaults.contextWindow`), which the threshold
+    /// is a share of.
     pub context_window: u64,
     /// `notifyBeforeAuto`: the runtime should tell its user before compacting.
     pub notify: bool,

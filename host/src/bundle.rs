@@ -22,17 +22,23 @@ pub const BUNDLE_FORMAT: &str = "ctxhost-context-bundle";
 pub struct ContextBundle {
     /// Always [`BUNDLE_FORMAT`].
     pub format: String,
+    /// The bundle format's version; 1 today. A bundle without one reads as 0.
     #[serde(default)]
     pub version: u32,
+    /// When the bundle was written (RFC 3339, UTC).
     #[serde(default)]
     pub exported_at: String,
+    /// The session the bundle came from.
     #[serde(default)]
     pub source: BundleSource,
+    /// Figures of that session at export time.
     #[serde(default)]
     pub metadata: BundleMetadata,
     /// The summary of the latest compaction on the active branch.
     #[serde(default)]
     pub summary: Option<String>,
+    /// The newest checkpoint an engine saved on the active branch, if any; import writes it back as
+    /// a `custom` entry.
     #[serde(default)]
     pub checkpoint: Option<Checkpoint>,
     /// The context entries after the boundary, as the model gets them (AgentMessages).
@@ -43,9 +49,13 @@ pub struct ContextBundle {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BundleSource {
+    /// The transcript file exported, as given.
     pub path: String,
+    /// The session id in the transcript's header.
     pub session_id: String,
+    /// The working directory in the transcript's header, when it names one.
     pub cwd: Option<String>,
+    /// The transcript format version in its header.
     pub transcript_version: u32,
 }
 
@@ -53,8 +63,11 @@ pub struct BundleSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BundleMetadata {
+    /// The context's size in tokens when exported, measured against the model's window.
     pub context_tokens: u64,
+    /// Compactions on the active branch.
     pub compaction_count: usize,
+    /// Entries in the whole transcript file, every branch included.
     pub entries_in_file: usize,
 }
 
@@ -62,8 +75,10 @@ pub struct BundleMetadata {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Checkpoint {
+    /// The entry's `customType` (it contains "checkpoint").
     #[serde(default = "checkpoint_type")]
     pub custom_type: String,
+    /// The engine's saved state, as the entry held it (null when it had none).
     #[serde(default)]
     pub data: Value,
 }
@@ -75,45 +90,79 @@ fn checkpoint_type() -> String {
 /// A bundle that cannot be read or imported; every message names the bundle.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
+    /// The bundle file cannot be read.
     #[error("cannot read {bundle}: {source}")]
     Read {
+        /// Where the bundle came from (its path, or the name the caller gave).
         bundle: String,
+        /// Why reading failed.
         source: std::io::Error,
     },
+    /// The text is not JSON.
     #[error("{bundle}:{line}:{column}: not a JSON bundle: {source}")]
     Json {
+        /// Where the bundle came from.
         bundle: String,
+        /// The line of the syntax error, from 1.
         line: usize,
+        /// The column of the syntax error, from 1.
         column: usize,
+        /// What the parser found.
         source: serde_json::Error,
     },
+    /// The JSON has no `format` naming a context bundle.
     #[error("{bundle}:1: not a context bundle (no \"format\": \"{BUNDLE_FORMAT}\")")]
-    NotABundle { bundle: String },
+    NotABundle {
+        /// Where the bundle came from.
+        bundle: String,
+    },
+    /// The bundle has no `entries` list.
     #[error("{bundle}: the bundle has no \"entries\" list")]
-    NoEntries { bundle: String },
+    NoEntries {
+        /// Where the bundle came from.
+        bundle: String,
+    },
+    /// A member holds the wrong kind of value.
     #[error("{bundle}: `{member}`: {source}")]
     Member {
+        /// Where the bundle came from.
         bundle: String,
+        /// The member's path in the bundle, e.g. `metadata.contextTokens`.
         member: String,
+        /// What the deserializer expected.
         source: serde_json::Error,
     },
+    /// An entry is not an AgentMessage the transcript accepts.
     #[error("{bundle}: entries[{index}]: {source}")]
     Entry {
+        /// Where the bundle came from.
         bundle: String,
+        /// The entry's index in `entries`, from 0.
         index: usize,
+        /// Why the transcript refused it.
         source: TranscriptError,
     },
+    /// Import writes only a new session, and its transcript file already exists.
     #[error("{} already exists: import starts a fresh session", path.display())]
-    SessionExists { path: PathBuf },
+    SessionExists {
+        /// The transcript file that exists.
+        path: PathBuf,
+    },
+    /// The new session's directory cannot be created.
     #[error("cannot create {}", path.display())]
     CreateDir {
+        /// The directory.
         path: PathBuf,
+        /// Why creating it failed.
         #[source]
         cause: std::io::Error,
     },
+    /// The bundle or the imported transcript cannot be written.
     #[error("cannot write {}", path.display())]
     Write {
+        /// The file being written.
         path: PathBuf,
+        /// Why writing failed.
         #[source]
         cause: TranscriptError,
     },
