@@ -38,14 +38,25 @@ pub struct CompactionSettings {
     pub enabled: Option<bool>,
     /// ...or the layered-compaction spec's; resolved into [`CompactionSettings::auto_enabled`].
     pub auto_enabled: Option<bool>,
+    /// `reserveTokens`: the response reserve; the threshold is `contextWindow − max(reserveTokens,
+    /// reserveTokensFloor)`. Default 16,384.
     pub reserve_tokens: u64,
+    /// `reserveTokensFloor`: the least reserve whatever `reserveTokens` says. Default 20,000.
     pub reserve_tokens_floor: u64,
+    /// `keepRecentTokens`: the recent context a summary leaves verbatim. Default 20,000.
     pub keep_recent_tokens: u64,
+    /// `preserveRecentTokens`: the spec's name for what every summarizing layer keeps; when set it
+    /// overrides `keepRecentTokens` and `summarizeKeepRecentTokens`.
     pub preserve_recent_tokens: Option<u64>,
+    /// `autoThresholdPercent` (1–100): automatic compaction fires above this share of the window
+    /// when that comes before the reserve threshold. None: the reserve threshold alone.
     pub auto_threshold_percent: Option<f64>,
+    /// `notifyBeforeAuto`: the runtime is told before each automatic compaction (see
+    /// [`crate::auto_compaction`]).
     pub notify_before_auto: bool,
     /// `false`, or `{ enabled, protectRecentTokens, pruneMinimumTokens }`.
     pub prune: Option<PruneSetting>,
+    /// `tokenCounter`: how context is measured; chars/4 unless an exact BPE counter is named.
     pub token_counter: TokenCounterSetting,
     /// A name (`"extractive"`, `"openrouter/<model>"`) or an object; checked into
     /// [`CompactionSettings::model`].
@@ -87,7 +98,9 @@ impl Default for CompactionSettings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum PruneSetting {
+    /// `prune: true` or `false`: run Phase 1 or skip it.
     Switch(bool),
+    /// The spec's object form.
     Object(PruneObject),
 }
 
@@ -95,8 +108,11 @@ pub enum PruneSetting {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PruneObject {
+    /// `enabled`: the same switch as `prune: true/false`.
     pub enabled: Option<bool>,
+    /// `protectRecentTokens`: the spec's spelling of `pruneProtectTokens`.
     pub protect_recent_tokens: Option<u64>,
+    /// `pruneMinimumTokens`: pruning runs only when it would save this many tokens.
     pub prune_minimum_tokens: Option<u64>,
 }
 
@@ -107,8 +123,10 @@ pub enum TokenCounterSetting {
     #[default]
     #[serde(rename = "chars")]
     Chars,
+    /// OpenAI's `o200k_base` encoding (alias `o200k`).
     #[serde(rename = "o200k_base", alias = "o200k")]
     O200kBase,
+    /// OpenAI's `cl100k_base` encoding (alias `cl100k`).
     #[serde(rename = "cl100k_base", alias = "cl100k")]
     Cl100kBase,
 }
@@ -125,6 +143,7 @@ impl TokenCounterSetting {
         TokenCounter::new(encoding)
     }
 
+    /// The name as written in the config (`chars`, `o200k_base`, `cl100k_base`).
     pub fn as_str(self) -> &'static str {
         match self {
             TokenCounterSetting::Chars => "chars",
@@ -139,10 +158,13 @@ impl TokenCounterSetting {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct MemoryFlushSettings {
+    /// `enabled`: whether the session signals a due flush at all. Default true.
     pub enabled: bool,
     /// The signal fires this many tokens before the compaction threshold.
     pub soft_threshold_tokens: u64,
+    /// `prompt`: the user message of the flush turn.
     pub prompt: String,
+    /// `systemPrompt`: the system prompt of the flush turn.
     pub system_prompt: String,
 }
 
@@ -166,19 +188,28 @@ impl Default for MemoryFlushSettings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelObject {
+    /// `provider`: a name from [`PROVIDERS`].
     pub provider: String,
+    /// `baseUrl`: the OpenAI-compatible endpoint; None: the provider's own (required for
+    /// `openai-compatible`).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// `modelName`: the model to ask, as the provider names it.
     #[serde(default)]
     pub model_name: Option<String>,
+    /// `apiKeyEnv`: the environment variable holding the key; None: the provider's own.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// `temperature` (0–2); None: 0.2.
     #[serde(default)]
     pub temperature: Option<f64>,
+    /// `maxTokens` (1–1,000,000): the summary's length cap; None: 2,048.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// `timeoutMs` (100–3,600,000): how long one request may take; None: 120,000.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// `retries` (0–10): how often a failed request is retried; None: 3.
     #[serde(default)]
     pub retries: Option<u32>,
 }
@@ -186,8 +217,11 @@ pub struct ModelObject {
 /// An OpenAI-compatible provider a user would name: where it answers and which variable holds
 /// its key (None: a local server without one). `baseUrl` and `apiKeyEnv` override both.
 pub struct Provider {
+    /// The name `model.provider` takes.
     pub name: &'static str,
+    /// Its OpenAI-compatible endpoint; None when `baseUrl` must be given.
     pub base_url: Option<&'static str>,
+    /// The environment variable holding its key; None for a local server.
     pub api_key_env: Option<&'static str>,
 }
 
@@ -255,6 +289,7 @@ pub const PROVIDERS: &[Provider] = &[
     },
 ];
 
+/// The provider called `name`, if ctxhost knows it.
 pub fn provider(name: &str) -> Option<&'static Provider> {
     PROVIDERS.iter().find(|p| p.name == name)
 }

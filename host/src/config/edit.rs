@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{Config, ConfigError, ConfigSource};
 
+/// The config file held for one edit: open it, `set` keys, `save`.
 pub struct ConfigEditor {
     source: ConfigSource,
     doc: Value,
@@ -32,10 +33,12 @@ impl ConfigEditor {
         })
     }
 
+    /// The file being edited.
     pub fn path(&self) -> &Path {
         self.source.path()
     }
 
+    /// The value at `keys` (a path of object members), if present.
     pub fn get(&self, keys: &[&str]) -> Option<&Value> {
         keys.iter().try_fold(&self.doc, |node, key| node.get(key))
     }

@@ -21,32 +21,46 @@ use serde_json::Value;
 /// The engine used when the slot is empty.
 pub const DEFAULT_ENGINE: &str = "legacy";
 
+/// A config that cannot be read or is not valid; every message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file exists but cannot be read.
     #[error("cannot read config {path}: {source}")]
     Read {
+        /// The config file.
         path: PathBuf,
+        /// Why reading failed.
         source: std::io::Error,
     },
+    /// The file is not JSON5.
     #[error("config {path}:{line}:{column}: {message}")]
     Syntax {
+        /// The config file.
         path: PathBuf,
+        /// The line of the syntax error, from 1 (0 when the parser gave none).
         line: usize,
+        /// The column of the syntax error, from 1 (0 when the parser gave none).
         column: usize,
+        /// What the parser found.
         message: String,
     },
+    /// A key holds a value ctxhost cannot use.
     #[error(
         "config {}{}: `{field}`: {message}",
         path.display(),
         line.map(|l| format!(":{l}")).unwrap_or_default()
     )]
     Field {
+        /// The config file.
         path: PathBuf,
         /// The line the key is written on, when it is.
         line: Option<usize>,
+        /// The key's dotted path, e.g. `plugins.entries.lcm.limits.memoryMiB`.
         field: String,
+        /// What is wrong with its value.
         message: String,
     },
+    /// Neither `CTXHOST_HOME` nor `HOME` is set, so there is no default place for state.
     #[error(
         "no home directory: set CTXHOST_HOME (or HOME) so ctxhost knows where to keep its state"
     )]
@@ -60,6 +74,7 @@ pub struct Home {
 }
 
 impl Home {
+    /// A home rooted at `root`; nothing is created until something is written there.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
     }
@@ -75,12 +90,16 @@ impl Home {
         Ok(Self::new(PathBuf::from(home).join(".ctxhost")))
     }
 
+    /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
     }
+    /// `ctxhost.json` in the root: the config read when neither `--config` nor `$CTXHOST_CONFIG`
+    /// names one.
     pub fn default_config_path(&self) -> PathBuf {
         self.root.join("ctxhost.json")
     }
+    /// `plugins/`: installed engine packages, one directory per id.
     pub fn plugins_dir(&self) -> PathBuf {
         self.root.join("plugins")
     }
@@ -88,9 +107,11 @@ impl Home {
     pub fn state_dir(&self, engine_id: &str) -> PathBuf {
         self.root.join("state").join(engine_id)
     }
+    /// `sessions/`: transcripts of sessions opened by key.
     pub fn sessions_dir(&self) -> PathBuf {
         self.root.join("sessions")
     }
+    /// `cache/`: compiled engines, keyed by the component's hash and wasmtime's settings.
     pub fn cache_dir(&self) -> PathBuf {
         self.root.join("cache")
     }
@@ -119,6 +140,7 @@ impl ConfigSource {
         Self::Home(home.default_config_path())
     }
 
+    /// The config file's path, whichever way it was chosen.
     pub fn path(&self) -> &Path {
         match self {
             Self::Flag(p) | Self::Env(p) | Self::Home(p) => p,
@@ -135,16 +157,21 @@ impl ConfigSource {
 /// The parsed config: the raw document (kept whole) and the typed keys ctxhost reads.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Where the file was looked for.
     pub source: ConfigSource,
     /// False when the file did not exist and defaults apply.
     pub found: bool,
+    /// The whole document as parsed, unknown keys included (edits keep them).
     pub raw: Value,
+    /// The keys ctxhost reads, typed and checked.
     pub settings: Settings,
     /// The line of each key in the file, by dotted path.
     pub lines: std::collections::HashMap<String, usize>,
 }
 
 impl Config {
+    /// Reads and checks the config at `source`. A missing file is defaults only when it is the home
+    /// default; a named file must exist.
     pub fn load(source: ConfigSource) -> Result<Self, ConfigError> {
         let path = source.path().to_path_buf();
         let text = match std::fs::read_to_string(&path) {
@@ -231,6 +258,7 @@ impl Config {
             .unwrap_or(DEFAULT_ENGINE)
     }
 
+    /// `plugins.entries.<id>`, when the config has one.
     pub fn plugin_entry(&self, id: &str) -> Option<&PluginEntry> {
         self.settings.plugins.entries.get(id)
     }
@@ -259,8 +287,10 @@ fn parse_json5(text: &str, path: &Path) -> Result<Value, ConfigError> {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Settings {
+    /// `plugins`: which engine serves, and each engine's settings.
     #[serde(default)]
     pub plugins: PluginsSettings,
+    /// `agents`: the defaults of the agent the host serves.
     #[serde(default)]
     pub agents: AgentsSettings,
 }
@@ -319,26 +349,33 @@ impl Settings {
     }
 }
 
+/// `plugins`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginsSettings {
+    /// `plugins.slots`: which plugin fills each slot.
     #[serde(default)]
     pub slots: Slots,
+    /// `plugins.entries`: settings per engine id.
     #[serde(default)]
     pub entries: BTreeMap<String, PluginEntry>,
     /// `"legacy"` opts into serving with legacy when the selected engine cannot load.
     pub context_engine_fallback: Option<String>,
 }
 
+/// `plugins.slots`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Slots {
+    /// `contextEngine`: the engine id that serves sessions; None: [`DEFAULT_ENGINE`].
     pub context_engine: Option<String>,
 }
 
+/// `plugins.entries.<id>`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginEntry {
+    /// `enabled`: false refuses the engine; None counts as enabled.
     pub enabled: Option<bool>,
     /// The engine's own settings, handed to it by the `config` import.
     pub config: Option<Value>,
@@ -364,18 +401,31 @@ pub struct GrantsConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LimitsConfig {
+    /// `memoryMiB`: linear memory per instance (1 to 1,024).
     #[serde(rename = "memoryMiB")]
     pub memory_mib: Option<u64>,
+    /// `callTimeoutMs`: deadline of the quick calls (info, ingest, assemble, after-turn, subagent
+    /// hooks).
     pub call_timeout_ms: Option<u64>,
+    /// `longCallTimeoutMs`: deadline of bootstrap, compact and dispose.
     pub long_call_timeout_ms: Option<u64>,
+    /// `importTimeoutMs`: how long one slow import (`delegate-compaction`, `complete`) may take.
     pub import_timeout_ms: Option<u64>,
+    /// `logBytesPerCall`: log and stdout/stderr bytes kept per call.
     pub log_bytes_per_call: Option<u64>,
+    /// `hostBytesPerCall`: bytes one call's result may hand the host.
     pub host_bytes_per_call: Option<u64>,
+    /// `faultsBeforeCircuitOpens`: consecutive faults before the engine is refused.
     pub faults_before_circuit_opens: Option<u64>,
+    /// `importBytesPerCall`: bytes the host builds for one call's imports.
     pub import_bytes_per_call: Option<u64>,
+    /// `importCallsPerCall`: host imports one call may make.
     pub import_calls_per_call: Option<u64>,
+    /// `slowImportsPerCall`: `delegate-compaction` / `complete` calls one call may make.
     pub slow_imports_per_call: Option<u64>,
+    /// `wallTimeoutMs`: wall time of one call, imports included.
     pub wall_timeout_ms: Option<u64>,
+    /// `stateDirQuotaMiB`: disk the engine's state dir may use.
     #[serde(rename = "stateDirQuotaMiB")]
     pub state_dir_quota_mib: Option<u64>,
 }
@@ -466,18 +516,23 @@ impl LimitsConfig {
     }
 }
 
+/// `agents`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentsSettings {
+    /// `agents.defaults`.
     #[serde(default)]
     pub defaults: AgentDefaults,
 }
 
+/// `agents.defaults`: the model's window, compaction, and what the host builds around the engine's
+/// messages.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AgentDefaults {
     /// The model's context window in tokens.
     pub context_window: u64,
+    /// `compaction`: see [`CompactionSettings`].
     pub compaction: CompactionSettings,
     /// The agent's workspace: bootstrap files, skills.
     pub workspace: Option<PathBuf>,

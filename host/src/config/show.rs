@@ -13,14 +13,20 @@ use crate::model::ModelConfig;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Origin {
+    /// Nothing set it: ctxhost's default.
     Default,
     /// Written in the config file (the key that set it: an alias may have).
     File {
+        /// The config file.
         path: String,
+        /// The line the key is on, from 1.
         line: usize,
+        /// The key as written.
         key: String,
     },
+    /// Set by an environment variable.
     Environment {
+        /// The variable's name.
         variable: String,
     },
 }
@@ -38,8 +44,11 @@ impl std::fmt::Display for Origin {
 /// One effective setting.
 #[derive(Debug, Clone, Serialize)]
 pub struct Shown {
+    /// The dotted key, e.g. `agents.defaults.compaction.reserveTokens`.
     pub key: String,
+    /// The value ctxhost will use.
     pub value: Value,
+    /// Where that value came from.
     pub origin: Origin,
 }
 
@@ -47,13 +56,17 @@ pub struct Shown {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Effective {
+    /// The config file's path.
     pub config: String,
     /// How the file was chosen: `--config`, `$CTXHOST_CONFIG`, or the home default.
     pub config_origin: String,
+    /// False when the file does not exist and defaults apply.
     pub found: bool,
+    /// Every setting ctxhost reads, in a stable order.
     pub settings: Vec<Shown>,
     /// The context size automatic compaction fires above, at the configured window.
     pub auto_threshold_tokens: u64,
+    /// Keys in the file ctxhost does not read (a typo, or another tool's key).
     pub unknown_keys: Vec<UnknownKey>,
 }
 
