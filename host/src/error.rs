@@ -6,55 +6,92 @@ use crate::config::ConfigError;
 use crate::plugins::PluginError;
 use crate::runtime::{EngineError, RuntimeError};
 
+/// Everything the library's session and host operations can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The config cannot be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// An engine package cannot be found, installed or used.
     #[error(transparent)]
     Plugin(#[from] PluginError),
+    /// An engine cannot be loaded or instantiated.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    /// An engine call failed (a trap, a deadline, a limit, or the engine's own error).
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The transcript cannot be read, parsed or written.
     #[error(transparent)]
     Transcript(#[from] ctxhost_transcript::TranscriptError),
     /// The message was written to the transcript, but the engine did not ingest it.
     #[error("message saved as entry {entry_id}, but {source}")]
     Ingest {
+        /// The entry's id in the transcript.
         entry_id: String,
+        /// Why ingest failed.
         source: EngineError,
     },
+    /// A file the host reads or writes failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// Why it failed.
         source: std::io::Error,
     },
+    /// A session key that cannot name a transcript file.
     #[error("invalid session key `{key}`: {problem}")]
-    SessionKey { key: String, problem: String },
+    SessionKey {
+        /// The key as given.
+        key: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The engine answered `compact` with a failure.
     #[error("engine `{engine}` could not compact session `{session}`: {reason}")]
     CompactionFailed {
+        /// The engine's id.
         engine: String,
+        /// The session's key.
         session: String,
+        /// The engine's reason.
         reason: String,
     },
     /// A message handed to the session is not an AgentMessage; nothing was written.
     #[error("message {index} cannot be appended: {problem}")]
-    InvalidMessage { index: usize, problem: String },
+    InvalidMessage {
+        /// The message's position in what was handed over, from 0.
+        index: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A mirror sync that does not start where the mirror ends.
     #[error("sync from position {from}, but the mirror holds {mirror} messages")]
-    SyncFrom { from: usize, mirror: usize },
+    SyncFrom {
+        /// The position the sync starts at.
+        from: usize,
+        /// How many messages the mirror holds.
+        mirror: usize,
+    },
+    /// The request does not fit the window even after compacting.
     #[error(transparent)]
     Overflow(#[from] ContextOverflow),
+    /// A subagent rollback names a handle the engine never issued for this session.
     #[error(
         "rollback handle {handle} was never issued by engine `{engine}` for session `{session}`"
     )]
     UnknownRollback {
+        /// The engine's id.
         engine: String,
+        /// The session's key.
         session: String,
+        /// The handle given.
         handle: u64,
     },
 }
 
+/// The library's result, with [`Error`] by default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The request does not fit the window even after compacting (built by the session, from its
@@ -65,16 +102,27 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
     "context overflow: the request needs {total} tokens but the window of {window} leaves {available} after the {reserve}-token response reserve, even after compaction (system {system}, bootstrap {bootstrap}, skills {skills}, tools {tools}, history {history}, engine {engine}, current message {current})"
 )]
 pub struct ContextOverflow {
+    /// Tokens the whole request needs.
     pub total: u64,
+    /// The model's context window, in tokens.
     pub window: u64,
+    /// The response reserve, in tokens.
     pub reserve: u64,
+    /// What the window leaves for the request after the reserve.
     pub available: u64,
+    /// The rest of the system prompt (runtime, hints, extra prompt), in tokens.
     pub system: u64,
+    /// The bootstrap files' tokens.
     pub bootstrap: u64,
+    /// The skills list's tokens.
     pub skills: u64,
+    /// The tool definitions' tokens.
     pub tools: u64,
+    /// The history's tokens (what the engine assembled).
     pub history: u64,
+    /// The engine's system-prompt addition, in tokens.
     pub engine: u64,
+    /// The current message's tokens.
     pub current: u64,
 }
 

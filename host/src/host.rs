@@ -22,10 +22,20 @@ pub enum SessionTarget {
     /// A transcript file anywhere; its key is the file stem.
     Path(PathBuf),
     /// A session key whose transcript lives at a given path (the `serve` mirror).
-    KeyAt { key: String, path: PathBuf },
+    KeyAt {
+        /// The session key.
+        key: String,
+        /// The transcript file.
+        path: PathBuf,
+    },
     /// A scratch copy of a transcript (a dry run): its key is the original's file stem, and
     /// what loading it finds is not reported again, under the copy's name.
-    Copy { copy: PathBuf, original: PathBuf },
+    Copy {
+        /// The scratch copy the session writes.
+        copy: PathBuf,
+        /// The transcript it was copied from.
+        original: PathBuf,
+    },
 }
 
 /// How [`Host::open_session`] opens a session; the default serves what the config says.

@@ -33,23 +33,33 @@ pub fn settings_for_window(configured: &Settings, window: u64) -> Settings {
     settings
 }
 
+/// A compaction that ran during a replay.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionEvent {
     /// The message number (1-based) before which it ran.
     pub at_message: usize,
+    /// The context before it, in tokens.
     pub tokens_before: u64,
+    /// The context after it, in tokens.
     pub tokens_after: u64,
 }
 
+/// What a replay found, as `ctxhost replay` prints it (or its `--json`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplayReport {
+    /// The engine's id.
     pub engine: String,
+    /// The transcript replayed.
     pub source: String,
+    /// The transcript the replay wrote.
     pub output: String,
+    /// Messages in the source transcript.
     pub messages: usize,
+    /// Assistant turns, i.e. model requests measured.
     pub turns: usize,
+    /// The window replayed at, in tokens.
     pub context_window: u64,
     /// The context size automatic compaction fires above.
     pub threshold: u64,
@@ -57,26 +67,36 @@ pub struct ReplayReport {
     pub auto_compaction: bool,
     /// Notices given before automatic compactions (`notifyBeforeAuto`).
     pub auto_notices: usize,
+    /// The recent context compaction keeps verbatim, as scaled for the window.
     pub keep_recent_tokens: u64,
+    /// Every compaction, automatic or forced by an overflow, in order.
     pub compactions: Vec<CompactionEvent>,
+    /// The largest context measured before a turn, in tokens.
     pub peak_tokens: u32,
+    /// `peak_tokens` as a share of the window (1.0 is full).
     pub peak_utilisation: f64,
     /// Assistant turns whose request (after any compaction) exceeded the window: a real
     /// runtime would have failed them.
     pub overflowing_turns: usize,
     /// The message number (1-based) before which the first of them ran.
     pub first_overflow_at: Option<usize>,
+    /// The smallest context measured, in tokens.
     pub assembled_min: u32,
+    /// The median context measured, in tokens.
     pub assembled_median: u32,
+    /// The largest context measured, in tokens.
     pub assembled_max: u32,
     /// System-prompt additions the engine made, with how many turns carried each.
     pub system_prompt_additions: Vec<(String, usize)>,
+    /// Messages the engine inserted (not from the transcript), over all turns.
     pub inserted_messages: usize,
+    /// Wall time of the replay, in milliseconds.
     pub elapsed_ms: f64,
 }
 
 /// What the replay reports as it goes (a progress bar, or nothing).
 pub trait Progress {
+    /// `done` of `total` messages are replayed.
     fn advance(&mut self, done: usize, total: usize);
 
     /// An automatic compaction is about to run and the operator asked to be told
