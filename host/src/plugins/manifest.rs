@@ -21,6 +21,7 @@ pub enum Capability {
 }
 
 impl Capability {
+    /// The capability as manifests and messages spell it (`llm`, `workspace-read`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Llm => "llm",
@@ -29,19 +30,26 @@ impl Capability {
     }
 }
 
+/// `ctxhost.plugin.json`, as read and checked by [`Manifest::read`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
+    /// The engine id: folder name, config key and what `info` must answer (see [`valid_id`]).
     pub id: String,
+    /// A display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The package's version, for people; the engine reports its own in `info`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The kind of plugin; it must be `context-engine`, the one kind this host runs.
     pub kind: String,
     /// Path of the component inside the package folder.
     pub component: String,
+    /// A line for `plugins list`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// What the engine asks for; the operator grants each in `plugins.entries.<id>.grants`.
     #[serde(default)]
     pub capabilities: Vec<Capability>,
     /// JSON Schema of `plugins.entries.<id>.config`; `{}` accepts anything.
@@ -136,6 +144,8 @@ pub(super) fn check_id(id: &str) -> Result<(), PluginError> {
     }
 }
 
+/// Whether `id` is a valid engine id: `[a-z0-9][a-z0-9._-]*`, at most 128 bytes (it names folders
+/// and config keys).
 pub fn valid_id(id: &str) -> bool {
     let mut bytes = id.bytes();
     id.len() <= MAX_ID

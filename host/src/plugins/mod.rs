@@ -49,55 +49,107 @@ fn bundled_schema(id: &str) -> Value {
     }
 }
 
+/// Why an engine package cannot be found, installed, selected or scaffolded.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
+    /// The configured engine does not exist.
     #[error(
         "context engine `{id}` (selected by plugins.slots.contextEngine in {config}) does not exist; available: {available}"
     )]
     Unknown {
+        /// The id the slot names.
         id: String,
+        /// The config file that names it.
         config: String,
+        /// The ids that do exist, comma-separated.
         available: String,
     },
+    /// No engine has this id.
     #[error("no engine `{id}`; available: {available}")]
-    NotFound { id: String, available: String },
+    NotFound {
+        /// The id asked for.
+        id: String,
+        /// The ids that do exist, comma-separated.
+        available: String,
+    },
+    /// The manifest is missing or invalid.
     #[error("plugin manifest {path}: {problem}")]
-    Manifest { path: PathBuf, problem: String },
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The package's component file cannot be read.
     #[error("plugin `{id}`: cannot read its component {path}: {source}")]
     Component {
+        /// The engine's id.
         id: String,
+        /// The component file.
         path: PathBuf,
+        /// Why reading failed.
         source: std::io::Error,
     },
+    /// A linked package's folder is gone.
     #[error(
         "plugin `{id}` is linked to {path}, which no longer exists; relink it (ctxhost plugins install -l PATH --force) or uninstall it"
     )]
-    LinkGone { id: String, path: PathBuf },
+    LinkGone {
+        /// The engine's id.
+        id: String,
+        /// The folder the link recorded.
+        path: PathBuf,
+    },
+    /// The operator disabled the engine.
     #[error(
         "engine `{id}` is disabled (plugins.entries.{id}.enabled = false); enable it with: ctxhost plugins enable {id}"
     )]
-    Disabled { id: String },
+    Disabled {
+        /// The engine's id.
+        id: String,
+    },
+    /// `plugins.entries.<id>.config` fails the engine's config schema.
     #[error("plugin `{id}`: config plugins.entries.{id}.config{pointer} is invalid: {rule}")]
     Config {
+        /// The engine's id.
         id: String,
+        /// Where in the config it fails, as a JSON pointer (empty for the whole object).
         pointer: String,
+        /// The schema rule it breaks.
         rule: String,
     },
+    /// The component's `info` answers another id than its manifest.
     #[error(
         "plugin `{id}`: the component says its id is `{actual}`; the manifest and the engine's info() must agree"
     )]
-    IdMismatch { id: String, actual: String },
+    IdMismatch {
+        /// The manifest's id.
+        id: String,
+        /// The id the component reports.
+        actual: String,
+    },
+    /// The id is already in use.
     #[error("an engine with id `{id}` is already {what}; {fix}")]
     Taken {
+        /// The id.
         id: String,
+        /// What uses it, e.g. `bundled with ctxhost`.
         what: String,
+        /// What the operator can do about it.
         fix: String,
     },
+    /// Bundled engines cannot be uninstalled.
     #[error("`{id}` is bundled with ctxhost and cannot be uninstalled")]
-    Bundled { id: String },
+    Bundled {
+        /// The engine's id.
+        id: String,
+    },
+    /// A file of the package or the plugins directory failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// Why it failed.
         source: std::io::Error,
     },
     /// From the one check of an engine id (`plugins::manifest::check_id`).
@@ -105,30 +157,56 @@ pub enum PluginError {
         "\"{name}\" must match [a-z0-9][a-z0-9._-]* (lowercase letters, digits, '.', '_', '-'; at most {max} bytes, e.g. my-engine): an engine id names folders and config keys",
         max = manifest::MAX_ID
     )]
-    InvalidId { name: String },
+    InvalidId {
+        /// The name given.
+        name: String,
+    },
+    /// `plugins new` would overwrite an existing path.
     #[error("{} already exists; choose another name or remove it", path.display())]
-    ScaffoldExists { path: PathBuf },
+    ScaffoldExists {
+        /// The path that exists.
+        path: PathBuf,
+    },
     /// A file the binary should carry for `plugins new` is missing from this build.
     #[error("this ctxhost was built without {path}; rebuild it")]
-    NotCarried { path: String },
+    NotCarried {
+        /// The file's path in the repository.
+        path: String,
+    },
+    /// This build carries no WIT of the contract the templates implement.
     #[error("this ctxhost carries no WIT of contract {contract}, which the templates implement")]
-    NoTemplateWit { contract: String },
+    NoTemplateWit {
+        /// The contract version, e.g. `0.2.0`.
+        contract: String,
+    },
+    /// `--sdk` does not name an SDK folder.
     #[error(
         "--sdk {}: pass the sdk/ folder of a ctxhost checkout, or leave --sdk out to use the SDK this ctxhost carries",
         path.display()
     )]
     SdkPath {
+        /// The path given.
         path: PathBuf,
+        /// Why it cannot be read.
         #[source]
         cause: std::io::Error,
     },
+    /// The SDK's Cargo.toml inherits a key its workspace does not define.
     #[error(
         "sdk/Cargo.toml [{section}] `{key}` inherits from the workspace, but the workspace Cargo.toml has no such key"
     )]
-    SdkManifest { section: String, key: String },
+    SdkManifest {
+        /// The Cargo.toml section, e.g. `package`.
+        section: String,
+        /// The key.
+        key: String,
+    },
+    /// The new package's JSON cannot be written.
     #[error("{}: cannot write the package's JSON", path.display())]
     PackageJson {
+        /// The file.
         path: PathBuf,
+        /// Why serialization failed.
         #[source]
         cause: serde_json::Error,
     },
@@ -137,20 +215,26 @@ pub enum PluginError {
 /// Where an engine's component comes from.
 #[derive(Debug, Clone)]
 pub enum EngineSource {
+    /// Embedded in this binary: the component's bytes.
     Bundled(&'static [u8]),
     /// A package copied under the plugins directory.
     Installed {
+        /// The package folder.
         dir: PathBuf,
     },
     /// A package folder elsewhere, recorded by `install --link` (the development loop).
     Linked {
+        /// The package folder.
         dir: PathBuf,
     },
 }
 
+/// An engine that can be selected: its id, where its component comes from and its manifest.
 #[derive(Debug, Clone)]
 pub struct AvailableEngine {
+    /// The engine id.
     pub id: String,
+    /// Where its component comes from.
     pub source: EngineSource,
     /// `None` for bundled engines.
     pub manifest: Option<Manifest>,
@@ -179,6 +263,7 @@ impl AvailableEngine {
         }
     }
 
+    /// Whether it is embedded in this binary (bundled engines cannot be uninstalled).
     pub fn is_bundled(&self) -> bool {
         matches!(self.source, EngineSource::Bundled(_))
     }
@@ -191,12 +276,14 @@ impl AvailableEngine {
         }
     }
 
+    /// The capabilities its manifest asks for (none for bundled engines).
     pub fn capabilities(&self) -> &[Capability] {
         self.manifest
             .as_ref()
             .map_or(&[], |m| m.capabilities.as_slice())
     }
 
+    /// The component's bytes: borrowed for a bundled engine, read from the package otherwise.
     pub fn component_bytes(&self) -> Result<std::borrow::Cow<'static, [u8]>, PluginError> {
         match (&self.source, &self.manifest) {
             (EngineSource::Bundled(bytes), _) => Ok(std::borrow::Cow::Borrowed(bytes)),
@@ -227,6 +314,8 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The bundled engines and every package under `plugins_dir`; a package that cannot be read
+    /// goes to [`Registry::broken`] and the rest still load.
     pub fn discover(plugins_dir: &Path) -> Self {
         let mut engines: BTreeMap<String, AvailableEngine> = BUNDLED
             .iter()
@@ -277,14 +366,17 @@ impl Registry {
         Self { engines, broken }
     }
 
+    /// The engine with this id.
     pub fn get(&self, id: &str) -> Option<&AvailableEngine> {
         self.engines.get(id)
     }
 
+    /// Every engine, by id.
     pub fn all(&self) -> impl Iterator<Item = &AvailableEngine> {
         self.engines.values()
     }
 
+    /// Every engine id, sorted.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.engines.keys().map(String::as_str)
     }

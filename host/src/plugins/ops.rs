@@ -17,12 +17,17 @@ use crate::runtime::{EngineSpec, Grants, Limits};
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidatedPackage {
+    /// The package folder.
     #[serde(skip)]
     pub dir: PathBuf,
+    /// Its manifest, checked.
     #[serde(skip)]
     pub manifest: Manifest,
+    /// The engine id.
     pub id: String,
+    /// The contract version the component implements, e.g. `0.2.0`.
     pub contract_version: String,
+    /// The version the engine reports in `info`.
     pub engine_version: String,
 }
 
@@ -141,6 +146,7 @@ async fn store_validated(
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Uninstalled {
+    /// The engine's id.
     pub id: String,
     /// True when it was the active engine and the slot went back to `legacy`.
     pub slot_reset: bool,
@@ -148,6 +154,8 @@ pub struct Uninstalled {
     pub kept_state: Option<PathBuf>,
 }
 
+/// Removes the installed or linked package `id`, resetting the slot to `legacy` when it was active;
+/// `purge` also deletes its state dir. Bundled engines cannot be removed.
 pub fn uninstall(host: &Host, id: &str, purge: bool) -> Result<Uninstalled> {
     // The id becomes a path below: `..` would name the plugins folder's parent.
     super::manifest::check_id(id)?;

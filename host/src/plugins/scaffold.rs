@@ -26,8 +26,11 @@ const VENDOR: &str = "vendor/ctxhost";
 /// The language of a new engine project.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lang {
+    /// A Rust crate using the ctxhost SDK.
     Rust,
+    /// A Python component built with componentize-py.
     Python,
+    /// A JavaScript component built with componentize-js.
     JavaScript,
 }
 
