@@ -13,19 +13,24 @@ const PRIMARY: &str = "AGENTS.md";
 const ALTERNATIVE: &str = "CLAUDE.md";
 const IDENTITY: &[&str] = &["SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md", "MEMORY.md"];
 
+/// One bootstrap file as it goes into the system prompt.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BootstrapFile {
     /// The name relative to the workspace.
     pub name: String,
+    /// The text, capped at `bootstrapMaxChars` (head and tail kept, [`TRUNCATION_MARKER`] between).
     pub content: String,
     /// Characters before truncation.
     pub original_chars: usize,
+    /// Whether the cap cut it.
     pub truncated: bool,
 }
 
+/// The workspace's bootstrap files, in prompt order.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BootstrapFiles {
+    /// The files that were read.
     pub files: Vec<BootstrapFile>,
     /// Files that exist but could not be read, with why.
     pub warnings: Vec<String>,

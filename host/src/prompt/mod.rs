@@ -18,15 +18,22 @@ use crate::config::{AgentDefaults, MemoryFlushSettings};
 /// The prompt-related settings of `agents.defaults`.
 #[derive(Debug, Clone)]
 pub struct PromptSettings {
+    /// `workspace`: where bootstrap files and skills are read; None: neither.
     pub workspace: Option<PathBuf>,
+    /// `bootstrapMaxChars`: cap per bootstrap file, in characters.
     pub bootstrap_max_chars: usize,
+    /// `bootstrapFiles`: extra files (relative to the workspace), after the standard ones.
     pub bootstrap_files: Vec<String>,
+    /// `extraSystemPrompt`: operator text appended to the system prompt.
     pub extra_system_prompt: Option<String>,
+    /// `model` (`provider/model`), for the runtime section.
     pub model: Option<String>,
+    /// `compaction.memoryFlush`: when to signal a memory-flush turn.
     pub memory_flush: MemoryFlushSettings,
 }
 
 impl PromptSettings {
+    /// The prompt settings of the loaded `agents.defaults`.
     pub fn from_config(defaults: &AgentDefaults) -> Self {
         Self {
             workspace: defaults.workspace.clone(),
@@ -42,14 +49,18 @@ impl PromptSettings {
 /// The workspace's prompt material, read once per request.
 #[derive(Debug, Clone, Default)]
 pub struct WorkspaceMaterial {
+    /// The bootstrap files read.
     pub bootstrap: BootstrapFiles,
+    /// The skills found under `skills/`.
     pub skills: Vec<Skill>,
+    /// Files that exist but could not be read, and a workspace that is not a directory.
     pub warnings: Vec<String>,
     /// False when the workspace cannot be written (no memory flush then).
     pub writable: bool,
 }
 
 impl WorkspaceMaterial {
+    /// Reads the workspace `settings` names; empty when it names none.
     pub fn read(settings: &PromptSettings) -> Self {
         let Some(dir) = &settings.workspace else {
             return Self::default();

@@ -5,9 +5,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+/// A skill the prompt lists: its folder's `SKILL.md` front matter.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Skill {
+    /// `name`, as the agent asks for it.
     pub name: String,
+    /// `description`: when the skill is useful.
     pub description: String,
 }
 

@@ -12,28 +12,41 @@ use super::skills::Skill;
 pub enum SectionKind {
     /// The engine's `system-prompt-addition`, prepended as OpenClaw does.
     EngineAddition,
+    /// Host, OS, model and time.
     Runtime,
+    /// The bootstrap files (full mode only).
     Identity,
+    /// The skills list.
     Skills,
+    /// The tools the runtime offers.
     Tools,
+    /// The host's standing hints on working well (full mode only).
     Hints,
+    /// The operator's `extraSystemPrompt`.
     Extra,
     /// The subagent preamble of minimal mode.
     Subagent,
 }
 
+/// One titled section of the system prompt.
 #[derive(Debug, Clone, Serialize)]
 pub struct Section {
+    /// What it holds.
     pub kind: SectionKind,
+    /// Its heading in the rendered prompt.
     pub title: String,
+    /// Its text, without the heading.
     pub text: String,
+    /// Its size in tokens, estimated from the text.
     pub tokens: u32,
 }
 
 /// A tool the embedding runtime offers the model.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct ToolSpec {
+    /// The tool's name as the model calls it.
     pub name: String,
+    /// What it does, for the model.
     pub description: String,
 }
 
@@ -41,13 +54,19 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeFacts {
+    /// The machine's host name (`unknown` when it cannot be read).
     pub host: String,
+    /// The operating system, e.g. `linux`.
     pub os: String,
+    /// The CPU architecture, e.g. `x86_64`.
     pub arch: String,
+    /// The model's name, without the provider.
     pub model: Option<String>,
+    /// The provider, from `provider/model`; None when the model names none.
     pub provider: Option<String>,
     /// ISO-8601 UTC.
     pub now: String,
+    /// `$TZ`, else `UTC`.
     pub timezone: String,
 }
 
@@ -76,18 +95,30 @@ impl RuntimeFacts {
 /// preamble carrying the task).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptMode {
+    /// The main agent's prompt.
     Full,
-    Minimal { task: String },
+    /// A subagent's prompt, carrying its task.
+    Minimal {
+        /// What the parent asked the subagent to do.
+        task: String,
+    },
 }
 
 /// Everything the system prompt is made of.
 pub struct PromptParts<'a> {
+    /// Full or minimal.
     pub mode: &'a PromptMode,
+    /// Facts for the runtime section.
     pub runtime: &'a RuntimeFacts,
+    /// The bootstrap files (left out in minimal mode).
     pub bootstrap: &'a BootstrapFiles,
+    /// The skills found in the workspace.
     pub skills: &'a [Skill],
+    /// The tools the runtime offers this turn.
     pub tools: &'a [ToolSpec],
+    /// The operator's `extraSystemPrompt`.
     pub extra: Option<&'a str>,
+    /// The engine's `system-prompt-addition`, which goes first.
     pub engine_addition: Option<&'a str>,
 }
 

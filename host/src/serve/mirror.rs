@@ -21,7 +21,7 @@ use crate::session::{
 use crate::timestamp::now_for_file_name;
 
 /// `customType` of the entry that closes every commit.
-pub const MARKER: &str = "ctxhost.mirror";
+pub(crate) const MARKER: &str = "ctxhost.mirror";
 
 /// Sessions whose key holds this are a runtime's internal turns (memory flushes): their mirror
 /// lives in a scratch directory, never under the sessions dir.
@@ -29,28 +29,28 @@ const EPHEMERAL_KEY_PART: &str = ":internal-session-effects:";
 
 /// What `commit` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Commit {
+pub(crate) enum Commit {
     Committed,
     Duplicate,
 }
 
 /// Where the runtime's history stands against the mirror.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SyncState {
-    pub message_count: usize,
-    pub last_fingerprint: Option<String>,
+pub(crate) struct SyncState {
+    pub(crate) message_count: usize,
+    pub(crate) last_fingerprint: Option<String>,
 }
 
 /// An assembly in the runtime's terms.
 #[derive(Debug, Clone)]
-pub struct ClientAssembly {
-    pub items: Vec<Value>,
-    pub estimated_tokens: u32,
-    pub system_prompt_addition: Option<String>,
-    pub compaction: Option<CompactOutcome>,
+pub(crate) struct ClientAssembly {
+    pub(crate) items: Vec<Value>,
+    pub(crate) estimated_tokens: u32,
+    pub(crate) system_prompt_addition: Option<String>,
+    pub(crate) compaction: Option<CompactOutcome>,
 }
 
-pub struct Mirror {
+pub(crate) struct Mirror {
     session: Session,
     /// The host's configured compaction settings; a runtime budget only ever narrows them.
     configured: Settings,
@@ -79,7 +79,7 @@ struct MarkerData {
 impl Mirror {
     /// Opens (creating when missing) the mirror of `key` on the host's active engine, after
     /// setting aside a commit that a crash left half-written.
-    pub async fn open(host: &Host, key: &str) -> Result<Mirror> {
+    pub(crate) async fn open(host: &Host, key: &str) -> Result<Mirror> {
         let scratch = if key.contains(EPHEMERAL_KEY_PART) {
             Some(
                 tempfile::Builder::new()
@@ -129,24 +129,24 @@ impl Mirror {
         })
     }
 
-    pub fn session(&self) -> &Session {
+    pub(crate) fn session(&self) -> &Session {
         &self.session
     }
-    pub fn session_mut(&mut self) -> &mut Session {
+    pub(crate) fn session_mut(&mut self) -> &mut Session {
         &mut self.session
     }
-    pub fn state(&self) -> &SyncState {
+    pub(crate) fn state(&self) -> &SyncState {
         &self.state
     }
-    pub fn created(&self) -> bool {
+    pub(crate) fn created(&self) -> bool {
         self.created
     }
-    pub fn is_ephemeral(&self) -> bool {
+    pub(crate) fn is_ephemeral(&self) -> bool {
         self.scratch.is_some()
     }
 
     /// Appends a turn and its marker in one write; a key seen before changes nothing.
-    pub async fn commit(
+    pub(crate) async fn commit(
         &mut self,
         advancement_key: &str,
         messages: &[Box<RawValue>],
@@ -162,7 +162,7 @@ impl Mirror {
 
     /// Brings the mirror to the runtime's history: appends its tail from `from`, or with
     /// `reset` starts a new mirror from the whole history (the old file kept whole).
-    pub async fn sync(
+    pub(crate) async fn sync(
         mut self,
         host: &Host,
         from: usize,
@@ -239,7 +239,7 @@ impl Mirror {
 
     /// Whether the runtime's history (its length and the fingerprint of its last message) is
     /// the mirror's.
-    pub fn in_sync(&self, message_count: usize, last_fingerprint: Option<&str>) -> bool {
+    pub(crate) fn in_sync(&self, message_count: usize, last_fingerprint: Option<&str>) -> bool {
         message_count == self.state.message_count
             && match (last_fingerprint, self.state.last_fingerprint.as_deref()) {
                 (Some(theirs), Some(ours)) => theirs == ours,
@@ -248,7 +248,7 @@ impl Mirror {
     }
 
     /// Narrows the window to the runtime's budget (never above the configured window).
-    pub fn set_budget(&mut self, token_budget: Option<u32>) {
+    pub(crate) fn set_budget(&mut self, token_budget: Option<u32>) {
         let window = token_budget.map_or(self.configured.context_window, |budget| {
             self.configured.context_window.min(u64::from(budget))
         });
@@ -260,7 +260,7 @@ impl Mirror {
 
     /// Compacts first when the context passed the threshold, then assembles, and answers in
     /// positions of the runtime's array.
-    pub async fn assemble(
+    pub(crate) async fn assemble(
         &mut self,
         token_budget: Option<u32>,
         available_tools: Vec<String>,
@@ -319,14 +319,14 @@ impl Mirror {
     }
 
     /// The runtime position of a transcript entry id (a compaction's first kept entry).
-    pub fn position_of(&self, entry_id: &str) -> Option<usize> {
+    pub(crate) fn position_of(&self, entry_id: &str) -> Option<usize> {
         let transcript = self.session.transcript();
         let index = transcript.index_of(entry_id)?;
         message_positions(&transcript).get(index).copied().flatten()
     }
 
     /// Disposes the engine instance; an ephemeral mirror's directory goes with the value.
-    pub async fn close(self) -> Result<()> {
+    pub(crate) async fn close(self) -> Result<()> {
         self.session.close().await
     }
 }
@@ -415,7 +415,7 @@ fn scan(transcript: &Transcript) -> (SyncState, HashSet<String>) {
 /// A message ctxhost puts into the runtime's context, as the runtime can send it: roles a
 /// model API knows stay, others (a compaction summary, a branch summary, a custom message)
 /// become a user message; each is marked so the runtime can recognise ctxhost's output.
-pub fn inserted(json: &str) -> Value {
+pub(crate) fn inserted(json: &str) -> Value {
     let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(json) else {
         return user_text(String::new(), "unknown", None);
     };

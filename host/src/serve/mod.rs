@@ -2,13 +2,13 @@
 //! newline-delimited JSON-RPC 2.0 (stdio or a unix socket). The protocol is written down in
 //! `docs/serve-protocol.md`.
 //!
-//! Each open session is an actor: a task that owns its [`Mirror`] and runs that session's
+//! Each open session is an actor: a task that owns its `Mirror` and runs that session's
 //! requests one after another in the order they were read, so requests for different
 //! sessions run concurrently and requests for one session in order.
 
 mod methods;
-pub mod mirror;
-pub mod rpc;
+pub(crate) mod mirror;
+pub(crate) mod rpc;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -78,6 +78,8 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server for `host`'s sessions; [`Server::serve_stdio`], [`Server::serve_socket`] and
+    /// [`Server::serve_connection`] serve connections that share the sessions it opens.
     pub fn new(host: Arc<Host>, options: ServeOptions) -> Arc<Self> {
         Arc::new(Self {
             host,

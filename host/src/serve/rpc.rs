@@ -10,30 +10,30 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use crate::error::Error;
 
 /// The protocol's error codes.
-pub mod code {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const HOST_ERROR: i64 = -32000;
-    pub const UNKNOWN_SESSION: i64 = -32001;
-    pub const ENGINE_FAULT: i64 = -32002;
-    pub const LINE_TOO_LONG: i64 = -32003;
-    pub const TRANSCRIPT: i64 = -32004;
-    pub const ENGINE_UNAVAILABLE: i64 = -32005;
-    pub const OVERFLOW: i64 = -32006;
+pub(crate) mod code {
+    pub(crate) const PARSE_ERROR: i64 = -32700;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const HOST_ERROR: i64 = -32000;
+    pub(crate) const UNKNOWN_SESSION: i64 = -32001;
+    pub(crate) const ENGINE_FAULT: i64 = -32002;
+    pub(crate) const LINE_TOO_LONG: i64 = -32003;
+    pub(crate) const TRANSCRIPT: i64 = -32004;
+    pub(crate) const ENGINE_UNAVAILABLE: i64 = -32005;
+    pub(crate) const OVERFLOW: i64 = -32006;
 }
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-    pub data: Option<Value>,
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
 }
 
 impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -41,12 +41,12 @@ impl RpcError {
         }
     }
 
-    pub fn with_data(mut self, data: Value) -> Self {
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
-    pub fn unknown_session(key: &str) -> Self {
+    pub(crate) fn unknown_session(key: &str) -> Self {
         Self::new(
             code::UNKNOWN_SESSION,
             format!("session `{key}` is not open in this server; call session.bootstrap first"),
@@ -113,11 +113,11 @@ impl From<Error> for RpcError {
 
 /// One parsed request. `params` stays raw until the method knows its type.
 #[derive(Debug)]
-pub struct Request {
+pub(crate) struct Request {
     /// None for a notification (no answer is sent).
-    pub id: Option<Value>,
-    pub method: String,
-    pub params: Box<RawValue>,
+    pub(crate) id: Option<Value>,
+    pub(crate) method: String,
+    pub(crate) params: Box<RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -136,9 +136,9 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 
 /// A line that is not a request: the error to answer with, and the id when it could be read.
 #[derive(Debug)]
-pub struct Rejected {
-    pub id: Value,
-    pub error: RpcError,
+pub(crate) struct Rejected {
+    pub(crate) id: Value,
+    pub(crate) error: RpcError,
 }
 
 fn rejected(id: Value, error: RpcError) -> Box<Rejected> {
@@ -146,7 +146,7 @@ fn rejected(id: Value, error: RpcError) -> Box<Rejected> {
 }
 
 /// Parses one line into a request, or the error response to send.
-pub fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
+pub(crate) fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
     // Checked as JSON without building it: `params` must reach the methods as the client's
     // own text (messages are kept byte for byte).
     let value: &RawValue = serde_json::from_str(line).map_err(|e| {
@@ -206,7 +206,7 @@ pub fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
 }
 
 /// Decodes a method's params, naming the field path of a mismatch.
-pub fn params<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, RpcError> {
+pub(crate) fn params<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, RpcError> {
     // The plain decoder first: `RawValue` members (messages kept byte for byte) only survive
     // serde_json's own deserializer. The path-tracking one runs only to explain a failure.
     if let Ok(params) = serde_json::from_str(raw.get()) {
@@ -225,7 +225,7 @@ pub fn params<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<T, Rp
 }
 
 /// The response line for a request id.
-pub fn response(id: &Value, result: Result<Value, RpcError>) -> String {
+pub(crate) fn response(id: &Value, result: Result<Value, RpcError>) -> String {
     let body = match result {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() }),
@@ -235,7 +235,7 @@ pub fn response(id: &Value, result: Result<Value, RpcError>) -> String {
 
 /// What reading one line produced.
 #[derive(Debug, PartialEq)]
-pub enum Line {
+pub(crate) enum Line {
     Text(String),
     /// The line was longer than the cap; its bytes were skipped up to the next newline.
     TooLong(usize),
@@ -246,7 +246,7 @@ pub enum Line {
 
 /// Reads one `\n`-terminated line, keeping at most `max` bytes in memory: a longer line is
 /// consumed and reported, never buffered whole.
-pub async fn read_line<R: AsyncBufRead + Unpin>(
+pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
