@@ -114,7 +114,9 @@ impl CompileCache {
 /// the bytes of every file in it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheUsage {
+    /// Cached components.
     pub entries: usize,
+    /// Bytes of every file in the directory.
     pub bytes: u64,
 }
 

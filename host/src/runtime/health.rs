@@ -18,6 +18,7 @@ pub(super) struct Health {
 /// A snapshot for `doctor` and embedding runtimes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthStatus {
+    /// Faults in a row since the last good call.
     pub consecutive_faults: u32,
     /// Why the engine is refused, when it is.
     pub circuit_open: Option<String>,

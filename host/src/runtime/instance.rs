@@ -32,10 +32,12 @@ pub struct EngineInstance {
 }
 
 impl EngineInstance {
+    /// The id of the engine this instance runs.
     pub fn engine_id(&self) -> &str {
         &self.spec.id
     }
 
+    /// The session this instance serves.
     pub fn session(&self) -> &Session {
         &self.session
     }
@@ -106,6 +108,7 @@ impl EngineInstance {
         }
     }
 
+    /// Asks the engine who it is; the answer's strings are cut to bounded lengths.
     pub async fn info(&mut self) -> Result<EngineInfo, EngineError> {
         self.begin(Function::Info)?;
         let outcome = self.bindings.info(&mut self.store).await.map(Ok);
@@ -118,6 +121,7 @@ impl EngineInstance {
         })
     }
 
+    /// The instance's first call: the engine does its start-up work for the session.
     pub async fn bootstrap(
         &mut self,
         request: &BootstrapRequest,
@@ -130,6 +134,7 @@ impl EngineInstance {
         })
     }
 
+    /// Hands the engine one new message; `is_heartbeat` marks a heartbeat turn's.
     pub async fn ingest(
         &mut self,
         message: &Message,
@@ -144,6 +149,7 @@ impl EngineInstance {
         self.end(Function::Ingest, outcome)
     }
 
+    /// Hands the engine several new messages at once; returns how many it ingested.
     pub async fn ingest_batch(
         &mut self,
         messages: &[Message],
@@ -158,6 +164,8 @@ impl EngineInstance {
         self.end(Function::IngestBatch, outcome)
     }
 
+    /// Asks the engine for the context of the next model call. The host validates the plan before
+    /// using it.
     pub async fn assemble(
         &mut self,
         request: &AssembleRequest,
@@ -167,6 +175,8 @@ impl EngineInstance {
         self.end(Function::Assemble, outcome)
     }
 
+    /// Asks the engine to make the context smaller; the host validates what it returns before
+    /// writing it.
     pub async fn compact(
         &mut self,
         request: &CompactRequest,
@@ -179,12 +189,15 @@ impl EngineInstance {
         })
     }
 
+    /// Tells the engine a turn ended.
     pub async fn after_turn(&mut self, request: &AfterTurnRequest) -> Result<(), EngineError> {
         self.begin(Function::AfterTurn)?;
         let outcome = self.bindings.after_turn(&mut self.store, request).await;
         self.end(Function::AfterTurn, outcome)
     }
 
+    /// Tells the engine a subagent is about to be spawned; it may return a handle for
+    /// [`EngineInstance::rollback_subagent_spawn`].
     pub async fn prepare_subagent_spawn(
         &mut self,
         spawn: &SubagentSpawn,
@@ -197,6 +210,7 @@ impl EngineInstance {
         self.end(Function::PrepareSubagentSpawn, outcome)
     }
 
+    /// Undoes a `prepare_subagent_spawn` whose spawn failed.
     pub async fn rollback_subagent_spawn(&mut self, handle: u64) -> Result<(), EngineError> {
         self.begin(Function::RollbackSubagentSpawn)?;
         let outcome = self
@@ -206,6 +220,7 @@ impl EngineInstance {
         self.end(Function::RollbackSubagentSpawn, outcome)
     }
 
+    /// Tells the engine a subagent's session ended.
     pub async fn on_subagent_ended(
         &mut self,
         child_session_key: &str,
@@ -219,6 +234,7 @@ impl EngineInstance {
         self.end(Function::OnSubagentEnded, outcome)
     }
 
+    /// Tells the engine the instance is about to be dropped.
     pub async fn dispose(&mut self) -> Result<(), EngineError> {
         self.begin(Function::Dispose)?;
         let session = self.session.clone();

@@ -66,6 +66,8 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The deadline of one call of `function`: [`Limits::long_call_timeout`] for bootstrap, compact
+    /// and dispose, [`Limits::call_timeout`] for the rest.
     pub fn deadline(&self, function: Function) -> Duration {
         match function {
             Function::Bootstrap | Function::Compact | Function::Dispose => self.long_call_timeout,
@@ -77,21 +79,34 @@ impl Limits {
 /// The engine's exported functions, named as in the WIT for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Function {
+    /// Creating the instance (the component's start-up).
     Instantiate,
+    /// `info`.
     Info,
+    /// `bootstrap`.
     Bootstrap,
+    /// `ingest`.
     Ingest,
+    /// `ingest-batch`.
     IngestBatch,
+    /// `assemble`.
     Assemble,
+    /// `compact`.
     Compact,
+    /// `after-turn`.
     AfterTurn,
+    /// `prepare-subagent-spawn`.
     PrepareSubagentSpawn,
+    /// `rollback-subagent-spawn`.
     RollbackSubagentSpawn,
+    /// `on-subagent-ended`.
     OnSubagentEnded,
+    /// `dispose`.
     Dispose,
 }
 
 impl Function {
+    /// The function's name in the WIT, for messages.
     pub fn wit_name(self) -> &'static str {
         match self {
             Self::Instantiate => "instantiate",

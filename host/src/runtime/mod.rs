@@ -66,6 +66,7 @@ use state::StoreState;
 /// Contract versions this host runs, newest first.
 pub const SUPPORTED_CONTRACTS: &[&str] = versions::SUPPORTED;
 
+/// How the shared runtime is built.
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
     /// Where precompiled components are kept; `None` compiles every time.
@@ -100,6 +101,8 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// The wasmtime engine, linker, compile cache and epoch ticker for `options`; falls back to
+    /// on-demand allocation when pooling is not available.
     pub fn new(options: &RuntimeOptions) -> Result<Self, RuntimeError> {
         let (engine, pooling) = if options.pooling {
             match Engine::new(&config(Some(options.max_instances))) {

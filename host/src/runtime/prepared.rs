@@ -31,7 +31,9 @@ pub struct EngineSpec {
     pub state_dir: PathBuf,
     /// Its configuration as a JSON object.
     pub config_json: String,
+    /// Resource limits of each instance (`plugins.entries.<id>.limits` over the defaults).
     pub limits: Limits,
+    /// Capabilities both the manifest asks for and the operator granted.
     pub grants: Grants,
 }
 
@@ -45,9 +47,11 @@ pub struct PreparedEngine {
 }
 
 impl PreparedEngine {
+    /// The engine's id.
     pub fn id(&self) -> &str {
         &self.linked.spec.id
     }
+    /// What it was loaded from.
     pub fn spec(&self) -> &EngineSpec {
         &self.linked.spec
     }
@@ -55,6 +59,7 @@ impl PreparedEngine {
     pub fn contract_version(&self) -> &str {
         &self.contract
     }
+    /// Whether it was compiled or loaded from the compile cache.
     pub fn load_source(&self) -> LoadSource {
         self.load_source
     }
