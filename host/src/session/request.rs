@@ -20,7 +20,9 @@ use crate::runtime::contract::CompactionTrigger;
 /// What the embedding runtime asks for.
 #[derive(Debug, Clone)]
 pub struct TurnOptions {
+    /// Full for the main agent, minimal for a subagent.
     pub mode: PromptMode,
+    /// The tools the runtime offers this turn, listed in the system prompt.
     pub tools: Vec<ToolSpec>,
     /// The message about to be sent (counted, not yet in the transcript).
     pub current_message: Option<Value>,
@@ -40,15 +42,25 @@ impl Default for TurnOptions {
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Breakdown {
+    /// The rest of the system prompt (runtime, hints, extra prompt, subagent preamble).
     pub system: u64,
+    /// The bootstrap files.
     pub bootstrap: u64,
+    /// The skills list.
     pub skills: u64,
+    /// The tools section.
     pub tools: u64,
+    /// The history: the engine's assembled messages.
     pub history: u64,
+    /// The engine's system-prompt addition.
     pub engine_additions: u64,
+    /// The message about to be sent ([`TurnOptions::current_message`]).
     pub current_message: u64,
+    /// The whole request: the parts above.
     pub total: u64,
+    /// The model's context window.
     pub window: u64,
+    /// The response reserve the window keeps free (`reserveTokens`, at least `reserveTokensFloor`).
     pub response_reserve: u64,
     /// What `assemble` was given for history.
     pub history_budget: u64,
@@ -58,9 +70,14 @@ pub struct Breakdown {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct FlushSignal {
+    /// The flush turn's user message (`memoryFlush.prompt`).
     pub prompt: String,
+    /// The flush turn's system prompt (`memoryFlush.systemPrompt`).
     pub system_prompt: String,
+    /// The context's tokens now.
     pub context_tokens: u64,
+    /// The flush threshold it passed: the automatic-compaction threshold less
+    /// `memoryFlush.softThresholdTokens`.
     pub threshold: u64,
 }
 
@@ -68,7 +85,9 @@ pub struct FlushSignal {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelRequest {
+    /// The whole system prompt, rendered.
     pub system_prompt: String,
+    /// Its sections in order, each with its tokens.
     pub sections: Vec<Section>,
     /// What each message is: a transcript entry (by index) or an engine insertion.
     #[serde(skip)]
@@ -81,14 +100,17 @@ pub struct ModelRequest {
     pub inserted_messages: usize,
     /// The engine's system-prompt addition, also the first section when present.
     pub engine_addition: Option<String>,
+    /// Tokens by part of the request.
     pub breakdown: Breakdown,
     /// Bootstrap files cut to `bootstrapMaxChars`: (file, original characters).
     pub truncated: Vec<(String, usize)>,
+    /// Problems reading the workspace (unreadable files, a workspace that is not a directory).
     pub warnings: Vec<String>,
     /// Set when the request did not fit and a compaction ran first.
     pub overflow_compaction: Option<CompactOutcome>,
     /// The request's total before that compaction.
     pub total_before_compaction: Option<u64>,
+    /// Set once per compaction cycle when a memory-flush turn is due (see [`FlushSignal`]).
     pub flush: Option<FlushSignal>,
     /// Set (by [`Session::inspect_request`] only) when the request does not fit even after
     /// compacting; [`Session::prepare_request`] returns it as an error instead.
