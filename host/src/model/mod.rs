@@ -15,7 +15,9 @@ use ctxhost_transcript::compaction::{Extractive, Summarizer};
 /// One completion asked of a model.
 #[derive(Debug, Clone, Copy)]
 pub struct Completion<'a> {
+    /// The system prompt, if any.
     pub system: Option<&'a str>,
+    /// The user prompt.
     pub prompt: &'a str,
     /// None: the configured `maxTokens`.
     pub max_tokens: Option<u32>,
@@ -33,22 +35,49 @@ pub trait Model: Send + Sync {
 /// Why a model call produced nothing. Messages never contain credentials.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
+    /// The config names no model (`model: "extractive"`, the default).
     #[error("no completion model is configured: the summarizer is extractive")]
     NotConfigured,
+    /// The environment variable that should hold the API key is not set.
     #[error("the model's API key variable {variable} is not set")]
-    MissingKey { variable: String },
+    MissingKey {
+        /// The variable's name (never its value).
+        variable: String,
+    },
+    /// The endpoint answered with an error status.
     #[error("HTTP {status} from {url}: {excerpt}")]
     Status {
+        /// The HTTP status.
         status: u16,
+        /// The URL asked.
         url: String,
+        /// The start of the response body, for the reason.
         excerpt: String,
     },
+    /// No answer within the configured `timeoutMs`.
     #[error("request to {url} timed out after {ms} ms")]
-    Timeout { url: String, ms: u64 },
+    Timeout {
+        /// The URL asked.
+        url: String,
+        /// The timeout, in milliseconds.
+        ms: u64,
+    },
+    /// The request failed without an HTTP answer (e.g. DNS, a refused connection, TLS).
     #[error("request to {url} failed: {problem}")]
-    Transport { url: String, problem: String },
+    Transport {
+        /// The URL asked.
+        url: String,
+        /// What failed.
+        problem: String,
+    },
+    /// The answer is not a chat completion with text.
     #[error("malformed response from {url}: {problem}")]
-    Malformed { url: String, problem: String },
+    Malformed {
+        /// The URL asked.
+        url: String,
+        /// What is missing or wrong.
+        problem: String,
+    },
 }
 
 impl ModelError {
@@ -68,8 +97,10 @@ impl ModelError {
 /// extractive summarizer) or an OpenAI-compatible endpoint.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum ModelConfig {
+    /// No model: compactions summarize extractively, offline, and `complete` is unavailable.
     #[default]
     Extractive,
+    /// An OpenAI-compatible chat-completions endpoint.
     OpenAiCompatible(OpenAiConfig),
 }
 
@@ -101,6 +132,7 @@ impl ModelConfig {
         }
     }
 
+    /// Whether no model is configured.
     pub fn is_extractive(&self) -> bool {
         *self == ModelConfig::Extractive
     }

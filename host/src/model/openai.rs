@@ -16,16 +16,21 @@ use super::{Completion, Model, ModelError};
 pub struct OpenAiConfig {
     /// e.g. `http://127.0.0.1:11434/v1` or `https://openrouter.ai/api/v1`.
     pub base_url: String,
+    /// The model to ask, as the provider names it (`modelName`).
     pub model_name: String,
     /// The NAME of the environment variable holding the key (None: no key, e.g. Ollama).
     pub api_key_env: Option<String>,
+    /// Sampling temperature, 0–2; None leaves it to the server.
     pub temperature: Option<f64>,
+    /// The answer's length cap in tokens when a request sets none (`maxTokens`).
     pub max_tokens: u32,
+    /// How long one request may take (`timeoutMs`).
     pub timeout: Duration,
     /// Retries after the first attempt, on 429 / 5xx / timeouts / connection errors.
     pub retries: u32,
     /// Backoff before retry n is `min(backoff_min * 2^(n-1), backoff_max)`.
     pub backoff_min: Duration,
+    /// The longest backoff between retries.
     pub backoff_max: Duration,
 }
 

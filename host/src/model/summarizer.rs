@@ -19,6 +19,7 @@ pub struct ModelSummarizer {
 }
 
 impl ModelSummarizer {
+    /// A summarizer asking `model`.
     pub fn new(model: Box<dyn Model>) -> Self {
         Self { model }
     }
