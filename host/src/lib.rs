@@ -21,6 +21,8 @@
 //! RFC 3339) serve any layer. The binary's `cli` uses the library only, and `ctxhost-transcript`
 //! knows nothing about wasm.
 
+#![warn(missing_docs)]
+
 pub mod auto_compaction;
 pub mod bundle;
 pub mod config;
