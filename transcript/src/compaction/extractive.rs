@@ -325,7 +325,7 @@ pub fn error_line(output: &str) -> String {
 
 /// What a tool call ran on: the path it names, else the first line of its command, else its
 /// first string argument.
-fn call_target(arguments: &str) -> String {
+pub(crate) fn call_target(arguments: &str) -> String {
     let Ok(args) = serde_json::from_str::<Value>(arguments) else {
         return String::new();
     };
@@ -456,8 +456,57 @@ struct Sections {
     recent: Vec<String>,
 }
 
-/// The sections [`Sections::parse`] reads back.
+/// The section the runtime appends for kept tool results replaced by placeholders (a batch of
+/// parallel results bigger than the window). Not carried into the next summary: by then those
+/// results are part of the span summarized.
+pub const OVERSIZED_TITLE: &str = "Tool outputs replaced by placeholders (too big to keep)";
+/// Characters quoted of such outputs' opening lines, all together, and of one at most.
+const OPENINGS_CHARS: usize = 600;
+const OPENING_CHARS: usize = 240;
+
+/// A tool output too big to keep: its tool, what its call ran on, the output and its tokens.
+#[derive(Debug, Clone)]
+pub struct Oversized {
+    pub tool: String,
+    pub target: String,
+    pub output: String,
+    pub tokens: u32,
+}
+
+/// The [`OVERSIZED_TITLE`] section: per output, `read `src/a.rs` (212 lines, 9000 tokens):`
+/// and its opening lines, sharing [`OPENINGS_CHARS`].
+pub fn oversized_section(outputs: &[Oversized]) -> String {
+    let each = (OPENINGS_CHARS / outputs.len().max(1)).clamp(60, OPENING_CHARS);
+    let items: Vec<String> = outputs
+        .iter()
+        .map(|o| {
+            let mut s = o.tool.clone();
+            if !o.target.is_empty() {
+                s.push_str(&format!(" `{}`", o.target));
+            }
+            let lines = o.output.lines().filter(|l| !l.trim().is_empty()).count();
+            s.push_str(&format!(" ({lines} lines, {} tokens): ", o.tokens));
+            s.push_str(&clip(&o.output, each));
+            s
+        })
+        .collect();
+    let mut out = String::new();
+    section(&mut out, OVERSIZED_TITLE, &items);
+    out.trim_end().to_string()
+}
+
+/// A summary this module wrote, re-rendered within `max_chars` (the past giving way as in
+/// [`summarize`]), to leave room for what the runtime appends.
+pub fn bounded(summary: &str, max_chars: usize) -> String {
+    if summary.chars().count() <= max_chars {
+        return summary.to_string();
+    }
+    Sections::parse(summary).render_bounded_to(max_chars)
+}
+
+/// The sections [`Sections::parse`] reads back (or, for [`OVERSIZED_TITLE`], knows to drop).
 const KNOWN: &[&str] = &[
+    OVERSIZED_TITLE,
     "Current task",
     "Started with",
     "Goal",
@@ -762,7 +811,12 @@ impl Sections {
     /// request ledger, failures (resolved ones first), modified and read files, each list in
     /// proportion to its share ([`SHARES`]), so no section is emptied for another. The current
     /// task, focus and standing instructions are never cut, nor the newest item of a list.
-    fn render_bounded(mut self) -> String {
+    fn render_bounded(self) -> String {
+        self.render_bounded_to(MAX_CHARS)
+    }
+
+    /// [`Self::render_bounded`] within `max_chars`.
+    fn render_bounded_to(mut self, max_chars: usize) -> String {
         Self::fit_files(
             &mut self.modified,
             &mut self.modified_elided,
@@ -777,7 +831,7 @@ impl Sections {
         }
         loop {
             let out = self.render();
-            let over = out.chars().count().saturating_sub(MAX_CHARS);
+            let over = out.chars().count().saturating_sub(max_chars);
             if over == 0 {
                 return out;
             }

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::summarizer::{SummarizeError, Summarizer, SummaryRequest};
+use super::summarizer::{Extractive, SummarizeError, Summarizer, SummaryRequest};
 use super::{Plan, Settings, extractive};
 use crate::entry::{Entry, PRUNED_TEXT};
 use crate::message::MessageView;
@@ -160,6 +160,10 @@ struct Summarize {
     current_request: Option<String>,
     /// The cut fell inside the newest turn (it alone was bigger than what may be kept).
     split_turn: bool,
+    /// Kept tool results whose outputs give way to placeholders because the kept part alone
+    /// would not leave room for the next call (one batch of parallel results bigger than the
+    /// window): the summary carries their opening lines, named by call.
+    oversized: Vec<extractive::Oversized>,
 }
 
 /// What a job does after deciding.
@@ -403,8 +407,13 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
     // No such point before the kept budget: the newest turn alone is bigger than what may be
     // kept. Cut inside it, at its latest step that keeps something, and summarize the prefix.
     let split_turn = before.is_none();
+    // Nothing to cut between at all (the context is one call batch and its results): the cut
+    // falls before it, nothing new is summarized, and its outputs give way below.
+    let whole: u64 = messages.iter().map(|&i| tokens_of(i)).sum();
+    let summary_bound = (extractive::MAX_CHARS as u64).div_ceil(4);
     let cut = before
         .or_else(|| (reached + 1..messages.len()).find(|&j| cuttable(j)))
+        .or_else(|| (cuttable(0) && whole + summary_bound > settings.threshold()).then_some(0))
         .ok_or_else(|| {
             skip("no cut point: the newest turn is one tool call batch and its results".into())
         })?;
@@ -433,10 +442,34 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
     } else {
         Vec::new()
     };
-    let kept_tokens: u64 = messages[cut..].iter().map(|&i| tokens_of(i)).sum();
+    let mut kept_tokens: u64 = messages[cut..].iter().map(|&i| tokens_of(i)).sum();
+    // No cut may separate a call from its results, so a batch of parallel results bigger than
+    // the window is kept whole, and the next call would overflow. Its biggest outputs then give
+    // way to placeholders (call and result stay, paired by id) until the kept part fits in
+    // `cap`, and the summary carries their opening lines.
+    let mut oversized_idx = Vec::new();
+    if kept_tokens + summary_bound > settings.threshold() {
+        let mut results: Vec<usize> = messages[cut..]
+            .iter()
+            .copied()
+            .filter(|i| {
+                !pruned_set.contains(i) && entries[*i].context_role() == Some(Role::ToolResult)
+            })
+            .collect();
+        results.sort_by_key(|&i| std::cmp::Reverse(entries[i].tokens()));
+        let placeholder = u64::from(estimate_text(PRUNED_TEXT));
+        for i in results {
+            if kept_tokens <= cap {
+                break;
+            }
+            kept_tokens -= tokens_of(i).saturating_sub(placeholder);
+            oversized_idx.push(i);
+        }
+    }
+    let oversized = oversized_outputs(t, &messages[cut..], &oversized_idx);
     let kept_pruned: Vec<String> = messages[cut..]
         .iter()
-        .filter(|i| pruned_set.contains(i))
+        .filter(|i| pruned_set.contains(i) || oversized_idx.contains(i))
         .map(|&i| entries[i].id().to_string())
         .collect();
     let first = messages[cut];
@@ -451,6 +484,12 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
     if split_turn {
         warnings.push(format!(
             "the newest turn alone exceeds the {keep} tokens kept: it was cut between its steps and its beginning summarized"
+        ));
+    }
+    if !oversized.is_empty() {
+        warnings.push(format!(
+            "the newest tool results alone pass the {cap} tokens that may be kept: {} of their outputs were replaced by placeholders, the summary quotes their opening lines",
+            oversized.len()
         ));
     }
     if layer == Layer::Full {
@@ -469,9 +508,54 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
         prev_details,
         current_request,
         split_turn,
+        oversized,
     }));
     // Only the pruned outputs that stay in the context are recorded: the rest are summarized.
     Ok(job(layer, kept_pruned, work, warnings))
+}
+
+/// The outputs at `oversized` (indices into `kept`'s entries), each named by the call it
+/// answers: results follow their calls in order, paired by tool name.
+fn oversized_outputs(
+    t: &Transcript,
+    kept: &[usize],
+    oversized: &[usize],
+) -> Vec<extractive::Oversized> {
+    let entries = t.entries();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut out = Vec::new();
+    for &i in kept {
+        let Some(view) = entries[i].view() else {
+            continue;
+        };
+        match view.role {
+            Role::Assistant => {
+                pending = view
+                    .tool_calls
+                    .iter()
+                    .map(|c| (c.name.clone(), extractive::call_target(&c.arguments)))
+                    .collect();
+            }
+            Role::ToolResult => {
+                let tool = view.tool_name.clone().unwrap_or_else(|| "tool".into());
+                let target = pending
+                    .iter()
+                    .position(|(name, _)| *name == tool)
+                    .map(|k| pending.remove(k).1)
+                    .unwrap_or_default();
+                if oversized.contains(&i) {
+                    out.push(extractive::Oversized {
+                        tool,
+                        target,
+                        output: view.text,
+                        tokens: entries[i].tokens(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Whether a compaction entry's summary is a real one (prune-only entries without an earlier
@@ -613,6 +697,17 @@ impl Job {
                 };
                 let (mut text, tier, errors) =
                     summarize_in_stages(summarizer, &request, self.context_window, &self.policy);
+                if !s.oversized.is_empty() {
+                    // Within the summary's own bound: an extractive summary makes room for it.
+                    let section = extractive::oversized_section(&s.oversized);
+                    if summarizer.name() == Extractive.name() {
+                        let room =
+                            extractive::MAX_CHARS.saturating_sub(section.chars().count() + 2);
+                        text = extractive::bounded(&text, room);
+                    }
+                    text.push_str("\n\n");
+                    text.push_str(&section);
+                }
                 if !s.pinned.is_empty() {
                     text.push_str("\n\n## Pinned messages\n");
                     for p in &s.pinned {

@@ -468,14 +468,96 @@ fn a_turn_bigger_than_what_is_kept_is_cut_between_its_steps() {
     assert!(plan.warnings.iter().any(|w| w.contains("newest turn")));
     assert!(plan.summary.contains("src/f0.rs"), "{}", plan.summary);
     assert!(plan.tokens_after < plan.tokens_before);
+}
 
-    // One call batch and its results, nothing else: there is no step to cut between.
-    let batch = session_of(&[
-        ("assistant", String::new(), Some(("read", false))),
-        ("toolResult", huge, Some(("read", false))),
-    ]);
-    let skip = prepare(&batch, &s, &request).unwrap_err();
-    assert!(skip.reason.contains("no cut point"), "{}", skip.reason);
+/// One assistant message calling `read` on each path, then each result (`chars` long).
+fn batch_of(t: &mut Transcript, paths: &[&str], chars: usize) {
+    let at = "2026-01-01T00:00:00.000Z";
+    let calls: Vec<serde_json::Value> = paths
+        .iter()
+        .map(|p| serde_json::json!({"type": "toolCall", "id": format!("b-{p}"), "name": "read", "arguments": {"path": p}}))
+        .collect();
+    let m = serde_json::json!({"role": "assistant", "content": calls, "stopReason": "toolUse"});
+    t.append_message(&m, at).unwrap();
+    for p in paths {
+        let text = format!(
+            "// opening line of {p}\n{}",
+            "let x = 1;\n".repeat(chars / 11)
+        );
+        let m = serde_json::json!({"role": "toolResult", "toolCallId": format!("b-{p}"),
+            "toolName": "read", "content": [{"type": "text", "text": text}], "isError": false});
+        t.append_message(&m, at).unwrap();
+    }
+}
+
+#[test]
+fn a_batch_of_results_bigger_than_the_window_still_leaves_room_for_the_next_call() {
+    let s = Settings {
+        context_window: 16_000,
+        reserve_tokens: 1_600,
+        reserve_tokens_floor: 0,
+        keep_recent_tokens: 5_000,
+        ..Settings::default()
+    };
+    let request = Request {
+        trigger: Trigger::Overflow,
+        ..Request::default()
+    };
+    // A request, then one batch of two ~10k-token reads: the batch alone passes the window,
+    // and no cut may fall inside it.
+    let mut t = session_of(&[("user", "Read the two big modules".into(), None)]);
+    batch_of(&mut t, &["src/big_a.rs", "src/big_b.rs"], 40_000);
+    let before: u64 = t
+        .context()
+        .iter()
+        .map(|&i| u64::from(t.entries()[i].tokens()))
+        .sum();
+    assert!(before > s.context_window, "{before}");
+    let plan = prepare(&t, &s, &request)
+        .expect("a usable context, not \"no cut point\"")
+        .run(&Extractive);
+    // The call and both results are kept together; their outputs are placeholders.
+    let kept = &t.entries()[plan.first_kept_index];
+    assert_eq!(kept.context_role(), Some(Role::Assistant));
+    assert_eq!(plan.details.pruned_entry_ids.len(), 2, "{:?}", plan.details);
+    assert!(
+        plan.tokens_after < s.threshold(),
+        "{} tokens after",
+        plan.tokens_after
+    );
+    // The summary quotes each output's opening line, named by its call.
+    for p in ["src/big_a.rs", "src/big_b.rs"] {
+        assert!(
+            plan.summary.contains(&format!("read `{p}` ("))
+                && plan.summary.contains(&format!("opening line of {p}")),
+            "{}",
+            plan.summary
+        );
+    }
+    assert!(plan.warnings.iter().any(|w| w.contains("placeholders")));
+    assert!(plan.summary.chars().count() <= extractive::MAX_CHARS);
+    let after = apply(&mut t, &plan);
+    assert!(after > 0);
+    let ctx: u64 = t
+        .context()
+        .iter()
+        .map(|&i| u64::from(t.entries()[i].tokens()))
+        .sum();
+    assert!(ctx < s.threshold(), "the next call fits: {ctx} tokens");
+
+    // Nothing but the batch in the context: it is still compacted, not refused.
+    let mut only_batch = Transcript::new("s", "/w", "2026-01-01T00:00:00.000Z");
+    batch_of(&mut only_batch, &["src/big_a.rs", "src/big_b.rs"], 40_000);
+    let plan = prepare(&only_batch, &s, &request)
+        .expect("no \"no cut point\"")
+        .run(&Extractive);
+    assert_eq!(plan.first_kept_index, only_batch.context()[0]);
+    assert!(
+        plan.summary.contains("opening line of src/big_b.rs"),
+        "{}",
+        plan.summary
+    );
+    assert!(plan.tokens_after < s.threshold());
 }
 
 #[test]
@@ -533,7 +615,7 @@ fn the_summary_names_the_request_the_user_is_on_and_errors_are_never_pruned() {
         plan.summary
     );
     // Phase 1 on the same history: the failed result is not among the pruned.
-    let (pruned, _) = prune_candidates(&t, &t.context(), &s.policy);
+    let (pruned, _) = prune_candidates(&t, t.context(), &s.policy);
     let entries = t.entries();
     assert_eq!(pruned, [4], "the big successful output only");
     assert!(
