@@ -15,7 +15,7 @@ use crate::migrate::{Rewrite, rewrite_entry, splice_ids};
 use crate::record::CompactionRecord;
 use crate::role::Role;
 use crate::time::parse_iso_ms;
-use crate::tokens;
+use crate::tokens::{self, TokenCounter};
 
 /// The session header (first line).
 #[derive(Debug, Clone)]
@@ -789,6 +789,15 @@ impl Entry {
         self.role?;
         let json = self.message_json();
         message::view(&json, self.timestamp_ms()).ok().flatten()
+    }
+}
+
+// Here rather than in `tokens`, which knows messages but not entries: the dependency runs
+// one way, entry -> tokens.
+impl TokenCounter {
+    /// Exact tokens of an entry's context message (None for entries not sent to the model).
+    pub(crate) fn count_entry(&self, entry: &Entry) -> Option<u32> {
+        self.count_message(&entry.message_json_for_count()?)
     }
 }
 

@@ -12,8 +12,9 @@
 
 use std::ops::Range;
 
+use crate::content::{Block, Members, Source};
 use crate::role::Role;
-use crate::tokens::{self, IMAGE_CHARS, RawUsage};
+use crate::tokens::{self, RawUsage};
 
 /// What the fast path found on a `message` line.
 #[derive(Debug)]
@@ -471,16 +472,15 @@ fn content(s: &mut Scan<'_>) -> Option<Option<usize>> {
 /// One content block, in chars (see `BlockChars`).
 fn block(s: &mut Scan<'_>) -> Option<usize> {
     let mut kind: Option<Range<usize>> = None;
-    let (mut text, mut thinking, mut name) = (None, None, None);
-    let mut arguments = None;
+    let mut m = Members::default();
     s.object(&BLOCK_MEMBERS, |s, which| {
         match which {
             Some(0) => kind = s.plain_or_null()?,
-            Some(1) => text = s.chars_or_null()?,
-            Some(2) => thinking = s.chars_or_null()?,
-            Some(3) => name = s.chars_or_null()?,
+            Some(1) => m.text = s.chars_or_null()?,
+            Some(2) => m.thinking = s.chars_or_null()?,
+            Some(3) => m.name = s.chars_or_null()?,
             Some(4) => {
-                arguments = if s.is_null()? {
+                m.arguments = if s.is_null()? {
                     None
                 } else {
                     Some(s.value(2)?)
@@ -493,13 +493,7 @@ fn block(s: &mut Scan<'_>) -> Option<usize> {
         Some(())
     })?;
     let b = s.b;
-    Some(match kind.map(|r| &b[r]) {
-        Some(b"text") => text.unwrap_or(0),
-        Some(b"thinking") => thinking.unwrap_or(0),
-        Some(b"toolCall") => name.unwrap_or(0) + arguments.unwrap_or(2),
-        Some(b"image") => IMAGE_CHARS,
-        _ => 0,
-    })
+    Some(tokens::block_chars(Block::new(kind.map(|r| &b[r]), m)))
 }
 
 fn usage(s: &mut Scan<'_>) -> Option<Option<RawUsage>> {
@@ -602,10 +596,10 @@ pub(crate) fn message_line(line: &str) -> Option<MessageLine> {
         }
         _ => None,
     };
-    let chars = match role {
-        Role::BashExecution => stats.command.unwrap_or(0) + stats.output.unwrap_or(0),
-        Role::BranchSummary | Role::CompactionSummary => stats.summary.unwrap_or(0),
-        _ => stats.content.unwrap_or(0),
+    let chars = match Source::of(role) {
+        Source::CommandAndOutput => stats.command.unwrap_or(0) + stats.output.unwrap_or(0),
+        Source::Summary => stats.summary.unwrap_or(0),
+        Source::Content => stats.content.unwrap_or(0),
     };
     Some(MessageLine {
         id,

@@ -2,11 +2,14 @@
 //! and migration, the entry tree and boundary loading, token accounting, durable storage, and
 //! the runtime compaction with an extractive summarizer. Knows nothing about wasm.
 //!
-//! Module direction: `role` <- `tokens` <- `message` <- `entry` <- `transcript` <- `store`,
-//! `compaction`; `time`, `migrate` and `record` (a compaction's `details`) are leaves; `generate` only produces text for tests and
-//! demos.
+//! Module direction (a module uses only those to its left): `role` <- `content` (which parts
+//! of a message every reader takes) <- `tokens` <- `envelope`, `message` <- `entry` <- `read`
+//! <- `transcript` <- `store`, `status`, `compaction`. `error`, `time`, `migrate` and `record`
+//! (a compaction's `details`) are leaves any of them may use; `generate` only produces text for
+//! tests and demos.
 
 pub mod compaction;
+mod content;
 mod entry;
 mod envelope;
 mod error;

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::content::{Block, Members, Shown, Source};
 use crate::role::Role;
 use crate::tokens::{RawUsage, Usage, summarize};
 
@@ -103,25 +104,36 @@ pub(crate) fn view(json: &str, default_timestamp: u64) -> Result<Option<MessageV
     let mut parts: Vec<&str> = Vec::new();
     let mut tool_calls = Vec::new();
     let content = content(m.content)?;
-    match role {
-        Role::BashExecution => {
+    match Source::of(role) {
+        Source::CommandAndOutput => {
             parts.extend(m.command.as_deref());
             parts.extend(m.output.as_deref());
         }
-        Role::BranchSummary | Role::CompactionSummary => parts.extend(m.summary.as_deref()),
-        _ => match &content {
+        Source::Summary => parts.extend(m.summary.as_deref()),
+        Source::Content => match &content {
             Content::None => {}
             Content::Text(t) => parts.push(t),
             Content::Blocks(blocks) => {
                 for b in blocks {
-                    match b.kind.as_deref() {
-                        Some("text") => parts.extend(b.text.as_deref()),
-                        Some("toolCall") => tool_calls.push(ToolCall {
-                            id: b.id.as_deref().unwrap_or("").to_string(),
-                            name: b.name.as_deref().unwrap_or("").to_string(),
-                            arguments: b.arguments.map_or("{}", |a| a.get()).to_string(),
+                    let members = Members {
+                        text: b.text.as_deref(),
+                        thinking: None,
+                        id: b.id.as_deref(),
+                        name: b.name.as_deref(),
+                        arguments: b.arguments.map(RawValue::get),
+                    };
+                    match Block::new(b.kind.as_deref().map(str::as_bytes), members).shown() {
+                        Some(Shown::Text(text)) => parts.push(text),
+                        Some(Shown::ToolCall {
+                            id,
+                            name,
+                            arguments,
+                        }) => tool_calls.push(ToolCall {
+                            id: id.to_string(),
+                            name: name.to_string(),
+                            arguments: arguments.to_string(),
                         }),
-                        _ => {}
+                        None => {}
                     }
                 }
             }
@@ -170,5 +182,23 @@ mod tests {
         // hmm(3) + a(1) + read(4) + {"path":"x.rs"}(15) + b(1) = 24 chars -> 6 tokens
         assert_eq!(v.tokens, 6);
         assert_eq!(summarize(json).unwrap().valid_usage, Some(18));
+    }
+
+    #[test]
+    fn view_of_a_bash_execution_keeps_it_even_when_excluded_from_context() {
+        let json =
+            r#"{"role":"bashExecution","command":"ls","output":"a b","excludeFromContext":true}"#;
+        let v = view(json, 9).unwrap().unwrap();
+        assert_eq!(v.text, "ls\na b");
+        assert_eq!(v.timestamp, 9);
+        assert_eq!(v.tokens, 0);
+    }
+
+    #[test]
+    fn unknown_role_has_no_view() {
+        assert_eq!(
+            view(r#"{"role":"narrator","content":"x"}"#, 0).unwrap(),
+            None
+        );
     }
 }
