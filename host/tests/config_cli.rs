@@ -2,7 +2,7 @@
 //! changes what a replay, a compaction or `serve` does; each kind of bad input is named with
 //! its path and stops the command before it runs; `config show` says where values came from.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -289,29 +289,10 @@ fn model_server() -> (
                 }
             };
             stream.set_nonblocking(false).unwrap();
-            let mut reader = BufReader::new(stream);
-            let (mut head, mut length) = (String::new(), 0);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                head.push_str(&line);
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            head.push_str(&String::from_utf8_lossy(&body));
-            seen.push(head);
-            let body = json!({"choices": [{"message": {"role": "assistant", "content": "## Current task\n- model summary"}}]}).to_string();
-            let mut stream = reader.into_inner();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            let (request, stream) = common::http::read_request(stream);
+            seen.push(request);
+            let body = common::http::completion("## Current task\n- model summary");
+            common::http::respond(stream, 200, &body);
         }
         seen
     });

@@ -3,6 +3,8 @@
 // Each test file compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
+pub(crate) mod http;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 

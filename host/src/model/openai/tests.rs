@@ -1,7 +1,6 @@
 //! Against a real HTTP server on 127.0.0.1 started by each test (bounded: it answers a fixed
 //! script of responses, then stops).
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -10,6 +9,10 @@ use super::*;
 use crate::model::ModelSummarizer;
 use ctxhost_transcript::compaction::{Summarizer, SummaryRequest, Tier, runtime};
 use ctxhost_transcript::{MessageView, Role};
+
+// The request reader and answers the binary's tests use too.
+#[path = "../../../tests/common/http.rs"]
+mod http;
 
 enum Reply {
     Status(u16, &'static str),
@@ -22,10 +25,6 @@ struct Server {
     handle: Option<JoinHandle<()>>,
 }
 
-fn ok_body(text: &str) -> String {
-    json!({"choices":[{"message":{"role":"assistant","content": text}}]}).to_string()
-}
-
 fn serve(script: Vec<Reply>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -36,43 +35,23 @@ fn serve(script: Vec<Reply>) -> Server {
             let Ok((stream, _)) = listener.accept() else {
                 return;
             };
-            let mut reader = BufReader::new(stream);
-            let mut head = String::new();
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                head.push_str(&line);
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            head.push_str(&String::from_utf8_lossy(&body));
-            seen.lock().unwrap().push(head);
-            let mut stream = reader.into_inner();
+            let (request, stream) = http::read_request(stream);
+            seen.lock().unwrap().push(request);
             let (status, body) = match reply {
                 Reply::Status(status, text) => (
                     status,
                     if status == 200 && !text.starts_with('{') && !text.starts_with('<') {
-                        ok_body(text)
+                        http::completion(text)
                     } else {
                         text.to_string()
                     },
                 ),
                 Reply::Sleep(ms) => {
                     std::thread::sleep(Duration::from_millis(ms));
-                    (200, ok_body("late"))
+                    (200, http::completion("late"))
                 }
             };
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            http::respond(stream, status, &body);
         }
     });
     Server {
