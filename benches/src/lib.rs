@@ -165,7 +165,9 @@ impl Budget {
     }
 }
 
-/// A sampling loop: `while s.more() { let t = Instant::now(); op; s.push(t.elapsed()); }`.
+/// A sampling loop: `while s.more() { let t = Instant::now(); op; s.push(t.elapsed()); }`, for
+/// measurements that set up or check something around the clock; [`Sampler::time`] is the
+/// loop for the ones that time one call.
 pub struct Sampler {
     budget: Budget,
     started: Instant,
@@ -197,6 +199,40 @@ impl Sampler {
     }
     pub fn done(self) -> Samples {
         Samples(self.samples)
+    }
+
+    /// Times `op` alone under `budget`; its result is kept from the optimiser and dropped after
+    /// the clock. The first error ends the measurement.
+    pub fn time<T, E>(budget: Budget, mut op: impl FnMut() -> Result<T, E>) -> Result<Samples>
+    where
+        anyhow::Error: From<E>,
+    {
+        let mut s = Sampler::new(budget);
+        while s.more() {
+            let t = Instant::now();
+            let result = op()?;
+            s.push(t.elapsed());
+            black_box(result);
+        }
+        Ok(s.done())
+    }
+
+    /// [`Sampler::time`] of an async call.
+    pub async fn time_async<T, E>(
+        budget: Budget,
+        mut op: impl AsyncFnMut() -> Result<T, E>,
+    ) -> Result<Samples>
+    where
+        anyhow::Error: From<E>,
+    {
+        let mut s = Sampler::new(budget);
+        while s.more() {
+            let t = Instant::now();
+            let result = op().await?;
+            s.push(t.elapsed());
+            black_box(result);
+        }
+        Ok(s.done())
     }
 }
 
@@ -315,37 +351,36 @@ pub fn sdk_role(role: Role) -> ctxhost_sdk::Role {
 /// and the tool facts of tool results, which a 0.1 engine's conversion drops).
 pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleRequest {
     let entries = t.entries();
-    // One shared string per tool name, as the host's context has it.
-    let mut names: Vec<Arc<str>> = Vec::new();
-    let list: Vec<c::ContextEntry> = t
-        .context()
-        .iter()
-        .copied()
-        .filter_map(|i| {
-            let tool_name = entries[i].tool_name().map(|name| {
-                if let Some(known) = names.iter().find(|known| ***known == *name) {
-                    return known.clone();
-                }
-                names.push(Arc::from(name));
-                names[names.len() - 1].clone()
-            });
-            Some(c::ContextEntry {
-                entry: i as u32,
-                role: entries[i].context_role()?,
-                tokens: entries[i].tokens(),
-                tool_name,
-                is_error: entries[i].is_error(),
-                pruned: entries[i].is_pruned(),
-            })
-        })
-        .collect();
+    let mut context = c::Context::default();
+    for &i in t.context() {
+        let Some(role) = entries[i].context_role() else {
+            continue;
+        };
+        let tool = entries[i].tool_name().map_or(0, |name| {
+            let names = &mut context.tool_names;
+            let known = names.iter().position(|n| n == name);
+            known.unwrap_or_else(|| {
+                names.push(name.to_string());
+                names.len() - 1
+            }) as u32
+                + 1
+        });
+        context.entries.push(c::ContextEntry {
+            entry: i as u32,
+            role,
+            tokens: entries[i].tokens(),
+            tool,
+            is_error: entries[i].is_error(),
+            pruned: entries[i].is_pruned(),
+        });
+    }
     c::AssembleRequest {
         session: bench_session(),
         token_budget: None,
         context_window,
         context_tokens: u32::try_from(t.context_tokens()).unwrap_or(u32::MAX),
         available_tools: Vec::new(),
-        entries: list,
+        context,
         model: None,
         prompt: None,
     }
@@ -363,6 +398,7 @@ pub fn sdk_assemble_request(request: &c::AssembleRequest) -> ctxhost_sdk::Assemb
         context_tokens: request.context_tokens,
         available_tools: request.available_tools.clone(),
         entries: request
+            .context
             .entries
             .iter()
             .map(|e| ctxhost_sdk::ContextEntry {
@@ -377,7 +413,7 @@ pub fn sdk_assemble_request(request: &c::AssembleRequest) -> ctxhost_sdk::Assemb
                     c::Role::CompactionSummary => ctxhost_sdk::Role::CompactionSummary,
                 },
                 tokens: e.tokens,
-                tool_name: e.tool_name.as_deref().map(Into::into),
+                tool_name: request.context.tool_name(e).map(Into::into),
                 is_error: e.is_error,
                 pruned: e.pruned,
             })
@@ -525,16 +561,11 @@ pub fn cache_key_and_check(budget: Budget) -> Result<(Samples, u64)> {
         .context("no cache file written")?;
     let check = file.with_extension("check");
     let size = std::fs::metadata(&file)?.len();
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let t = Instant::now();
+    let samples = Sampler::time(budget, || -> Result<_> {
         let key = blake3::hash(ctxhost::plugins::LEGACY_WASM);
-        let meta = std::fs::metadata(&file)?;
-        let recorded = std::fs::read(&check)?;
-        s.push(t.elapsed());
-        black_box((key, meta, recorded));
-    }
-    Ok((s.done(), size))
+        Ok((key, std::fs::metadata(&file)?, std::fs::read(&check)?))
+    })?;
+    Ok((samples, size))
 }
 
 /// New instance on a warm engine: `PreparedEngine::instantiate` (health check, WASI context
@@ -560,15 +591,10 @@ pub async fn instantiate(fx: &Fixture, budget: Budget) -> Result<Samples> {
 pub fn state_dir_syscalls(fx: &Fixture, budget: Budget) -> Result<Samples> {
     let dir = fx.dir.path().join("home/state/legacy");
     std::fs::create_dir_all(&dir)?;
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let t = Instant::now();
+    Sampler::time(budget, || {
         std::fs::create_dir_all(&dir)?;
-        let handle = std::fs::File::open(&dir)?;
-        s.push(t.elapsed());
-        drop(handle);
-    }
-    Ok(s.done())
+        std::fs::File::open(&dir)
+    })
 }
 
 /// `EngineInstance::ingest` of one 2 KB user message (text + JSON ≈ 4.3 KB lowered into the
@@ -577,14 +603,7 @@ pub async fn ingest(fx: &Fixture, budget: Budget) -> Result<Samples> {
     let engine = fx.engine("legacy").await?;
     let mut instance = detached_instance(&engine).await?;
     let message = message_2kb();
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let t = Instant::now();
-        let result = instance.ingest(&message, false).await?;
-        s.push(t.elapsed());
-        black_box(result);
-    }
-    Ok(s.done())
+    Sampler::time_async(budget, async || instance.ingest(&message, false).await).await
 }
 
 /// `Session::append` of the same 2 KB message: transcript append, one write of the line and its
@@ -598,15 +617,9 @@ pub async fn session_append(fx: &Fixture, budget: Budget, sync: bool) -> Result<
         .await?;
     session.set_sync(sync);
     let message = message_2kb_json();
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let t = Instant::now();
-        let index = session.append(&message).await?;
-        s.push(t.elapsed());
-        black_box(index);
-    }
+    let samples = Sampler::time_async(budget, async || session.append(&message).await).await?;
     session.close().await?;
-    Ok(s.done())
+    Ok(samples)
 }
 
 /// The id the fixture installs the 0.1 guest under (`tests/guests/contract-v0-1`: the legacy
@@ -623,14 +636,8 @@ pub async fn assemble_call(fx: &Fixture, budget: Budget, engine: &str) -> Result
     let request = assemble_request(&t, 200_000);
     let engine = fx.engine(engine).await?;
     let mut instance = detached_instance(&engine).await?;
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let t = Instant::now();
-        let result = instance.assemble(&request).await?;
-        s.push(t.elapsed());
-        black_box(result);
-    }
-    Ok((s.done(), request.entries.len()))
+    let samples = Sampler::time_async(budget, async || instance.assemble(&request).await).await?;
+    Ok((samples, request.context.entries.len()))
 }
 
 /// `Session::assemble` on a session over the generated transcript: the host's side too
@@ -641,15 +648,9 @@ pub async fn session_assemble(fx: &Fixture, budget: Budget, engine: &str) -> Res
         .generated_session(engine, &format!("assemble-{engine}"))
         .await?;
     let options = AssembleOptions::default();
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let t = Instant::now();
-        let assembly = session.assemble(&options).await?;
-        s.push(t.elapsed());
-        black_box(assembly);
-    }
+    let samples = Sampler::time_async(budget, async || session.assemble(&options).await).await?;
     session.close().await?;
-    Ok(s.done())
+    Ok(samples)
 }
 
 /// The legacy engine's `assemble`, compiled natively and called in-process on the same
@@ -788,29 +789,20 @@ pub fn checkpoint_build_yaml(fx: &Fixture, budget: Budget) -> Result<Samples> {
     use ctxhost_checkpoint_manager::checkpoint::Trigger;
     let root = tempfile::tempdir_in(fx.dir.path())?;
     let (state, _) = checkpoint_state(fx, root.path())?;
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let t = Instant::now();
+    Sampler::time(budget, || {
         let checkpoint = state.build_checkpoint(Trigger::Compaction, 150_000, false, 1);
-        let yaml = checkpoint.to_yaml().map_err(anyhow::Error::msg)?;
-        s.push(t.elapsed());
-        black_box(yaml);
-    }
-    Ok(s.done())
+        checkpoint.to_yaml().map_err(anyhow::Error::msg)
+    })
 }
 
 /// Full load of a transcript file: `Transcript::load` (read, parse, migrate v1/v2 to v3,
 /// index) + `active_branch`.
 pub fn full_load(path: &Path, budget: Budget) -> Result<Samples> {
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let t = Instant::now();
+    Sampler::time(budget, || {
         let transcript = Transcript::load(path)?;
         let branch = transcript.active_branch();
-        s.push(t.elapsed());
-        black_box((transcript, branch));
-    }
-    Ok(s.done())
+        anyhow::Ok((transcript, branch))
+    })
 }
 
 /// One replay end to end.
@@ -1060,14 +1052,7 @@ pub fn peer_steps(path: &Path, budget: Budget) -> Result<PeerSteps> {
     let request = compaction::Request::default();
     let load = full_load(path, budget)?;
     let t = Transcript::load(path)?;
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let start = Instant::now();
-        let tokens = t.context_tokens();
-        s.push(start.elapsed());
-        black_box(tokens);
-    }
-    let estimate = s.done();
+    let estimate = Sampler::time(budget, || anyhow::Ok(t.context_tokens()))?;
     let mut layer = String::new();
     let mut s = Sampler::new(budget);
     while s.more() {
@@ -1081,32 +1066,24 @@ pub fn peer_steps(path: &Path, budget: Budget) -> Result<PeerSteps> {
         black_box(job.ok());
     }
     let prepare = s.done();
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let start = Instant::now();
+    let views = Sampler::time(budget, || {
         let views: Vec<_> = t
             .context()
             .iter()
-            .copied()
-            .filter_map(|i| t.entries()[i].view())
+            .filter_map(|&i| t.entries()[i].view())
             .collect();
-        s.push(start.elapsed());
-        black_box(views);
-    }
-    let views = s.done();
-    let mut s = Sampler::new(budget);
-    while s.more() {
-        let start = Instant::now();
+        anyhow::Ok(views)
+    })?;
+    let total = Sampler::time(budget, || {
         let t = Transcript::load(path)?;
-        let job = compaction::prepare(&t, &settings, &request);
-        s.push(start.elapsed());
-        black_box((t, job.ok()));
-    }
+        let job = compaction::prepare(&t, &settings, &request).ok();
+        anyhow::Ok((t, job))
+    })?;
     Ok(PeerSteps {
         load,
         estimate,
         prepare,
-        total: s.done(),
+        total,
         views,
         context_tokens: t.context_tokens(),
         layer,

@@ -259,25 +259,8 @@ fn main() -> Result<()> {
         }
     }
 
-    // The peer, side by side.
     let files = peer_files(shared.as_ref(), false)?;
-    let peer = if no_peer {
-        Err("skipped: --no-peer".to_string())
-    } else {
-        step("pi (node harness)");
-        run_peer(&files).map_err(|e| format!("skipped: {e:#}"))
-    };
-    let peer_rows = peer_rows_for(&files)?;
-    let load_after = loadavg();
-
-    let table = render(&rows, &peer_rows, &peer, &load_before, &load_after);
-    println!("{table}");
-    if let Some(dir) = out_path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&out_path, &table)?;
-    eprintln!("written to {}", out_path.display());
-    Ok(())
+    side_by_side_and_write(&rows, &files, no_peer, &load_before, &out_path)
 }
 
 /// The rows of `ctxhost serve` spoken to over pipes, as a runtime's plugin does.
@@ -1020,21 +1003,33 @@ fn transcript_table(no_peer: bool, out_path: &std::path::Path) -> Result<()> {
     let load_before = loadavg();
     let mut rows = Vec::new();
     transcript_rows(&mut rows)?;
-    let shared = b::shared_transcript();
-    let files = peer_files(shared.as_ref(), true)?;
+    let files = peer_files(b::shared_transcript().as_ref(), true)?;
+    side_by_side_and_write(&rows, &files, no_peer, &load_before, out_path)
+}
+
+/// The side by side with pi on `files` (pi left out with `--no-peer`), then the whole table,
+/// printed and written to `out_path`.
+fn side_by_side_and_write(
+    rows: &[Row],
+    files: &[(&str, PathBuf)],
+    no_peer: bool,
+    load_before: &str,
+    out_path: &std::path::Path,
+) -> Result<()> {
     let peer = if no_peer {
         Err("skipped: --no-peer".to_string())
     } else {
         step("pi (node harness)");
-        run_peer(&files).map_err(|e| format!("skipped: {e:#}"))
+        run_peer(files).map_err(|e| format!("skipped: {e:#}"))
     };
-    let peer_rows = peer_rows_for(&files)?;
-    let table = render(&rows, &peer_rows, &peer, &load_before, &loadavg());
+    let peer_rows = peer_rows_for(files)?;
+    let table = render(rows, &peer_rows, &peer, load_before, &loadavg());
     println!("{table}");
     if let Some(dir) = out_path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(out_path, &table)?;
+    eprintln!("written to {}", out_path.display());
     Ok(())
 }
 
