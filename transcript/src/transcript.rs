@@ -36,6 +36,8 @@ pub struct Transcript {
     /// by appends (every append goes under the leaf, so the branch only grows at its end), so
     /// the per-turn reads (assemble, measuring, compaction) need no walk of the branch.
     context: Vec<usize>,
+    /// See [`Transcript::revision`].
+    revision: u64,
 }
 
 /// How many compactions a branch has seen (see [`Transcript::compaction_stats`]).
@@ -91,6 +93,7 @@ impl Transcript {
             counter: None,
             window: None,
             context: Vec::new(),
+            revision: 0,
         }
     }
 
@@ -227,6 +230,7 @@ impl Transcript {
             counter: None,
             window: None,
             context: Vec::new(),
+            revision: 0,
         };
         t.link(partial)?;
         Ok(t)
@@ -285,6 +289,7 @@ impl Transcript {
         self.check_cycles()?;
         self.apply_prunes();
         self.context = self.walk_context();
+        self.revision += 1;
         Ok(())
     }
 
@@ -428,6 +433,14 @@ impl Transcript {
         &self.context
     }
 
+    /// Changes whenever the context changes other than by appending to it: a compaction moved
+    /// its boundary (and may have pruned entries), or its entries were re-counted. While it
+    /// stays the same, what a reader derived from `context()[..n]` still holds, so a reader
+    /// can keep that and look only at what was appended since.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
     /// [`Transcript::context`] from the active branch, for when the branch's shape changed.
     fn walk_context(&self) -> Vec<usize> {
         let branch = self.active_branch();
@@ -526,6 +539,7 @@ impl Transcript {
             }
         }
         self.counter = counter;
+        self.revision += 1;
     }
 
     pub fn token_counter(&self) -> Option<&TokenCounter> {
@@ -623,6 +637,7 @@ impl Transcript {
         self.entries.push(entry);
         if boundary {
             self.context = self.walk_context();
+            self.revision += 1;
         } else if self.is_message_context(index) {
             self.context.push(index);
         }

@@ -6,7 +6,6 @@
 //! comes from that version's guest, and is dropped on the way to it.
 
 use std::fmt;
-use std::sync::Arc;
 
 /// The position of an entry in its session's transcript (0-based, header excluded).
 pub type EntryRef = u32;
@@ -23,73 +22,122 @@ pub struct Session {
 /// Message roles are the transcript's own: one enum from the file to the guest.
 pub use ctxhost_transcript::Role;
 
+/// A tool call an assistant message makes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {
+    /// The call's id; the tool result answering it carries the same id.
     pub id: String,
+    /// The tool's name.
     pub name: String,
     /// The call's arguments as a JSON object.
     pub arguments: String,
 }
 
+/// Token usage an assistant message recorded, as the provider reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
+    /// Input tokens not read from the cache.
     pub input: u64,
+    /// Output tokens.
     pub output: u64,
+    /// Input tokens read from the provider's cache.
     pub cache_read: u64,
+    /// Input tokens written to the provider's cache.
     pub cache_write: u64,
+    /// The provider's total for the call.
     pub total_tokens: u64,
 }
 
 /// A message as handed to an engine: the decoded parts plus the AgentMessage verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
+    /// Where the message is in the transcript.
     pub entry: EntryRef,
+    /// The transcript entry id (8 hex digits in v2/v3 files; made up for v1).
     pub entry_id: String,
+    /// Who said it.
     pub role: Role,
     /// Unix milliseconds, 0 when the message carries none.
     pub timestamp: u64,
+    /// All text content joined by newlines (thinking and images left out).
     pub text: String,
+    /// For assistant messages: the tool calls it makes, in order.
     pub tool_calls: Vec<ToolCall>,
     /// For tool results: the tool that produced it.
     pub tool_name: Option<String>,
     /// For tool results: the id of the call it answers (0.2 on).
     pub tool_call_id: Option<String>,
+    /// For tool results: whether the tool reported an error.
     pub is_error: bool,
+    /// For assistant messages: why generation stopped (`stop`, `toolUse`, `error`, ...).
     pub stop_reason: Option<String>,
+    /// For assistant messages: the usage the provider reported.
     pub usage: Option<Usage>,
+    /// The host's token estimate of the message.
     pub tokens: u32,
+    /// The AgentMessage as a JSON object, byte for byte as in the transcript.
     pub json: String,
 }
 
-/// One entry of the current context: what `assemble` plans over.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The current context: what `assemble` plans over, and what `context-entries` returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// Its entries, oldest first (after a compaction, the compaction summary first).
+    pub entries: Vec<ContextEntry>,
+    /// The names of the tools its tool results name; [`ContextEntry::tool`] points here.
+    pub tool_names: Vec<String>,
+}
+
+impl Context {
+    /// The tool an entry names (0.2 on): its `toolName` for tool results, else None.
+    pub fn tool_name(&self, entry: &ContextEntry) -> Option<&str> {
+        let index = entry.tool.checked_sub(1)?;
+        self.tool_names.get(index as usize).map(String::as_str)
+    }
+}
+
+/// One entry of the current context. Plain numbers only, so a context is copied, not
+/// rebuilt, between calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextEntry {
+    /// The entry's index in the session's transcript.
     pub entry: EntryRef,
+    /// Who wrote it, as the model sees it.
     pub role: Role,
     /// The estimate the model will be charged (the placeholder's, when pruned).
     pub tokens: u32,
-    /// For tool results: the tool's name (0.2 on). Shared: the host reads it once per entry.
-    pub tool_name: Option<Arc<str>>,
+    /// For tool results: 1 + the index of the tool's name in [`Context::tool_names`]; 0 for
+    /// other entries and tool results without a name (0.2 on).
+    pub tool: u32,
     /// For tool results: whether the tool reported an error (0.2 on).
     pub is_error: bool,
     /// Whether a compaction already replaced this tool output by a placeholder (0.2 on).
     pub pruned: bool,
 }
 
+/// What `assemble` plans over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssembleRequest {
+    /// The session the context is for.
     pub session: Session,
+    /// Tokens the assembled messages may use, when the runtime set a budget.
     pub token_budget: Option<u32>,
+    /// The model's context window, in tokens.
     pub context_window: u32,
+    /// The host's count of the current context: the last valid assistant usage plus the estimate of
+    /// what follows it.
     pub context_tokens: u32,
+    /// Names of the tools the model may call on this turn.
     pub available_tools: Vec<String>,
-    pub entries: Vec<ContextEntry>,
+    /// The current context the plan keeps entries of.
+    pub context: Context,
     /// The model the next call goes to, when the runtime named it (0.2 on).
     pub model: Option<String>,
     /// The prompt about to be sent, not yet in the transcript, when the runtime has it (0.2 on).
     pub prompt: Option<String>,
 }
 
+/// One element of the plan `assemble` returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContextItem {
     /// Keep this entry of the request.
@@ -98,28 +146,45 @@ pub enum ContextItem {
     Insert(String),
 }
 
+/// The context for the next model call, as the engine planned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssembleResult {
+    /// The plan, in order; the host checks every kept entry was in the request and is kept once.
     pub items: Vec<ContextItem>,
+    /// The engine's estimate of the tokens `items` amount to; passed back as
+    /// [`CompactRequest::assembled_tokens`].
     pub estimated_tokens: u32,
+    /// Text the runtime adds to the system prompt for this call.
     pub system_prompt_addition: Option<String>,
 }
 
+/// Why a compaction runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CompactionTrigger {
+    /// The operator or the agent asked for it.
     Manual,
+    /// The context crossed the runtime's threshold.
     Auto,
+    /// The model refused a call as too long.
     Overflow,
 }
 
+/// What `compact` (and `delegate-compaction`) is asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactRequest {
+    /// The session to compact.
     pub session: Session,
+    /// The transcript's path on the host, for messages (the engine cannot open it).
     pub session_file: String,
+    /// Compact even when the context is below the threshold.
     pub force: bool,
+    /// Tokens the compacted context should fit, when the runtime set a budget.
     pub token_budget: Option<u32>,
+    /// The host's count of the context (the fuller of recorded usage and estimates).
     pub current_tokens: Option<u32>,
+    /// What the summary should focus on, from the operator or the agent.
     pub custom_instructions: Option<String>,
+    /// Why the compaction runs.
     pub trigger: CompactionTrigger,
     /// The model's context window; `None` when a 0.1 guest built the request.
     pub context_window: Option<u32>,
@@ -131,78 +196,122 @@ pub struct CompactRequest {
 /// What a compaction produced; the host validates it, then writes the `compaction` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compaction {
+    /// The summary of everything before `first_kept_entry`.
     pub summary: String,
+    /// The first entry kept verbatim after the summary; it must be in the current context.
     pub first_kept_entry: EntryRef,
+    /// The context's tokens before the compaction.
     pub tokens_before: u32,
+    /// The context's tokens after it (summary plus kept entries).
     pub tokens_after: u32,
     /// Extra structured details as a JSON object.
     pub details: Option<String>,
 }
 
+/// What `compact` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactResult {
+    /// False when the engine failed to compact (the host reports `reason`).
     pub ok: bool,
+    /// True when `compaction` should be written.
     pub compacted: bool,
+    /// Why the engine did not compact, or failed.
     pub reason: Option<String>,
+    /// Set when `compacted` is true.
     pub compaction: Option<Compaction>,
 }
 
+/// The first call of an instance. Entries written before it are not fed through `ingest`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootstrapRequest {
+    /// The session the instance serves.
     pub session: Session,
+    /// The transcript's path on the host, for messages (the engine cannot open it).
     pub session_file: String,
+    /// Entries in the transcript when the instance starts.
     pub entry_count: u32,
 }
 
+/// What `bootstrap` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootstrapResult {
+    /// Whether the engine did its start-up work.
     pub bootstrapped: bool,
+    /// How many existing messages it took in, when it read any.
     pub imported_messages: Option<u32>,
+    /// Why it did not bootstrap.
     pub reason: Option<String>,
 }
 
+/// What `ingest` did with one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IngestResult {
+    /// Whether the engine kept the message (false: it chose to skip it).
     pub ingested: bool,
 }
 
+/// A turn of the session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AfterTurnRequest {
+    /// The session whose turn ended.
     pub session: Session,
+    /// The transcript's path on the host, for messages (the engine cannot open it).
     pub session_file: String,
+    /// Messages in the context before this turn's prompt was added.
     pub pre_prompt_message_count: u32,
+    /// Messages in the context now.
     pub message_count: u32,
+    /// The summary of a compaction the runtime ran during the turn.
     pub auto_compaction_summary: Option<String>,
+    /// Whether the turn was a heartbeat rather than a user turn.
     pub is_heartbeat: bool,
+    /// The turn's token budget, when the runtime set one.
     pub token_budget: Option<u32>,
 }
 
+/// How a subagent's context starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ContextMode {
+    /// Empty: the subagent sees only its task.
     Isolated,
+    /// A copy of the parent's context.
     Fork,
 }
 
+/// A subagent about to be spawned from a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubagentSpawn {
+    /// The session spawning it.
     pub parent_session_key: String,
+    /// The subagent's own session.
     pub child_session_key: String,
+    /// How the child's context starts.
     pub context_mode: ContextMode,
+    /// How long the child may live, in milliseconds; None: no limit.
     pub ttl_ms: Option<u64>,
 }
 
+/// Why a subagent's session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SubagentEndReason {
+    /// `deleted`: its session was deleted.
     Deleted,
+    /// `completed`: it finished.
     Completed,
+    /// `swept`: a cleanup sweep removed it (e.g. its time to live passed).
     Swept,
+    /// `released`: its parent let it go.
     Released,
 }
 
+/// Who an engine is, as `info` answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineInfo {
+    /// The engine's id, what operators select it by.
     pub id: String,
+    /// A human-readable name.
     pub name: String,
+    /// The engine's own version.
     pub version: String,
     /// True when the engine compacts by itself.
     pub owns_compaction: bool,
@@ -211,9 +320,13 @@ pub struct EngineInfo {
 /// Errors the host returns to a guest's import call: values, never traps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostError {
+    /// The engine was not granted the capability the import needs.
     PermissionDenied(String),
+    /// An argument was wrong (e.g. an unknown entry reference).
     InvalidArgument(String),
+    /// The service behind the import is not configured or not reachable.
     Unavailable(String),
+    /// The service ran and failed.
     Failed(String),
 }
 
@@ -230,18 +343,28 @@ impl fmt::Display for HostError {
 
 impl std::error::Error for HostError {}
 
+/// How much a guest's log line matters, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
+    /// The finest detail.
     Trace,
+    /// Detail for debugging an engine.
     Debug,
+    /// Normal operation.
     Info,
+    /// Something unexpected the engine recovered from.
     Warn,
+    /// A failure.
     Error,
 }
 
+/// One completion through the operator's configured model (the `complete` import).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompletionRequest {
+    /// The system prompt, if any.
     pub system: Option<String>,
+    /// The user prompt.
     pub prompt: String,
+    /// An upper bound on the answer's length, in tokens; None: the model config's `maxTokens`.
     pub max_tokens: Option<u32>,
 }

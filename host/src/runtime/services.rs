@@ -4,14 +4,15 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::contract::{CompactRequest, Compaction, ContextEntry, EntryRef, HostError, Message};
+use super::contract::{CompactRequest, Compaction, Context, EntryRef, HostError, Message};
 
+/// The boxed future the host's session services return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The session-side services behind the host imports.
 pub trait SessionServices: Send + Sync + 'static {
     /// The current context, as `assemble` would receive it.
-    fn context_entries(&self) -> Vec<ContextEntry>;
+    fn context(&self) -> Context;
 
     /// The call ids of tool results in the current context (None for other entries); an
     /// entry outside it is an `invalid-argument`.
@@ -40,8 +41,8 @@ pub trait SessionServices: Send + Sync + 'static {
 pub struct Detached;
 
 impl SessionServices for Detached {
-    fn context_entries(&self) -> Vec<ContextEntry> {
-        Vec::new()
+    fn context(&self) -> Context {
+        Context::default()
     }
 
     fn tool_call_ids(&self, refs: &[EntryRef]) -> Result<Vec<Option<String>>, HostError> {

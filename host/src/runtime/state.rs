@@ -9,8 +9,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::contract::{
-    CompactRequest, Compaction, CompletionRequest, ContextEntry, EntryRef, HostError, LogLevel,
-    Message,
+    CompactRequest, Compaction, CompletionRequest, Context, EntryRef, HostError, LogLevel, Message,
 };
 use super::error::LimitExceeded;
 use super::guest_log::{Level, LogSink};
@@ -264,18 +263,15 @@ impl StoreState {
     pub(super) fn import_context_entries(
         &mut self,
         record_bytes: usize,
-    ) -> anyhow::Result<Vec<ContextEntry>> {
+    ) -> anyhow::Result<Context> {
         const IMPORT: &str = "context-entries";
         self.budget.call(IMPORT)?;
         // The host's own view of the transcript, bounded by it; charged before the guest gets it.
-        let entries = self.services.context_entries();
-        let strings: usize = entries
-            .iter()
-            .map(|e| e.tool_name.as_deref().map_or(0, str::len))
-            .sum();
+        let context = self.services.context();
+        let names: usize = context.tool_names.iter().map(String::len).sum();
         self.budget
-            .charge(IMPORT, entries.len() * record_bytes + strings)?;
-        Ok(entries)
+            .charge(IMPORT, context.entries.len() * record_bytes + names)?;
+        Ok(context)
     }
 
     /// Call ids of context entries (0.2 on): each answer is charged, and the request as a

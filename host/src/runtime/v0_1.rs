@@ -189,8 +189,8 @@ impl host::Host for StoreState {
     }
 
     async fn context_entries(&mut self) -> anyhow::Result<Vec<g::ContextEntry>> {
-        let entries = self.import_context_entries(std::mem::size_of::<g::ContextEntry>())?;
-        Ok(entries.iter().map(Into::into).collect())
+        let context = self.import_context_entries(std::mem::size_of::<g::ContextEntry>())?;
+        Ok(context.entries.iter().map(Into::into).collect())
     }
 
     async fn read_entries(
@@ -318,7 +318,7 @@ impl Engine {
             context_window: request.context_window,
             context_tokens: request.context_tokens,
             available_tools: request.available_tools.clone(),
-            entries: request.entries.iter().map(Into::into).collect(),
+            entries: request.context.entries.iter().map(Into::into).collect(),
         };
         let result = self.exports().call_assemble(store, &request).await?;
         Ok(result.map(|r| d::AssembleResult {

@@ -63,42 +63,20 @@ impl From<g::Session> for d::Session {
     }
 }
 
-/// ctxhost's context entries as the contract's columns. Tool names are interned: a session uses
-/// a handful of tools, and the host's entries share each name's `Arc`, so the lookup is
-/// usually one pointer comparison (runs of the same tool hit the last name found).
-fn context(entries: &[d::ContextEntry]) -> g::Context {
-    let mut names: Vec<std::sync::Arc<str>> = Vec::new();
-    let mut last = 0;
-    let mut intern = |name: &std::sync::Arc<str>| -> u32 {
-        if names
-            .get(last)
-            .is_some_and(|n| std::sync::Arc::ptr_eq(n, name))
-        {
-            return last as u32 + 1;
-        }
-        last = (names.iter().position(|n| std::sync::Arc::ptr_eq(n, name)))
-            .or_else(|| names.iter().position(|n| **n == **name))
-            .unwrap_or_else(|| {
-                names.push(name.clone());
-                names.len() - 1
-            });
-        last as u32 + 1
-    };
-    // One pass per column: each is a tight loop over the entries.
-    let tools = entries
-        .iter()
-        .map(|e| e.tool_name.as_ref().map_or(0, &mut intern))
-        .collect();
+/// ctxhost's context as the contract's columns: one tight loop per column, the tool names
+/// as they are (the host's context already stores each once).
+fn context(context: &d::Context) -> g::Context {
+    let entries = &context.entries;
     g::Context {
         entries: entries.iter().map(|e| e.entry).collect(),
         roles: entries.iter().map(|e| role_code(e.role)).collect(),
         tokens: entries.iter().map(|e| e.tokens).collect(),
-        tools,
+        tools: entries.iter().map(|e| e.tool).collect(),
         flags: entries
             .iter()
             .map(|e| (u8::from(e.is_error) * IS_ERROR) | (u8::from(e.pruned) * PRUNED))
             .collect(),
-        tool_names: names.iter().map(|n| n.to_string()).collect(),
+        tool_names: context.tool_names.clone(),
     }
 }
 
@@ -241,8 +219,8 @@ impl host::Host for StoreState {
 
     async fn context_entries(&mut self) -> anyhow::Result<g::Context> {
         // Charged per entry as one row of the columns (reference, role, tokens, tool, flags).
-        let entries = self.import_context_entries(COLUMN_ROW_BYTES)?;
-        Ok(context(&entries))
+        let host_context = self.import_context_entries(COLUMN_ROW_BYTES)?;
+        Ok(context(&host_context))
     }
 
     async fn tool_call_ids(
@@ -377,14 +355,14 @@ impl Engine {
             context_window: request.context_window,
             context_tokens: request.context_tokens,
             available_tools: request.available_tools.clone(),
-            context: context(&request.entries),
+            context: context(&request.context),
             model: request.model.clone(),
             prompt: request.prompt.clone(),
         };
         let result = self.exports().call_assemble(store, &guest_request).await?;
         Ok(result.and_then(|r| {
             Ok(d::AssembleResult {
-                items: items(&request.entries, r.items)?,
+                items: items(&request.context.entries, r.items)?,
                 estimated_tokens: r.estimated_tokens,
                 system_prompt_addition: r.system_prompt_addition,
             })
@@ -529,29 +507,30 @@ mod tests {
             entry,
             role: d::Role::User,
             tokens: 1,
-            tool_name: None,
+            tool: 0,
             is_error: false,
             pruned: false,
         }
     }
 
     #[test]
-    fn the_context_crosses_as_columns_with_interned_tool_names() {
-        let read: std::sync::Arc<str> = "read".into();
-        let tool = |entry, name: &std::sync::Arc<str>, is_error, pruned| d::ContextEntry {
+    fn the_context_crosses_as_columns() {
+        let tool = |entry, tool, is_error, pruned| d::ContextEntry {
             role: d::Role::ToolResult,
-            tool_name: Some(name.clone()),
+            tool,
             is_error,
             pruned,
             ..self::entry(entry)
         };
-        let request = vec![
-            entry(9),
-            tool(10, &read, false, true),
-            tool(11, &"bash".into(), true, false),
-            // Another allocation of the same name is the same tool.
-            tool(12, &"read".into(), false, false),
-        ];
+        let request = d::Context {
+            entries: vec![
+                entry(9),
+                tool(10, 1, false, true),
+                tool(11, 2, true, false),
+                tool(12, 1, false, false),
+            ],
+            tool_names: vec!["read".into(), "bash".into()],
+        };
         let columns = context(&request);
         assert_eq!(columns.entries, [9, 10, 11, 12]);
         assert_eq!(columns.tokens, [1, 1, 1, 1]);

@@ -4,78 +4,80 @@ use std::sync::{Arc, Mutex};
 
 use ctxhost_transcript::{Entry, Transcript};
 
-use crate::runtime::contract::{ContextEntry, EntryRef, HostError, Message, Role, ToolCall, Usage};
+use crate::runtime::contract::{
+    Context, ContextEntry, EntryRef, HostError, Message, Role, ToolCall, Usage,
+};
 
 /// Saturates a token figure into the contract's `u32`.
 pub fn tokens_u32(tokens: u64) -> u32 {
     u32::try_from(tokens).unwrap_or(u32::MAX)
 }
 
-/// The current context as an engine receives it (`assemble`, `context-entries`), with the tool
-/// facts of tool results (no message is decoded: the transcript kept them at load).
-pub(super) fn context_entries(transcript: &Transcript, tools: &ToolNames) -> Vec<ContextEntry> {
-    let entries = transcript.entries();
-    let tools = tools.read(entries);
-    let context = transcript.context();
-    let mut out = Vec::with_capacity(context.len());
-    for &index in context {
-        let entry = &entries[index];
-        if let Some(role) = entry.context_role() {
-            out.push(ContextEntry {
-                entry: index as u32,
-                role,
-                tokens: entry.tokens(),
-                tool_name: tools.name(index),
-                is_error: entry.is_error(),
-                pruned: entry.is_pruned(),
-            });
+/// The current context as engines receive it (`assemble`, `context-entries`), kept between
+/// calls: a session's transcript only grows, and while its [`Transcript::revision`] holds, the
+/// context only grows at its end, so a call looks only at the entries appended since the last
+/// one. Tool facts come from what the transcript kept at load (no message is decoded), and
+/// each tool name is stored once.
+#[derive(Default)]
+pub(super) struct ContextCache {
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    /// The transcript revision `context` was built at.
+    revision: Option<u64>,
+    /// How many of the transcript's `context()` indices `context` was built from.
+    seen: usize,
+    context: Context,
+    /// Per transcript entry, the `tool` of its row (names only ever grow, so it never goes stale).
+    tool_by_entry: Vec<u32>,
+}
+
+impl ContextCache {
+    pub(super) fn context(&self, transcript: &Transcript) -> Context {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let Kept {
+            revision,
+            seen,
+            context,
+            tool_by_entry,
+        } = &mut *kept;
+        let entries = transcript.entries();
+        let indices = transcript.context();
+        if *revision != Some(transcript.revision()) || *seen > indices.len() {
+            context.entries.clear();
+            *seen = 0;
+            *revision = Some(transcript.revision());
         }
-    }
-    out
-}
-
-/// The tool each entry of a session's transcript names, by index, with one shared string per
-/// tool (so the contract's interning of names is a pointer comparison). A session's
-/// transcript is only ever appended to, so an index's answer never changes: each entry is
-/// looked at once, when it is first in a context.
-#[derive(Default)]
-pub(super) struct ToolNames {
-    known: Mutex<ToolIndex>,
-}
-
-#[derive(Default)]
-pub(super) struct ToolIndex {
-    names: Vec<Arc<str>>,
-    /// 0: no tool; n: `names[n - 1]`.
-    by_entry: Vec<u32>,
-}
-
-impl ToolNames {
-    /// The index, brought up to date with `entries`.
-    fn read(&self, entries: &[Entry]) -> std::sync::MutexGuard<'_, ToolIndex> {
-        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        let ToolIndex { names, by_entry } = &mut *known;
-        for entry in &entries[by_entry.len().min(entries.len())..] {
-            let slot = entry.tool_name().map_or(0, |name| {
-                let known = names.iter().position(|n| **n == *name);
+        for entry in &entries[tool_by_entry.len().min(entries.len())..] {
+            let tool = entry.tool_name().map_or(0, |name| {
+                let names = &mut context.tool_names;
+                let known = names.iter().position(|n| n == name);
                 let position = known.unwrap_or_else(|| {
-                    names.push(Arc::from(name));
+                    names.push(name.to_string());
                     names.len() - 1
                 });
                 position as u32 + 1
             });
-            by_entry.push(slot);
+            tool_by_entry.push(tool);
         }
-        known
-    }
-}
-
-impl ToolIndex {
-    fn name(&self, index: usize) -> Option<Arc<str>> {
-        match self.by_entry.get(index).copied().unwrap_or(0) {
-            0 => None,
-            n => Some(self.names[n as usize - 1].clone()),
+        context.entries.reserve(indices.len() - *seen);
+        for &index in &indices[*seen..] {
+            let entry = &entries[index];
+            if let Some(role) = entry.context_role() {
+                context.entries.push(ContextEntry {
+                    entry: index as u32,
+                    role,
+                    tokens: entry.tokens(),
+                    tool: tool_by_entry[index],
+                    is_error: entry.is_error(),
+                    pruned: entry.is_pruned(),
+                });
+            }
         }
+        *seen = indices.len();
+        context.clone()
     }
 }
 
@@ -215,29 +217,48 @@ mod tests {
     }
 
     #[test]
-    fn tool_facts_come_from_the_transcript_with_one_string_per_tool() {
-        let tools = ToolNames::default();
-        let mut t = transcript();
-        let context = context_entries(&t, &tools);
-        let names: Vec<Option<&str>> = context.iter().map(|e| e.tool_name.as_deref()).collect();
+    fn tool_facts_come_from_the_transcript_with_one_name_per_tool() {
+        let context = ContextCache::default().context(&transcript());
+        let names: Vec<Option<&str>> = (context.entries.iter())
+            .map(|e| context.tool_name(e))
+            .collect();
         assert_eq!(names, [None, Some("read"), Some("read"), Some("bash")]);
-        let errors: Vec<bool> = context.iter().map(|e| e.is_error).collect();
+        assert_eq!(context.tool_names, ["read", "bash"]);
+        let errors: Vec<bool> = context.entries.iter().map(|e| e.is_error).collect();
         assert_eq!(errors, [false, false, true, false]);
-        let (first, second) = (&context[1].tool_name, &context[2].tool_name);
-        assert!(Arc::ptr_eq(
-            first.as_ref().unwrap(),
-            second.as_ref().unwrap()
-        ));
-        let bash = context[3].tool_name.clone().unwrap();
-        // An entry appended later is looked at when it is first in a context.
+    }
+
+    #[test]
+    fn the_kept_context_follows_appends_and_compactions() {
+        let cache = ContextCache::default();
+        let mut t = transcript();
+        let fresh = |t: &Transcript| ContextCache::default().context(t);
+        assert_eq!(cache.context(&t), fresh(&t));
         let grep = serde_json::json!({
             "role": "toolResult", "toolCallId": "call_4", "toolName": "grep",
             "content": [], "isError": false, "timestamp": 1,
         });
         t.append_message(&grep, "2025-01-01T00:00:02.000Z").unwrap();
-        let context = context_entries(&t, &tools);
-        assert_eq!(context[4].tool_name.as_deref(), Some("grep"));
-        assert!(Arc::ptr_eq(context[3].tool_name.as_ref().unwrap(), &bash));
+        let grown = cache.context(&t);
+        assert_eq!(grown, fresh(&t));
+        assert_eq!(grown.tool_name(&grown.entries[4]), Some("grep"));
+        // A compaction keeping the last two entries and pruning the `read` error before them.
+        let kept = t.entries()[3].id().to_string();
+        let pruned = t.entries()[2].id().to_string();
+        t.append_compaction(
+            &ctxhost_transcript::NewCompaction {
+                summary: "earlier".into(),
+                first_kept_entry_id: kept,
+                tokens_before: 100,
+                details: Some(serde_json::json!({ "prunedEntryIds": [pruned] })),
+            },
+            "2025-01-01T00:00:03.000Z",
+        )
+        .unwrap();
+        let compacted = cache.context(&t);
+        assert_eq!(compacted, fresh(&t));
+        let refs: Vec<u32> = compacted.entries.iter().map(|e| e.entry).collect();
+        assert_eq!(refs, [5, 3, 4]);
     }
 
     #[test]

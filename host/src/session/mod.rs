@@ -33,7 +33,9 @@ use shared::Shared;
 /// Options of one `assemble`.
 #[derive(Debug, Clone, Default)]
 pub struct AssembleOptions {
+    /// Tokens the assembled messages may use; None lets the engine fill what the window leaves.
     pub token_budget: Option<u32>,
+    /// Names of the tools the model may call on this turn.
     pub available_tools: Vec<String>,
 }
 
@@ -50,9 +52,13 @@ pub struct PendingCall {
 /// Options of one `compact`.
 #[derive(Debug, Clone)]
 pub struct CompactOptions {
+    /// Compact even when the context is below every threshold.
     pub force: bool,
+    /// Why the compaction runs (manual, automatic, or a request that overflowed).
     pub trigger: CompactionTrigger,
+    /// Tokens the compacted context should fit, when the runtime sets a budget.
     pub token_budget: Option<u32>,
+    /// What the summary should focus on, from the operator or the agent.
     pub custom_instructions: Option<String>,
 }
 
@@ -87,6 +93,7 @@ pub struct AfterTurnOptions {
     pub auto_compaction_summary: Option<String>,
     /// The turn was a heartbeat, not the user's.
     pub is_heartbeat: bool,
+    /// The turn's token budget, when the runtime set one.
     pub token_budget: Option<u32>,
 }
 
@@ -112,9 +119,13 @@ impl Default for SpawnOptions {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactOutcome {
+    /// Whether a compaction entry was written.
     pub compacted: bool,
+    /// Why the engine did not compact, when it says.
     pub reason: Option<String>,
+    /// The context's tokens before the compaction.
     pub tokens_before: u64,
+    /// The context's tokens after it (equal to `tokens_before` when nothing was compacted).
     pub tokens_after: u64,
     /// The id of the first entry kept after the new compaction entry.
     pub first_kept_entry_id: Option<String>,
@@ -420,11 +431,11 @@ impl Session {
         options: &AssembleOptions,
         pending: &PendingCall,
     ) -> Result<Assembly> {
-        let (entries, context_tokens, transcript_len) = {
+        let (context, context_tokens, transcript_len) = {
             let transcript = self.shared.read();
-            let entries = convert::context_entries(&transcript, &self.shared.tools);
+            let context = self.shared.context.context(&transcript);
             let tokens = self.measure(&transcript);
-            (entries, tokens, transcript.entries().len())
+            (context, tokens, transcript.entries().len())
         };
         let request = AssembleRequest {
             session: self.shared.session.clone(),
@@ -432,20 +443,22 @@ impl Session {
             context_window: tokens_u32(self.context_window),
             context_tokens: tokens_u32(context_tokens),
             available_tools: options.available_tools.clone(),
-            entries,
+            context,
             model: pending.model.clone(),
             prompt: pending.prompt.clone(),
         };
         let result = self.instance().await?.assemble(&request).await;
         let result = self.settle(result)?;
         let assembly = validate::assembly(
-            &request.entries,
+            &request.context.entries,
             transcript_len,
             result,
             self.host_bytes_limit(),
         )
         .map_err(|problem| self.invalid(Function::Assemble, problem))?;
-        let counted: u64 = request.entries.iter().map(|e| u64::from(e.tokens)).sum();
+        let counted: u64 = (request.context.entries.iter())
+            .map(|e| u64::from(e.tokens))
+            .sum();
         self.assembled_offset = Some(i64::from(assembly.estimated_tokens) - counted as i64);
         Ok(assembly)
     }
@@ -556,8 +569,8 @@ impl Session {
                 first_kept_entry_id: None,
             });
         }
-        let context = convert::context_entries(&self.shared.read(), &self.shared.tools);
-        validate::compaction(&context, &compaction, self.host_bytes_limit())
+        let context = self.shared.context.context(&self.shared.read());
+        validate::compaction(&context.entries, &compaction, self.host_bytes_limit())
             .map_err(|problem| self.invalid(Function::Compact, problem))?;
         let tokens_after = tokens_after.ok_or_else(|| {
             self.invalid(

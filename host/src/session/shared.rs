@@ -10,7 +10,7 @@ use ctxhost_transcript::compaction::{self, Settings};
 use super::convert;
 use crate::model::{Completion, ModelConfig};
 use crate::runtime::contract::{
-    CompactRequest, Compaction, ContextEntry, EntryRef, HostError, Message, Session,
+    CompactRequest, Compaction, Context, EntryRef, HostError, Message, Session,
 };
 use crate::runtime::{BoxFuture, SessionServices};
 
@@ -22,8 +22,8 @@ pub(super) struct Shared {
     /// The summarizer's model and what the `complete` import asks (checked at config load).
     model: ModelConfig,
     transcript: RwLock<Transcript>,
-    /// The tool each entry names, read once per entry.
-    pub tools: convert::ToolNames,
+    /// The current context as engines receive it, kept between calls.
+    pub context: convert::ContextCache,
     /// Call ids of tool results (the `tool-call-ids` import), read once per entry.
     pub call_ids: convert::CallIds,
 }
@@ -42,7 +42,7 @@ impl Shared {
             settings: RwLock::new(settings),
             model,
             transcript: RwLock::new(transcript),
-            tools: convert::ToolNames::default(),
+            context: convert::ContextCache::default(),
             call_ids: convert::CallIds::default(),
         }
     }
@@ -116,8 +116,8 @@ impl Shared {
 }
 
 impl SessionServices for Shared {
-    fn context_entries(&self) -> Vec<ContextEntry> {
-        convert::context_entries(&self.read(), &self.tools)
+    fn context(&self) -> Context {
+        self.context.context(&self.read())
     }
 
     fn tool_call_ids(&self, refs: &[EntryRef]) -> Result<Vec<Option<String>>, HostError> {

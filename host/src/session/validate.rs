@@ -16,18 +16,23 @@ pub enum AssembledItem {
 /// What an engine assembled for the next model call, validated.
 #[derive(Debug, Clone)]
 pub struct Assembly {
+    /// The context in order.
     pub items: Vec<AssembledItem>,
+    /// The engine's estimate of its tokens.
     pub estimated_tokens: u32,
+    /// Text the runtime adds to the system prompt for this call.
     pub system_prompt_addition: Option<String>,
 }
 
 impl Assembly {
+    /// How many items are transcript entries.
     pub fn kept(&self) -> usize {
         self.items
             .iter()
             .filter(|i| matches!(i, AssembledItem::Entry(_)))
             .count()
     }
+    /// How many items the engine inserted.
     pub fn inserted(&self) -> usize {
         self.items.len() - self.kept()
     }
@@ -215,7 +220,7 @@ mod tests {
                 entry,
                 role: Role::User,
                 tokens: 10,
-                tool_name: None,
+                tool: 0,
                 is_error: false,
                 pruned: false,
             })
