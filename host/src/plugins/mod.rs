@@ -35,16 +35,11 @@ pub const BUNDLED: &[(&str, &[u8])] = &[
 /// The config schema of a bundled engine.
 fn bundled_schema(id: &str) -> Value {
     match id {
-        "checkpoint-manager" => json!({
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "gaugePercent": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
-                "checkpointPercent": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
-                "retention": {"type": "integer", "minimum": 1, "maximum": 100},
-                "dedupePercent": {"type": "number", "minimum": 0, "maximum": 100}
-            }
-        }),
+        // The engine reads its ranges from the same file (one place for them).
+        "checkpoint-manager" => serde_json::from_str(include_str!(
+            "../../../engines/checkpoint-manager/config.schema.json"
+        ))
+        .expect("the bundled checkpoint-manager schema is valid JSON"),
         _ => json!({"type": "object"}),
     }
 }
