@@ -650,6 +650,26 @@ pub async fn session_assemble(fx: &Fixture, budget: Budget, engine: &str) -> Res
     Ok(samples)
 }
 
+/// `Session::assemble` as a turn calls it: one 2 KB message appended (untimed, without fsync)
+/// before each assemble, so the host looks at what was appended since the last call. The
+/// session starts at the generated 2,000 entries and grows by one per sample.
+pub async fn session_turn_assemble(fx: &Fixture, budget: Budget) -> Result<Samples> {
+    let mut session = fx.generated_session("legacy", "assemble-turns").await?;
+    session.set_sync(false);
+    let message = message_2kb_json();
+    let options = AssembleOptions::default();
+    let mut s = Sampler::new(budget);
+    while s.more() {
+        session.append(&message).await?;
+        let t = Instant::now();
+        let assembly = session.assemble(&options).await?;
+        s.push(t.elapsed());
+        black_box(assembly);
+    }
+    session.close().await?;
+    Ok(s.done())
+}
+
 /// The legacy engine's `assemble`, compiled natively and called in-process on the same
 /// request. The request is cloned before the clock (the engine takes it by value).
 pub fn assemble_native(fx: &Fixture, budget: Budget) -> Result<Samples> {
