@@ -652,8 +652,15 @@ pub async fn session_assemble(fx: &Fixture, budget: Budget, engine: &str) -> Res
 
 /// `Session::assemble` as a turn calls it: one 2 KB message appended (untimed, without fsync)
 /// before each assemble, so the host looks at what was appended since the last call. The
-/// session starts at the generated 2,000 entries and grows by one per sample.
+/// session starts at the generated 2,000 entries and grows by one per sample, so the samples
+/// are capped at 200 (the context stays within 10% of the other rows').
 pub async fn session_turn_assemble(fx: &Fixture, budget: Budget) -> Result<Samples> {
+    let budget = Budget {
+        warmup: budget.warmup.min(20),
+        min: budget.min.min(200),
+        max: budget.max.min(200),
+        ..budget
+    };
     let mut session = fx.generated_session("legacy", "assemble-turns").await?;
     session.set_sync(false);
     let message = message_2kb_json();

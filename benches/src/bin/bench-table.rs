@@ -533,6 +533,13 @@ fn assemble_rows(rt: &tokio::runtime::Runtime, fx: &Fixture, rows: &mut Vec<Row>
         Duration::from_micros(30),
         &session_assemble,
     ));
+    step("Session::assemble after an append (legacy, 0.2)");
+    let turn = rt.block_on(b::session_turn_assemble(fx, Budget::FAST.from_env()))?;
+    rows.push(goal_row(
+        "↳ the same with one message appended before each call (a turn: the kept context grows by one)",
+        Duration::from_micros(30),
+        &turn,
+    ));
     step("assemble, native (legacy)");
     let native = b::assemble_native(fx, Budget::FAST.from_env())?;
     let ratio = ratio_of(&assemble, &native);
