@@ -27,13 +27,17 @@ const MAX_INSTRUCTIONS: usize = 8;
 /// The error line of a failure, and the command head or path it names.
 const FAILURE_LINE_CHARS: usize = 64;
 const TARGET_CHARS: usize = 26;
+/// A resolved failure is a weaker lesson: its error line alone, shorter, without the target
+/// (a later success on the same call resolved it), so more failures fit the same budget.
+const RESOLVED_LINE_CHARS: usize = 48;
 /// Files are listed in full until their grouped lines pass these budgets (characters); then
 /// the oldest are elided with a count. Roughly 60–100 modified paths fit.
 pub const MODIFIED_FILES_BUDGET: usize = 1400;
 pub const READ_FILES_BUDGET: usize = 600;
 /// How the lists share what the cap leaves them: requests, failures, modified files, read
-/// files.
-const SHARES: [f64; 4] = [0.34, 0.30, 0.24, 0.12];
+/// files. Failures and requests come first: files may be elided past a stated budget (their
+/// count kept), a lost failure or request is a lesson or an ask the agent no longer knows of.
+const SHARES: [f64; 4] = [0.36, 0.36, 0.18, 0.10];
 /// The request ledger's own budget, before the global cap.
 const REQUESTS_BUDGET: usize = 2800;
 const RECENT: usize = 2;
@@ -208,6 +212,15 @@ const RESOLVED: &str = " — resolved";
 impl Failure {
     fn render(&self) -> String {
         let mut s = self.tool.clone();
+        if self.resolved {
+            if self.more > 0 {
+                s.push_str(&format!(" (+{} more)", self.more));
+            }
+            s.push_str(": ");
+            s.push_str(&clip(&self.line, RESOLVED_LINE_CHARS));
+            s.push_str(RESOLVED);
+            return s;
+        }
         if !self.target.is_empty() {
             s.push_str(&format!(" `{}`", self.target));
         }
@@ -227,21 +240,29 @@ impl Failure {
             Some(rest) => (rest, true),
             None => (item, false),
         };
-        // `tool `target` (+N more): line`, `tool `target`: line` or `tool: line`; a target
-        // may itself hold ": ".
-        let quoted = item.split_once(" `").and_then(|(tool, rest)| {
-            let (target, rest) = rest.split_once('`')?;
-            let (more, line) = rest.split_once(": ")?;
-            let more = more
-                .trim()
-                .strip_prefix("(+")
-                .and_then(|m| m.strip_suffix(" more)"))
-                .and_then(|m| m.parse().ok());
-            Some((tool, target, more.unwrap_or(0), line))
-        });
+        // `tool `target` (+N more): line`, `tool `target`: line`, `tool (+N more): line` or
+        // `tool: line`; a target may itself hold ": ", a line a backtick.
+        let count = |more: &str| -> Option<usize> {
+            more.trim()
+                .strip_prefix("(+")?
+                .strip_suffix(" more)")?
+                .parse()
+                .ok()
+        };
+        let quoted = item
+            .split_once(" `")
+            .filter(|(tool, _)| !tool.contains(": "))
+            .and_then(|(tool, rest)| {
+                let (target, rest) = rest.split_once('`')?;
+                let (more, line) = rest.split_once(": ")?;
+                Some((tool, target, count(more).unwrap_or(0), line))
+            });
         let (tool, target, more, line) = quoted.unwrap_or_else(|| {
-            let (tool, line) = item.split_once(": ").unwrap_or((item, ""));
-            (tool, "", 0, line)
+            let (head, line) = item.split_once(": ").unwrap_or((item, ""));
+            match head.split_once(" (+") {
+                Some((tool, more)) => (tool, "", count(&format!("(+{more}")).unwrap_or(0), line),
+                None => (head, "", 0, line),
+            }
         });
         Failure {
             tool: tool.to_string(),
@@ -1272,12 +1293,16 @@ mod tests {
             failures.contains("- bash `git push origin main`: ! [rejected]"),
             "{failures}"
         );
+        // Resolved: the error line alone, shorter (the path is in it), read back as resolved.
         assert!(
-            failures.contains(
-                "- edit `src/a.ts`: Could not find the exact text in src/a.ts — resolved"
-            ),
+            failures.contains("- edit: Could not find the exact text in src/a.ts — resolved"),
             "{failures}"
         );
+        let again = summarize(&[], Some(&s), None);
+        assert_eq!(section_of(&again, "Tool failures"), failures);
+        let f = Failure::parse("edit (+2 more): Could not find `x` in a.ts — resolved");
+        assert_eq!((f.tool.as_str(), f.more, f.resolved), ("edit", 2, true));
+        assert_eq!(f.line, "Could not find `x` in a.ts");
         assert!(!failures.contains("> pi-monorepo"), "{failures}");
         // The same error on other targets is one entry naming the newest and counting the rest.
         let greps: Vec<MessageView> = (0..3)
