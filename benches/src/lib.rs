@@ -532,25 +532,26 @@ fn time_compile(runtime: &Runtime, budget: Budget, expected: LoadSource) -> Resu
 /// Cached load: `Runtime::compile` with the cache warm: hash the component for its cache key,
 /// check the cache file's identity against its `.check`, `Component::deserialize_file` (mapped).
 pub fn load_cached(budget: Budget) -> Result<Samples> {
+    let (_dir, runtime) = warm_cache()?;
+    time_compile(&runtime, budget, LoadSource::Cache)
+}
+
+/// A runtime whose cache, in the scratch folder returned with it, holds the legacy component.
+fn warm_cache() -> Result<(tempfile::TempDir, Runtime)> {
     let dir = tempfile::tempdir()?;
     let runtime = Runtime::new(&RuntimeOptions {
         cache_dir: Some(dir.path().to_path_buf()),
         ..RuntimeOptions::default()
     })?;
     runtime.compile("bundled:legacy", ctxhost::plugins::LEGACY_WASM)?;
-    time_compile(&runtime, budget, LoadSource::Cache)
+    Ok((dir, runtime))
 }
 
 /// The part of a cached load that is the cache's own work, not wasmtime's: hashing the
 /// component for its cache key (blake3), then the file's metadata and its `.check` file (the
 /// payload is trusted by identity, not re-hashed). Returns the cache file's size too.
 pub fn cache_key_and_check(budget: Budget) -> Result<(Samples, u64)> {
-    let dir = tempfile::tempdir()?;
-    let runtime = Runtime::new(&RuntimeOptions {
-        cache_dir: Some(dir.path().to_path_buf()),
-        ..RuntimeOptions::default()
-    })?;
-    runtime.compile("bundled:legacy", ctxhost::plugins::LEGACY_WASM)?;
+    let (dir, _runtime) = warm_cache()?;
     let file = std::fs::read_dir(dir.path())?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
