@@ -193,7 +193,7 @@ fn boundary_loading_after_compaction() {
         msg("u3", Some("c1"), &user("new question")),
     ]);
     let t = Transcript::parse(&text, "b").unwrap();
-    assert_eq!(ids(&t, &t.context()), ["c1", "u2", "a2", "u3"]);
+    assert_eq!(ids(&t, t.context()), ["c1", "u2", "a2", "u3"]);
     assert_eq!(t.compaction_count(), 1);
     let c = &t.entries()[5];
     assert_eq!(c.context_role(), Some(Role::CompactionSummary));
@@ -207,7 +207,7 @@ fn boundary_loading_after_compaction() {
     lines.push(r#"{"type":"compaction","id":"c2","parentId":"a3","summary":"all of it","firstKeptEntryId":"u3","tokensBefore":300}"#.to_string());
     lines.push(msg("u4", Some("c2"), &user("latest")));
     let t = Transcript::parse(&doc(&lines), "b2").unwrap();
-    assert_eq!(ids(&t, &t.context()), ["c2", "u3", "a3", "u4"]);
+    assert_eq!(ids(&t, t.context()), ["c2", "u3", "a3", "u4"]);
     assert_eq!(t.compaction_count(), 2);
 }
 
@@ -403,7 +403,7 @@ fn append_compaction_validates_the_boundary() {
             .line()
             .ends_with(r#""tokensBefore":10,"details":{"k":1}}"#)
     );
-    assert_eq!(ids(&t, &t.context())[1..], ["a1", "u2"]);
+    assert_eq!(ids(&t, t.context())[1..], ["a1", "u2"]);
     let e = t.append_compaction(&nc("u1"), "t").unwrap_err();
     assert!(
         e.to_string().contains("before the previous compaction"),
@@ -471,7 +471,7 @@ fn a_line_holding_two_entries_is_read_as_two_with_a_warning() {
     let c = msg("c", Some("b"), &user("third"));
     let text = doc(&[a.clone(), format!("{b}{c}")]);
     let t = Transcript::parse(&text, "glued.jsonl").unwrap();
-    assert_eq!(ids(&t, &t.context()), ["a", "b", "c"]);
+    assert_eq!(ids(&t, t.context()), ["a", "b", "c"]);
     assert_eq!(t.warnings().len(), 1);
     let w = t.warnings()[0].to_string();
     assert!(
