@@ -126,7 +126,15 @@ impl ContextEngine for CheckpointManager {
 
     fn assemble(&mut self, request: AssembleRequest) -> Result<AssembleResult> {
         Ok(self.with(&request.session, |state| {
-            state.assemble(&request, time::now_ms())
+            // Read once per compaction, so the restore does not repeat what the summary says;
+            // without it (the host refused the read) the restore still stands on its own.
+            let summary = state.new_summary(&request).and_then(|entry| {
+                host::read_entries(&[entry])
+                    .ok()
+                    .and_then(|read| read.into_iter().next())
+                    .map(|m| m.text)
+            });
+            state.assemble_after(&request, time::now_ms(), summary.as_deref())
         }))
     }
 

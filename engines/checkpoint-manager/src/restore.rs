@@ -64,8 +64,22 @@ fn grouped(paths: &[&String]) -> String {
     groups.join(", ")
 }
 
-/// The restore text.
-pub fn render(checkpoint: &Checkpoint, occasion: Occasion) -> String {
+/// Folded and lower-cased: how a decision is looked for in the summary.
+fn folded(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Characters of a decision's opening that identify it in the summary's request ledger (whose
+/// items quote more than this).
+const DECISION_KEY_CHARS: usize = 40;
+
+/// The restore text. `summary` is the runtime's summary it follows after a compaction: the
+/// decisions it already quotes are not repeated, so the restore's lines go to older ones the
+/// summary's ledger elided.
+pub fn render(checkpoint: &Checkpoint, occasion: Occasion, summary: Option<&str>) -> String {
     let meta = &checkpoint.meta;
     let working = &checkpoint.working;
     let mut out = String::with_capacity(2048);
@@ -97,10 +111,20 @@ pub fn render(checkpoint: &Checkpoint, occasion: Occasion) -> String {
     }
     let _ = writeln!(out, "\nNext: {}", working.next_action);
 
-    if !checkpoint.decisions.is_empty() {
+    let summary = summary.map(folded);
+    let decisions: Vec<&crate::checkpoint::Decision> = checkpoint
+        .decisions
+        .iter()
+        .filter(|d| {
+            let said = d.what.split(" (re: ").next().unwrap_or(&d.what);
+            let key: String = folded(said).chars().take(DECISION_KEY_CHARS).collect();
+            summary.as_ref().is_none_or(|s| !s.contains(&key))
+        })
+        .collect();
+    if !decisions.is_empty() {
         out.push_str("Decisions:\n");
-        let skip = checkpoint.decisions.len().saturating_sub(SHOW_DECISIONS);
-        for decision in &checkpoint.decisions[skip..] {
+        let skip = decisions.len().saturating_sub(SHOW_DECISIONS);
+        for decision in &decisions[skip..] {
             // `2025-03-01T09:30:00Z` → `03-01 09:30`: the date and minute are what matter.
             let when = decision
                 .when
@@ -189,7 +213,7 @@ mod tests {
     fn renders_every_section_compactly() {
         let mut checkpoint = sample("Fix the parser");
         checkpoint.learnings = vec!["\"edit\" on a.rs: no match".into()];
-        let text = render(&checkpoint, Occasion::NewSession);
+        let text = render(&checkpoint, Occasion::NewSession, None);
         let expected = "\
 [Checkpoint cp_007 of agent:main:telegram:dm:42, 2025-03-01T09:30:00Z: a new session started. Working state restored; files on disk are the source of truth.]
 Topic: Fix the parser
@@ -213,7 +237,7 @@ Learnings (consider storing to long-term memory):
     #[test]
     fn after_a_compaction_only_what_the_summary_lacks() {
         let checkpoint = sample("Fix the parser");
-        let text = render(&checkpoint, Occasion::Compaction);
+        let text = render(&checkpoint, Occasion::Compaction, None);
         let expected = "\
 [Checkpoint cp_007 of agent:main:telegram:dm:42, 2025-03-01T09:30:00Z: the context was compacted. Working state restored; files on disk are the source of truth.]
 Status: in progress, interrupted mid-turn; last tool: Fix the parser
@@ -221,6 +245,34 @@ Next: Fix the parser
 Decisions:
 - 03-01 09:00 Fix the parser";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn after_a_compaction_decisions_the_summary_quotes_give_way_to_older_ones() {
+        let mut checkpoint = sample("x");
+        checkpoint.decisions = (1..=10)
+            .map(|i| Decision {
+                id: format!("d_{i:03}"),
+                what: format!("Keep   the decision number {i:02} as it was (re: …the question)"),
+                when: "2025-03-01T09:00:00Z".into(),
+            })
+            .collect();
+        let summary = "## User requests\n- keep the decision number 09 as it was\n- Keep the decision number 10 as it was";
+        let text = render(&checkpoint, Occasion::Compaction, Some(summary));
+        assert!(
+            !text.contains("number 10") && !text.contains("number 09"),
+            "{text}"
+        );
+        assert!(
+            text.contains("number 08") && text.contains("number 03"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("number 02") && text.contains("- (+2 earlier)"),
+            "{text}"
+        );
+        let without = render(&checkpoint, Occasion::Compaction, None);
+        assert!(without.contains("number 10"), "{without}");
     }
 
     #[test]
@@ -238,7 +290,7 @@ Decisions:
         checkpoint.resources.files_read = ["src/a.rs", "docs/x.md", "docs/y.md"]
             .map(String::from)
             .to_vec();
-        let text = render(&checkpoint, Occasion::NewSession);
+        let text = render(&checkpoint, Occasion::NewSession, None);
         assert!(
             text.contains("Modified: src/{a.rs, b.rs}, README.md, src/ui/c.ts, 日本/d.md\n"),
             "{text}"
@@ -250,9 +302,9 @@ Decisions:
     fn warns_after_three_compactions() {
         let mut checkpoint = sample("x");
         checkpoint.meta.compaction_count = 3;
-        assert!(!render(&checkpoint, Occasion::Compaction).contains("fresh session"));
+        assert!(!render(&checkpoint, Occasion::Compaction, None).contains("fresh session"));
         checkpoint.meta.compaction_count = 4;
-        let text = render(&checkpoint, Occasion::Compaction);
+        let text = render(&checkpoint, Occasion::Compaction, None);
         assert!(
             text.ends_with("Consider a fresh session seeded from this checkpoint."),
             "{text}"
@@ -280,7 +332,7 @@ Decisions:
             8
         ];
         checkpoint.open_items = (0..20).map(|i| format!("open {i}")).collect();
-        let text = render(&checkpoint, Occasion::NewSession);
+        let text = render(&checkpoint, Occasion::NewSession, None);
         assert!(text.contains("Modified: {f5, f6, "), "{text}");
         assert!(text.contains("f29} (+5 earlier)"));
         assert!(text.contains("Also read: {r90, "));

@@ -128,7 +128,7 @@ impl SessionState {
         let restore = latest
             .as_ref()
             .filter(|_| new_session)
-            .map(|cp| restore::render(cp, Occasion::NewSession));
+            .map(|cp| restore::render(cp, Occasion::NewSession, None));
         let compaction_count = match &latest {
             Some(cp) if !new_session => cp.meta.compaction_count,
             _ => 0,
@@ -221,20 +221,42 @@ impl SessionState {
         }
     }
 
-    /// The gauge, the checkpoint at the threshold, and the restore after a compaction.
+    /// The compaction summary `request` starts with when this session has not seen it yet:
+    /// the next [`Self::assemble_after`] renders the restore, and wants the summary's text.
+    pub fn new_summary(&self, request: &AssembleRequest) -> Option<EntryRef> {
+        request
+            .entries
+            .first()
+            .filter(|entry| entry.role == Role::CompactionSummary)
+            .map(|entry| entry.entry)
+            .filter(|&entry| Some(entry) != self.seen_summary)
+    }
+
+    /// [`Self::assemble_after`] without the summary's text.
     pub fn assemble(&mut self, request: &AssembleRequest, now_ms: u64) -> AssembleResult {
+        self.assemble_after(request, now_ms, None)
+    }
+
+    /// The gauge, the checkpoint at the threshold, and the restore after a compaction, which
+    /// leaves out what `summary_text` (the new summary's, when there is one) already says.
+    pub fn assemble_after(
+        &mut self,
+        request: &AssembleRequest,
+        now_ms: u64,
+        summary_text: Option<&str>,
+    ) -> AssembleResult {
         self.context_window = request.context_window;
 
         let summary = request
             .entries
             .first()
             .filter(|entry| entry.role == Role::CompactionSummary);
-        if let Some(summary) = summary.filter(|s| Some(s.entry) != self.seen_summary) {
-            self.seen_summary = Some(summary.entry);
+        if let Some(summary) = self.new_summary(request) {
+            self.seen_summary = Some(summary);
             self.restore = self
                 .latest
                 .as_ref()
-                .map(|cp| restore::render(cp, Occasion::Compaction));
+                .map(|cp| restore::render(cp, Occasion::Compaction, summary_text));
         }
 
         // The gauge reads the host's estimate of what this call sends (the entries' counts,
