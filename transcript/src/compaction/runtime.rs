@@ -521,6 +521,10 @@ fn oversized_outputs(
     kept: &[usize],
     oversized: &[usize],
 ) -> Vec<extractive::Oversized> {
+    // Naming them decodes the kept messages: only when there are some (prepare decodes none).
+    if oversized.is_empty() {
+        return Vec::new();
+    }
     let entries = t.entries();
     let mut pending: Vec<(String, String)> = Vec::new();
     let mut out = Vec::new();
