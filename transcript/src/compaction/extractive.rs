@@ -346,7 +346,7 @@ pub fn error_line(output: &str) -> String {
 
 /// What a tool call ran on: the path it names, else the first line of its command, else its
 /// first string argument.
-pub(crate) fn call_target(arguments: &str) -> String {
+fn call_target(arguments: &str) -> String {
     let Ok(args) = serde_json::from_str::<Value>(arguments) else {
         return String::new();
     };
@@ -368,6 +368,34 @@ pub(crate) fn call_target(arguments: &str) -> String {
     .unwrap_or("");
     let first = pick.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     clip(first, TARGET_CHARS).replace('`', "'")
+}
+
+/// The calls of the newest assistant message, for naming what each tool result answers:
+/// results follow their calls in order, paired by tool name.
+#[derive(Debug, Default)]
+pub(crate) struct PendingCalls(Vec<(String, String)>);
+
+impl PendingCalls {
+    /// An assistant message: its calls are the ones the next results answer.
+    pub(crate) fn calls(&mut self, assistant: &MessageView) {
+        self.0 = assistant
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.clone(), call_target(&c.arguments)))
+            .collect();
+    }
+
+    /// A tool result: its tool, and the target of the call it answers (empty when unknown).
+    pub(crate) fn answer(&mut self, result: &MessageView) -> (String, String) {
+        let tool = result.tool_name.clone().unwrap_or_else(|| "tool".into());
+        let target = self
+            .0
+            .iter()
+            .position(|(name, _)| *name == tool)
+            .map(|i| self.0.remove(i).1)
+            .unwrap_or_default();
+        (tool, target)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -695,7 +723,7 @@ impl Sections {
 
     /// Learns from the messages of this span, oldest first.
     fn learn(&mut self, messages: &[MessageView]) {
-        let mut pending: Vec<(String, String)> = Vec::new();
+        let mut pending = PendingCalls::default();
         for m in messages {
             match m.role {
                 Role::User => {
@@ -712,23 +740,13 @@ impl Sections {
                     }
                 }
                 Role::Assistant => {
-                    pending = m
-                        .tool_calls
-                        .iter()
-                        .map(|c| (c.name.clone(), call_target(&c.arguments)))
-                        .collect();
+                    pending.calls(m);
                     if !m.text.trim().is_empty() {
                         self.progress = Some(clip(&m.text, PROGRESS_CHARS));
                     }
                 }
                 Role::ToolResult => {
-                    let tool = m.tool_name.clone().unwrap_or_else(|| "tool".into());
-                    // Results follow their calls in order; pair by tool name.
-                    let target = pending
-                        .iter()
-                        .position(|(name, _)| *name == tool)
-                        .map(|i| pending.remove(i).1)
-                        .unwrap_or_default();
+                    let (tool, target) = pending.answer(m);
                     if m.is_error {
                         self.add_failure(Failure {
                             tool,

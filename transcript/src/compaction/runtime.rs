@@ -514,8 +514,7 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
     Ok(job(layer, kept_pruned, work, warnings))
 }
 
-/// The outputs at `oversized` (indices into `kept`'s entries), each named by the call it
-/// answers: results follow their calls in order, paired by tool name.
+/// The outputs at `oversized` (entry indices among `kept`), each named by the call it answers.
 fn oversized_outputs(
     t: &Transcript,
     kept: &[usize],
@@ -526,27 +525,16 @@ fn oversized_outputs(
         return Vec::new();
     }
     let entries = t.entries();
-    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut pending = extractive::PendingCalls::default();
     let mut out = Vec::new();
     for &i in kept {
         let Some(view) = entries[i].view() else {
             continue;
         };
         match view.role {
-            Role::Assistant => {
-                pending = view
-                    .tool_calls
-                    .iter()
-                    .map(|c| (c.name.clone(), extractive::call_target(&c.arguments)))
-                    .collect();
-            }
+            Role::Assistant => pending.calls(&view),
             Role::ToolResult => {
-                let tool = view.tool_name.clone().unwrap_or_else(|| "tool".into());
-                let target = pending
-                    .iter()
-                    .position(|(name, _)| *name == tool)
-                    .map(|k| pending.remove(k).1)
-                    .unwrap_or_default();
+                let (tool, target) = pending.answer(&view);
                 if oversized.contains(&i) {
                     out.push(extractive::Oversized {
                         tool,
