@@ -523,7 +523,7 @@ pub struct Oversized {
 }
 
 /// The [`OVERSIZED_TITLE`] section: per output, `read `src/a.rs` (212 lines, 9000 tokens):`
-/// and its opening lines, sharing [`OPENINGS_CHARS`].
+/// and its opening lines, sharing `OPENINGS_CHARS`.
 pub fn oversized_section(outputs: &[Oversized]) -> String {
     let each = (OPENINGS_CHARS / outputs.len().max(1)).clamp(60, OPENING_CHARS);
     let items: Vec<String> = outputs
