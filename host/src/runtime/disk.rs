@@ -16,6 +16,8 @@
 //!
 //! Going over traps the call with an error naming the engine and the quota: the instance is
 //! discarded, and what was written before stays (the operator decides what to delete).
+//! `sync` and `sync-data` are redefined too, to follow the session's durability (see
+//! `SessionServices::durable`).
 //! Symlinks whose target is absolute or climbs with `..` are refused (`not-permitted`): the
 //! guest cannot follow them anyway, but host tools and operators browsing the dir could.
 
@@ -259,6 +261,28 @@ pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
             })
         },
     )?;
+    // An engine's fsyncs wait on the disk; a session that is not durable itself (a replay into
+    // a scratch file) answers them at once. Nothing else about the write changes.
+    for method in ["[method]descriptor.sync", "[method]descriptor.sync-data"] {
+        let data_only = method.ends_with("sync-data");
+        fs.func_wrap_async(
+            method,
+            move |mut store: StoreContextMut<'_, StoreState>, (fd,): (Resource<Descriptor>,)| {
+                Box::new(async move {
+                    if !store.data().services.durable() {
+                        return Ok((Ok(()),));
+                    }
+                    let mut view = store.data_mut().filesystem();
+                    let result = if data_only {
+                        HostDescriptor::sync_data(&mut view, fd).await
+                    } else {
+                        HostDescriptor::sync(&mut view, fd).await
+                    };
+                    Ok((fs_result(&mut view, result)?,))
+                })
+            },
+        )?;
+    }
     linker.allow_shadowing(false);
     Ok(())
 }

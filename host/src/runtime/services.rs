@@ -14,6 +14,13 @@ pub trait SessionServices: Send + Sync + 'static {
     /// The current context, as `assemble` would receive it.
     fn context(&self) -> Context;
 
+    /// Whether the engine's own writes must reach the disk when it asks (`sync`, `sync-data`):
+    /// false while the session's transcript is not fsynced either (a replay into a scratch
+    /// file), where an engine's fsyncs would only make the replay wait on the disk.
+    fn durable(&self) -> bool {
+        true
+    }
+
     /// The call ids of tool results in the current context (None for other entries); an
     /// entry outside it is an `invalid-argument`.
     fn tool_call_ids(&self, refs: &[EntryRef]) -> Result<Vec<Option<String>>, HostError>;

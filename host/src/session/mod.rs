@@ -245,9 +245,13 @@ impl Session {
     }
 
     /// Whether each append is fsynced (the default) or only flushed: a replay into a scratch
-    /// file needs no durability.
+    /// file needs no durability. The engine's state dir follows: without it, the engine's own
+    /// `sync` calls succeed without waiting on the disk.
     pub fn set_sync(&mut self, sync: bool) {
         self.file.set_sync(sync);
+        self.shared
+            .durable
+            .store(sync, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Measure the context by estimates only, ignoring recorded `usage`: a replay's usage

@@ -2,6 +2,7 @@
 //! (read-only) and the runtime compaction.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ctxhost_transcript::Transcript;
@@ -26,6 +27,8 @@ pub(super) struct Shared {
     pub context: convert::ContextCache,
     /// Call ids of tool results (the `tool-call-ids` import), read once per entry.
     pub call_ids: convert::CallIds,
+    /// Whether appends are fsynced (`Session::set_sync`), and so the engine's own writes too.
+    pub durable: AtomicBool,
 }
 
 impl Shared {
@@ -44,6 +47,7 @@ impl Shared {
             transcript: RwLock::new(transcript),
             context: convert::ContextCache::default(),
             call_ids: convert::CallIds::default(),
+            durable: AtomicBool::new(true),
         }
     }
 
@@ -122,6 +126,10 @@ impl SessionServices for Shared {
 
     fn tool_call_ids(&self, refs: &[EntryRef]) -> Result<Vec<Option<String>>, HostError> {
         self.call_ids.of(&self.read(), refs)
+    }
+
+    fn durable(&self) -> bool {
+        self.durable.load(Ordering::Relaxed)
     }
 
     fn read_entries(&self, refs: &[EntryRef]) -> Result<Vec<Message>, HostError> {
