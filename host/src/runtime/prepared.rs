@@ -189,7 +189,10 @@ impl Linked {
     }
 
     /// The sandbox: the state dir as `/`, guest output into the logs, nothing else — no env,
-    /// no args, no network, no other files.
+    /// no args, no network, no other files. The guest's file operations run on the calling
+    /// thread, as the host's own transcript writes do: handing each one to tokio's blocking
+    /// pool cost three thread switches per operation (checkpoint-manager replaying the pi
+    /// session: 3,125 switches and 0.40 s, against 366 and 0.23 s on the thread).
     fn wasi_ctx(&self, log: &Arc<LogSink>) -> Result<WasiCtx, String> {
         let dir = &self.spec.state_dir;
         let mut builder = WasiCtx::builder();
@@ -198,7 +201,8 @@ impl Linked {
             .stderr(GuestOutput::stderr(log.clone()))
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false);
+            .allow_ip_name_lookup(false)
+            .allow_blocking_current_thread(true);
         builder
             .preopened_dir(dir, "/", FsPerms::ReadWrite)
             .map_err(|e| format!("cannot open state dir {}: {e:#}", dir.display()))?;
