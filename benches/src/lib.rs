@@ -350,37 +350,13 @@ pub fn sdk_role(role: Role) -> ctxhost_sdk::Role {
 /// The `assemble` request the host builds for this transcript (same entries, roles, tokens,
 /// and the tool facts of tool results, which a 0.1 engine's conversion drops).
 pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleRequest {
-    let entries = t.entries();
-    let mut context = c::Context::default();
-    for &i in t.context() {
-        let Some(role) = entries[i].context_role() else {
-            continue;
-        };
-        let tool = entries[i].tool_name().map_or(0, |name| {
-            let names = &mut context.tool_names;
-            let known = names.iter().position(|n| n == name);
-            known.unwrap_or_else(|| {
-                names.push(name.to_string());
-                names.len() - 1
-            }) as u32
-                + 1
-        });
-        context.entries.push(c::ContextEntry {
-            entry: i as u32,
-            role,
-            tokens: entries[i].tokens(),
-            tool,
-            is_error: entries[i].is_error(),
-            pruned: entries[i].is_pruned(),
-        });
-    }
     c::AssembleRequest {
         session: bench_session(),
         token_budget: None,
         context_window,
         context_tokens: u32::try_from(t.context_tokens()).unwrap_or(u32::MAX),
         available_tools: Vec::new(),
-        context,
+        context: ctxhost::session::context_of(t),
         model: None,
         prompt: None,
     }

@@ -39,6 +39,12 @@ pub struct AssembleOptions {
     pub available_tools: Vec<String>,
 }
 
+/// The current context of `transcript` as an engine receives it in `assemble` (what a session
+/// builds and keeps between calls; built afresh here).
+pub fn context_of(transcript: &Transcript) -> crate::runtime::contract::Context {
+    convert::ContextCache::default().context(transcript)
+}
+
 /// What the runtime knows of the coming model call beyond the transcript; engines speaking
 /// contract 0.2 or later receive it in `assemble`.
 #[derive(Debug, Clone, Default)]
