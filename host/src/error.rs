@@ -21,6 +21,19 @@ pub enum Error {
     /// An engine call failed (a trap, a deadline, a limit, or the engine's own error).
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The session's recall index cannot be opened, written or rebuilt, or a search or
+    /// expansion asked for something invalid.
+    #[error(transparent)]
+    Recall(#[from] ctxhost_recall::RecallError),
+    /// A tool call names no tool the session offers, or its arguments do not match the
+    /// tool's schema; nothing ran.
+    #[error("tool `{tool}`: {problem}")]
+    ToolCall {
+        /// The tool's name as called.
+        tool: String,
+        /// What is wrong (the field, for arguments).
+        problem: String,
+    },
     /// The transcript cannot be read, parsed or written.
     #[error(transparent)]
     Transcript(#[from] ctxhost_transcript::TranscriptError),

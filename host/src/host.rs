@@ -316,7 +316,7 @@ impl Host {
         let (key, path) = self.session_path(target)?;
         let compaction = &self.config.settings.agents.defaults.compaction;
         let report_load = !matches!(target, SessionTarget::Copy { .. });
-        Session::open(
+        let mut session = Session::open(
             engine,
             &key,
             &path,
@@ -325,7 +325,9 @@ impl Host {
             compaction.model.clone(),
             report_load,
         )
-        .await
+        .await?;
+        session.set_recall_tools(self.config.settings.recall.tools_enabled());
+        Ok(session)
     }
 
     /// The compaction settings of the config (`agents.defaults`), checked when it loaded.

@@ -38,10 +38,11 @@ pub mod serve;
 pub mod session;
 pub mod timestamp;
 
+pub use ctxhost_recall as recall;
 pub use ctxhost_transcript as transcript;
 pub use error::{Error, Result};
 pub use host::{Host, SessionOptions, SessionTarget, encode_key, session_file};
 pub use session::{
-    AfterTurnOptions, AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome,
-    Session, SpawnOptions,
+    AfterTurnOptions, AgentTool, AssembleOptions, AssembledItem, Assembly, CompactOptions,
+    CompactOutcome, Session, SpawnOptions, ToolOutput, ToolSource,
 };

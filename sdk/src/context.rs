@@ -9,7 +9,7 @@ use std::cell::OnceCell;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use crate::bindings::ctxhost::engine::types as g;
+use crate::wit::types as g;
 use crate::{EntryRef, Role, Session};
 
 /// One entry of the current context: what `assemble` plans over.

@@ -3,8 +3,10 @@
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
-use crate::bindings::ctxhost::engine::types::AssembleRequest as GuestAssembleRequest;
-use crate::bindings::exports::ctxhost::engine::engine::Guest;
+use crate::tools::{ToolOutput, ToolSpec, Tools};
+use crate::wit::engine::Guest;
+use crate::wit::tools::Guest as ToolsGuest;
+use crate::wit::types::AssembleRequest as GuestAssembleRequest;
 use crate::{
     AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
     CompactRequest, CompactResult, EngineInfo, IngestResult, Message, Result, Session,
@@ -116,6 +118,13 @@ pub trait ContextEngine: Default + 'static {
     ) -> Result<()> {
         let _ = (child_session_key, reason);
         Ok(())
+    }
+
+    /// The agent tools this engine offers the model (contract 0.3), each one typed function
+    /// (see [`Tools`]). Asked once per instance, after `bootstrap`; the host checks each call's
+    /// arguments against the tool's schema before [`Tools::call`] runs it. Default: none.
+    fn tools(&self) -> Tools<Self> {
+        Tools::new()
     }
 
     /// The session is closing. Default: nothing. The SDK drops the engine value afterwards.
@@ -237,6 +246,19 @@ impl<X: Export> Guest for X {
     }
 }
 
+impl<X: Export> ToolsGuest for X {
+    fn list_tools() -> Vec<ToolSpec> {
+        call::<X, _>(|e| Ok(e.tools().specs())).unwrap_or_default()
+    }
+
+    fn call_tool(name: String, arguments: String) -> Out<ToolOutput> {
+        call::<X, _>(|e| {
+            let tools = e.tools();
+            Ok(tools.call(e, &name, &arguments))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,7 +363,7 @@ mod tests {
 
         // As the host sends it: the context as columns.
         let entries = crate::Entries::from(vec![ContextEntry::new(3, Role::User, 5)]);
-        let request = crate::bindings::ctxhost::engine::types::AssembleRequest {
+        let request = crate::wit::types::AssembleRequest {
             session: session(),
             token_budget: None,
             context_window: 100,

@@ -3,10 +3,12 @@
 //! These call into ctxhost inside the component. In a native build (a unit test) they call the
 //! [`TestHost`](crate::testing::TestHost) the test runs under, and panic without one.
 
-use crate::bindings::ctxhost::engine::host as imports;
+use crate::wit::host as imports;
+use crate::wit::recall;
 use crate::{CompactRequest, Compaction, Entries, EntryRef, HostError, Message};
 
 pub use imports::{CompletionRequest, LogLevel};
+pub use recall::{Hit as SearchHit, SearchRequest};
 
 // In the component every import goes to the host; natively, to the test host. One macro keeps
 // the two paths side by side so they cannot drift apart.
@@ -97,5 +99,15 @@ pub fn complete(request: &CompletionRequest) -> Result<String, HostError> {
     dispatch!(
         imports::complete(request),
         crate::testing::with_host("complete", |h| h.complete(request))
+    )
+}
+
+/// Full-text search over every message of the session, compacted ones included (the index the
+/// host's `ctx_search` tool uses), best hits first. An empty or oversized query is
+/// [`HostError::InvalidArgument`].
+pub fn search(request: &SearchRequest) -> Result<Vec<SearchHit>, HostError> {
+    dispatch!(
+        recall::search(request),
+        crate::testing::with_host("search", |h| h.search(request))
     )
 }

@@ -104,12 +104,23 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/0.2.0",
+        path: "../wit/0.3.0",
         world: "context-engine",
         pub_export_macro: true,
         default_bindings_module: "ctxhost_sdk::bindings",
         additional_derives: [PartialEq, Eq],
+        // 0.3 includes 0.2's interfaces from its `deps/`: generate them here too.
+        generate_all,
     });
+}
+
+/// The generated modules under stable names: wit-bindgen puts the version into each module's
+/// name once two versions of `ctxhost:engine` meet (0.3 includes 0.2's interfaces).
+mod wit {
+    pub(crate) use crate::bindings::ctxhost::engine0_2_0::{host, types};
+    pub(crate) use crate::bindings::ctxhost::engine0_3_0::recall;
+    pub(crate) use crate::bindings::exports::ctxhost::engine0_2_0::engine;
+    pub(crate) use crate::bindings::exports::ctxhost::engine0_3_0::tools;
 }
 
 mod context;
@@ -118,6 +129,7 @@ pub mod host;
 mod plan;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
+mod tools;
 mod types;
 
 pub use context::{AssembleRequest, ContextEntry, Entries};
@@ -127,8 +139,9 @@ pub use plan::{
 };
 /// The JSON library the SDK uses (re-exported so engines need no extra dependency).
 pub use serde_json;
+pub use tools::{ToolOutput, ToolSpec, Tools};
 
-pub use bindings::ctxhost::engine::types::{
+pub use wit::types::{
     AfterTurnRequest, AssembleResult, BootstrapRequest, BootstrapResult, CompactRequest,
     CompactResult, Compaction, CompactionTrigger, ContextItem, ContextMode, EngineInfo, EntryRef,
     HostError, IngestResult, KeepRange, Message, Role, Session, SubagentEndReason, SubagentSpawn,
@@ -136,7 +149,7 @@ pub use bindings::ctxhost::engine::types::{
 };
 
 /// The contract version this SDK builds engines for (`package ctxhost:engine@…` of its WIT).
-pub const CONTRACT_VERSION: &str = "0.2.0";
+pub const CONTRACT_VERSION: &str = "0.3.0";
 
 /// Logging into the host's logs, attributed to the engine and the session.
 ///

@@ -209,12 +209,63 @@ impl TestHost {
         result
     }
 
+    /// Entries of the transcript holding any word of the query (case-insensitively), in
+    /// entry order: a stand-in for the host's ranked full-text search.
+    pub(crate) fn search(
+        &self,
+        request: &crate::host::SearchRequest,
+    ) -> Result<Vec<crate::host::SearchHit>, HostError> {
+        let words: Vec<String> = request
+            .query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        if words.is_empty() {
+            return Err(HostError::InvalidArgument("query has no words".into()));
+        }
+        let limit = if request.limit == 0 {
+            10
+        } else {
+            request.limit as usize
+        };
+        let state = self.0.borrow();
+        Ok(state
+            .transcript
+            .values()
+            .filter(|m| {
+                let text = m.text.to_lowercase();
+                words.iter().any(|w| text.contains(w.as_str()))
+            })
+            .take(limit)
+            .map(|m| crate::host::SearchHit {
+                entry: m.entry,
+                entry_id: m.entry_id.clone(),
+                role: role_name(m.role).into(),
+                timestamp: m.timestamp,
+                snippet: m.text.chars().take(200).collect(),
+            })
+            .collect())
+    }
+
     pub(crate) fn complete(&self, request: &CompletionRequest) -> Result<String, HostError> {
         let placeholder: CompleteFn = Box::new(|_| Err(HostError::Failed("re-entered".into())));
         let mut answer = std::mem::replace(&mut self.0.borrow_mut().complete, placeholder);
         let result = answer(request);
         self.0.borrow_mut().complete = answer;
         result
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::ToolResult => "toolResult",
+        Role::BashExecution => "bashExecution",
+        Role::Custom => "custom",
+        Role::BranchSummary => "branchSummary",
+        Role::CompactionSummary => "compactionSummary",
     }
 }
 

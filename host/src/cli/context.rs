@@ -1,6 +1,7 @@
-//! `ctxhost context {status,history,inspect,export,import}`: what a session's context holds,
-//! how it got there, and a portable bundle to start a fresh session from it. Each subcommand
-//! builds a report that prints as lines or, with `--json`, as JSON.
+//! `ctxhost context {status,history,inspect,export,import,search,expand}`: what a session's
+//! context holds, how it got there, a portable bundle to start a fresh session from it, and
+//! (`super::recall`) everything it ever held. Each subcommand builds a report that prints as
+//! lines or, with `--json`, as JSON.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -77,6 +78,12 @@ pub(super) enum ContextCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Searches every message of the session, compacted ones included (what the agent's
+    /// ctx_search tool sees).
+    Search(super::recall::SearchArgs),
+    /// Shows the original text of entries: an id, a summary's citation, a range (what the
+    /// agent's ctx_expand tool returns).
+    Expand(super::recall::ExpandArgs),
 }
 
 pub(super) async fn run(host: Host, command: ContextCommand) -> anyhow::Result<ExitCode> {
@@ -107,6 +114,8 @@ pub(super) async fn run(host: Host, command: ContextCommand) -> anyhow::Result<E
             session,
             json,
         } => emit(&import(&host, file, session.as_deref())?, json)?,
+        ContextCommand::Search(args) => emit(&super::recall::search(&host, &args)?, args.json())?,
+        ContextCommand::Expand(args) => emit(&super::recall::expand(&host, &args)?, args.json())?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,17 @@
 //! `ctxhost demo`: the main job on embedded defaults — no config, no network, no model server.
 //! A deterministic coding-agent session is generated, replayed through the bundled legacy
-//! engine in a scratch home, and what happened is shown.
+//! engine in a scratch home, and what happened is shown; it ends by finding a request the
+//! compaction summary left out and opening it again, as the agent's recall tools would.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use ctxhost::config::{Config, Home};
-use ctxhost::transcript::{Transcript, generate};
+use ctxhost::recall::RecallIndex;
+use ctxhost::recall::tools::{self, ToolOutput};
+use ctxhost::transcript::{Role, Transcript, generate};
+use serde::Serialize;
+use serde_json::json;
 
 use super::output::{Bar, print_json};
 
@@ -35,10 +41,13 @@ pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Res
         .and_then(|e| e.view())
         .map(|v| v.text);
 
+    let recall = recall_example(&replayed, &output, latest_summary.as_deref().unwrap_or(""))?;
+
     if json {
         print_json(&serde_json::json!({
             "report": report,
             "latestSummary": latest_summary,
+            "recall": recall,
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -65,9 +74,118 @@ pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Res
             println!("  {line}");
         }
     }
+    if let Some(recall) = &recall {
+        recall.print();
+    }
     println!(
         "\nEverything ran offline in a scratch home ({}); nothing was kept.",
         scratch.path().display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A request the compaction took out of the context and its summary does not quote, found
+/// with `ctx_search` from a few of its own words and opened with `ctx_expand`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RecallExample {
+    entry_id: String,
+    request: String,
+    search: serde_json::Value,
+    found: ToolOutput,
+    rank: Option<usize>,
+    expand: serde_json::Value,
+    opened: ToolOutput,
+}
+
+impl RecallExample {
+    fn print(&self) {
+        println!("\nrecall: a request the summary left out, found again with the agent's tools");
+        println!("  asked        {}", first_line(&self.request, 100));
+        println!("  ctx_search   {}", self.search);
+        match self.rank {
+            Some(rank) => println!("               → entry {} is hit #{rank}", self.entry_id),
+            None => println!(
+                "               → entry {} was not among the hits",
+                self.entry_id
+            ),
+        }
+        println!("  ctx_expand   {}", self.expand);
+        for line in self.opened.content.lines().take(6) {
+            println!("               {}", first_line(line, 100));
+        }
+    }
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    match line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+fn recall_example(
+    transcript: &Transcript,
+    path: &Path,
+    summary: &str,
+) -> anyhow::Result<Option<RecallExample>> {
+    let in_context = transcript.context();
+    let compacted_requests = transcript
+        .entries()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let view = e.view().filter(|v| v.role == Role::User)?;
+            (!in_context.contains(&i)).then_some((e.id().to_string(), view.text))
+        });
+    // Prefer one whose words the summary does not hold at all.
+    let mut chosen = None;
+    for (id, text) in compacted_requests {
+        let elided = !summary.contains(first_line(&text, 40).trim_end_matches('…'));
+        if chosen.is_none() || elided {
+            chosen = Some((id, text));
+        }
+        if elided {
+            break;
+        }
+    }
+    let Some((entry_id, request)) = chosen else {
+        return Ok(None);
+    };
+    let search = json!({ "query": query_words(&request) });
+    let expand = json!({ "id": entry_id, "maxTokens": 300 });
+    let mut index = RecallIndex::open(path)?;
+    index.sync(transcript)?;
+    let call = |name: &str, args: &serde_json::Value| -> anyhow::Result<ToolOutput> {
+        let call = tools::decode(name, args).expect("a recall tool")?;
+        Ok(tools::run(&call, transcript, &index)?)
+    };
+    let found = call(tools::SEARCH, &search)?;
+    let rank = found.details["hits"]
+        .as_array()
+        .and_then(|hits| hits.iter().position(|h| h["id"] == entry_id.as_str()))
+        .map(|p| p + 1);
+    let opened = call(tools::EXPAND, &expand)?;
+    Ok(Some(RecallExample {
+        entry_id,
+        request,
+        search,
+        found,
+        rank,
+        expand,
+        opened,
+    }))
+}
+
+/// Four of the request's longest words: what an agent remembering it vaguely would type.
+fn query_words(request: &str) -> String {
+    let mut words: Vec<&str> = request
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 4)
+        .collect();
+    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    words.dedup();
+    words.truncate(4);
+    words.join(" ")
 }

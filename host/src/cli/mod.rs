@@ -8,6 +8,7 @@ mod demo;
 mod doctor;
 mod output;
 mod plugins;
+mod recall;
 mod replay;
 mod serve;
 

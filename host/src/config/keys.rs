@@ -10,7 +10,9 @@ use serde::de::{self, Visitor};
 use serde_json::Value;
 
 use super::compaction::{CompactionSettings, PruneObject};
-use super::{AgentDefaults, AgentsSettings, PluginEntry, PluginsSettings, Settings, Slots};
+use super::{
+    AgentDefaults, AgentsSettings, PluginEntry, PluginsSettings, RecallSettings, Settings, Slots,
+};
 use ctxhost_transcript::compaction::Policy;
 
 /// Keys that belong to OpenClaw (or another runtime sharing `openclaw.json`), by section
@@ -174,6 +176,7 @@ fn sections() -> Vec<(&'static str, Vec<&'static str>)> {
         ("plugins.slots", fields_of::<Slots>().to_vec()),
         ("plugins.entries.*", fields_of::<PluginEntry>().to_vec()),
         ("agents", fields_of::<AgentsSettings>().to_vec()),
+        ("recall", fields_of::<RecallSettings>().to_vec()),
         ("agents.defaults", fields_of::<AgentDefaults>().to_vec()),
         ("agents.defaults.compaction", compaction),
         (

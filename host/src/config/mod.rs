@@ -293,6 +293,25 @@ pub struct Settings {
     /// `agents`: the defaults of the agent the host serves.
     #[serde(default)]
     pub agents: AgentsSettings,
+    /// `recall`: the host's recall tools over each session's whole history.
+    #[serde(default)]
+    pub recall: RecallSettings,
+}
+
+/// `recall`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallSettings {
+    /// `recall.tools`: offer `ctx_search` / `ctx_expand` to the agent in every session
+    /// (default true). Off, the index is still kept and `ctxhost context search` still works.
+    pub tools: Option<bool>,
+}
+
+impl RecallSettings {
+    /// Whether sessions offer the host's recall tools.
+    pub fn tools_enabled(&self) -> bool {
+        self.tools.unwrap_or(true)
+    }
 }
 
 impl Settings {

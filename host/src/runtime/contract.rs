@@ -368,3 +368,53 @@ pub struct CompletionRequest {
     /// An upper bound on the answer's length, in tokens; None: the model config's `maxTokens`.
     pub max_tokens: Option<u32>,
 }
+
+/// An agent tool an engine offers (contract 0.3 on), as it declared it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineTool {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments, as JSON text.
+    pub parameters: String,
+}
+
+/// What an engine's tool answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineToolOutput {
+    /// The text the model receives.
+    pub content: String,
+    /// A failure the model should read.
+    pub is_error: bool,
+}
+
+/// A search an engine asks of the session's recall index (the `recall` import, 0.3 on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchRequest {
+    /// Words to find.
+    pub query: String,
+    /// Only entries of this role (v3 spelling).
+    pub role: Option<String>,
+    /// Only tool results of this tool.
+    pub tool: Option<String>,
+    /// Only failed (true) or successful (false) tool results.
+    pub is_error: Option<bool>,
+    /// Hits to return (0: the default).
+    pub limit: u32,
+}
+
+/// One entry a search found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchHit {
+    /// Where the entry is in the transcript.
+    pub entry: EntryRef,
+    /// Its id in the file.
+    pub entry_id: String,
+    /// Its role (v3 spelling).
+    pub role: String,
+    /// Unix milliseconds, 0 when it has none.
+    pub timestamp: u64,
+    /// The text around the first match.
+    pub snippet: String,
+}

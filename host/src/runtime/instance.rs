@@ -8,8 +8,8 @@ use wasmtime::Store;
 
 use super::contract::{
     AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
-    CompactRequest, CompactResult, EngineInfo, IngestResult, Message, Session, SubagentEndReason,
-    SubagentSpawn,
+    CompactRequest, CompactResult, EngineInfo, EngineTool, EngineToolOutput, IngestResult, Message,
+    Session, SubagentEndReason, SubagentSpawn,
 };
 use super::error::{EngineError, FaultKind, LimitExceeded};
 use super::health::Health;
@@ -232,6 +232,45 @@ impl EngineInstance {
             .on_subagent_ended(&mut self.store, child_session_key, reason)
             .await;
         self.end(Function::OnSubagentEnded, outcome)
+    }
+
+    /// Whether the engine can offer agent tools (it speaks contract 0.3 or later).
+    pub fn offers_tools(&self) -> bool {
+        self.bindings.tools().is_some()
+    }
+
+    /// The agent tools the engine offers, as it declared them (none before contract 0.3);
+    /// the session checks them before the model sees any.
+    pub async fn list_tools(&mut self) -> Result<Vec<EngineTool>, EngineError> {
+        if !self.offers_tools() {
+            return Ok(Vec::new());
+        }
+        self.begin(Function::ListTools)?;
+        let outcome = match self.bindings.tools() {
+            Some(tools) => tools.list_tools(&mut self.store).await,
+            None => Ok(Ok(Vec::new())),
+        };
+        self.end(Function::ListTools, outcome)
+    }
+
+    /// Runs one of the engine's tools with `arguments` (a JSON object the session checked
+    /// against the tool's schema). The content is cut to 32 KiB.
+    pub async fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: &str,
+    ) -> Result<EngineToolOutput, EngineError> {
+        self.begin(Function::CallTool)?;
+        let outcome = match self.bindings.tools() {
+            Some(tools) => tools.call_tool(&mut self.store, name, arguments).await,
+            None => Ok(Err(format!(
+                "this engine speaks a contract before 0.3 and offers no tools (asked for `{name}`)"
+            ))),
+        };
+        self.end(Function::CallTool, outcome).map(|mut output| {
+            output.content = text::message(&output.content, text::MAX_TOOL_OUTPUT);
+            output
+        })
     }
 
     /// Tells the engine the instance is about to be dropped.

@@ -103,6 +103,10 @@ pub enum Function {
     OnSubagentEnded,
     /// `dispose`.
     Dispose,
+    /// `list-tools` (0.3 on).
+    ListTools,
+    /// `call-tool` (0.3 on).
+    CallTool,
 }
 
 impl Function {
@@ -121,6 +125,8 @@ impl Function {
             Self::RollbackSubagentSpawn => "rollback-subagent-spawn",
             Self::OnSubagentEnded => "on-subagent-ended",
             Self::Dispose => "dispose",
+            Self::ListTools => "list-tools",
+            Self::CallTool => "call-tool",
         }
     }
 }

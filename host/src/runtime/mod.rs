@@ -39,6 +39,7 @@ mod state;
 mod text;
 mod v0_1;
 mod v0_2;
+mod v0_3;
 mod versions;
 
 use std::path::PathBuf;

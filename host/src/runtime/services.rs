@@ -4,7 +4,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::contract::{CompactRequest, Compaction, Context, EntryRef, HostError, Message};
+use super::contract::{
+    CompactRequest, Compaction, Context, EntryRef, HostError, Message, SearchHit, SearchRequest,
+};
 
 /// The boxed future the host's session services return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -41,6 +43,10 @@ pub trait SessionServices: Send + Sync + 'static {
         prompt: &'a str,
         max_tokens: Option<u32>,
     ) -> BoxFuture<'a, Result<String, HostError>>;
+
+    /// Full-text search over every message of the session (the `recall` import); a bad
+    /// request is an `invalid-argument` naming the field.
+    fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, HostError>;
 }
 
 /// Services of an instance that serves no session: used to ask a freshly loaded engine for
@@ -48,6 +54,12 @@ pub trait SessionServices: Send + Sync + 'static {
 pub struct Detached;
 
 impl SessionServices for Detached {
+    fn search(&self, _request: &SearchRequest) -> Result<Vec<SearchHit>, HostError> {
+        Err(HostError::Unavailable(
+            "this instance serves no session".into(),
+        ))
+    }
+
     fn context(&self) -> Context {
         Context::default()
     }

@@ -10,6 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::contract::{
     CompactRequest, Compaction, CompletionRequest, Context, EntryRef, HostError, LogLevel, Message,
+    SearchHit, SearchRequest,
 };
 use super::error::LimitExceeded;
 use super::guest_log::{Level, LogSink};
@@ -189,13 +190,13 @@ impl ImportBudget {
         Ok(())
     }
 
-    /// Counts one call of a slow import (delegate-compaction, complete).
+    /// Counts one call of a slow import (delegate-compaction, complete, search).
     fn slow(&mut self, import: &str) -> Result<(), LimitExceeded> {
         self.call(import)?;
         self.slow += 1;
         if self.slow > self.slow_limit {
             return Err(LimitExceeded::new(format!(
-                "called the slow imports (delegate-compaction, complete) more than {} times (the last one `{import}`), over limits.slowImportsPerCall",
+                "called the slow imports (delegate-compaction, complete, search) more than {} times (the last one `{import}`), over limits.slowImportsPerCall",
                 self.slow_limit
             )));
         }
@@ -371,6 +372,34 @@ impl StoreState {
             if let (true, Some(before)) = (steered, transcript_tokens) {
                 c.tokens_before = c.tokens_before.max(before);
             }
+        }
+        Ok(result)
+    }
+
+    /// A recall search (0.3 on). Host time, like the slow imports: a first search may build the
+    /// session's index; what it returns is charged before the guest gets it.
+    pub(super) async fn import_search(
+        &mut self,
+        request: SearchRequest,
+    ) -> anyhow::Result<Result<Vec<SearchHit>, HostError>> {
+        const IMPORT: &str = "search";
+        let window = self.slow_import_window(IMPORT)?;
+        self.budget.charge(IMPORT, request.query.len())?;
+        let services = self.services.clone();
+        let result = self
+            .run_slow(IMPORT, window, async move { services.search(&request) })
+            .await?;
+        if let Ok(hits) = &result {
+            let bytes: usize = hits
+                .iter()
+                .map(|h| {
+                    std::mem::size_of::<SearchHit>()
+                        + h.entry_id.len()
+                        + h.role.len()
+                        + h.snippet.len()
+                })
+                .sum();
+            self.budget.charge(IMPORT, bytes)?;
         }
         Ok(result)
     }

@@ -7,6 +7,9 @@ pub(super) const MAX_INFO_NAME: usize = 256;
 pub(super) const MAX_INFO_VERSION: usize = 64;
 /// An engine's error message or reason is for a log line, not a payload.
 pub(super) const MAX_MESSAGE: usize = 4096;
+/// A tool's answer goes to the model and stays in its history: bounded well below a call's
+/// byte limit.
+pub(super) const MAX_TOOL_OUTPUT: usize = 32 << 10;
 
 /// One line of at most `max` bytes (plus a note of what was cut), with control characters
 /// (newlines, escapes) shown as `\u{fffd}` so it cannot forge output lines or drive a terminal.

@@ -23,7 +23,8 @@ use bindings::ctxhost::engine::{host, types as g};
 /// The contract version this module speaks.
 pub(super) const VERSION: &str = "0.1.0";
 
-pub(super) type Pre = bindings::ContextEnginePre<StoreState>;
+/// Where the engine's exports are in a component, found once per engine.
+pub(super) type Indices = bindings::ContextEngineIndices;
 
 pub(super) fn add_to_linker(
     linker: &mut wasmtime::component::Linker<StoreState>,
@@ -32,8 +33,10 @@ pub(super) fn add_to_linker(
     bindings::ContextEngine::add_to_linker::<StoreState, HasSelf<StoreState>>(linker, |s| s)
 }
 
-pub(super) fn pre(pre: wasmtime::component::InstancePre<StoreState>) -> wasmtime::Result<Pre> {
-    bindings::ContextEnginePre::new(pre)
+pub(super) fn indices(
+    pre: &wasmtime::component::InstancePre<StoreState>,
+) -> wasmtime::Result<Indices> {
+    bindings::ContextEngineIndices::new(pre)
 }
 
 super::convert_enum!(Role [User, Assistant, ToolResult, BashExecution, Custom, BranchSummary, CompactionSummary]);
@@ -236,11 +239,12 @@ impl host::Host for StoreState {
 pub(super) struct Engine(bindings::ContextEngine);
 
 impl Engine {
-    pub(super) async fn instantiate(
-        pre: &Pre,
+    pub(super) fn load(
+        indices: &Indices,
         store: &mut Store<StoreState>,
+        instance: &wasmtime::component::Instance,
     ) -> wasmtime::Result<Self> {
-        pre.instantiate_async(store).await.map(Self)
+        indices.load(store, instance).map(Self)
     }
 
     fn exports(&self) -> &bindings::exports::ctxhost::engine::engine::Guest {

@@ -9,7 +9,8 @@ use wasmtime::Store;
 use super::contract as d;
 use super::state::StoreState;
 
-mod bindings {
+/// Shared with 0.3, which includes 0.2's interfaces unchanged.
+pub(super) mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit/0.2.0",
         world: "context-engine",
@@ -24,7 +25,8 @@ use bindings::ctxhost::engine::{host, types as g};
 /// The contract version this module speaks.
 pub(super) const VERSION: &str = "0.2.0";
 
-pub(super) type Pre = bindings::ContextEnginePre<StoreState>;
+/// Where the engine's exports are in a component, found once per engine.
+pub(super) type Indices = bindings::ContextEngineIndices;
 
 /// Bytes of one entry in the context's columns (reference, role, tokens, tool, flags).
 const COLUMN_ROW_BYTES: usize = 4 + 1 + 4 + 4 + 1;
@@ -36,8 +38,10 @@ pub(super) fn add_to_linker(
     bindings::ContextEngine::add_to_linker::<StoreState, HasSelf<StoreState>>(linker, |s| s)
 }
 
-pub(super) fn pre(pre: wasmtime::component::InstancePre<StoreState>) -> wasmtime::Result<Pre> {
-    bindings::ContextEnginePre::new(pre)
+pub(super) fn indices(
+    pre: &wasmtime::component::InstancePre<StoreState>,
+) -> wasmtime::Result<Indices> {
+    bindings::ContextEngineIndices::new(pre)
 }
 
 super::convert_enum!(Role [User, Assistant, ToolResult, BashExecution, Custom, BranchSummary, CompactionSummary]);
@@ -273,11 +277,12 @@ impl host::Host for StoreState {
 pub(super) struct Engine(bindings::ContextEngine);
 
 impl Engine {
-    pub(super) async fn instantiate(
-        pre: &Pre,
+    pub(super) fn load(
+        indices: &Indices,
         store: &mut Store<StoreState>,
+        instance: &wasmtime::component::Instance,
     ) -> wasmtime::Result<Self> {
-        pre.instantiate_async(store).await.map(Self)
+        indices.load(store, instance).map(Self)
     }
 
     fn exports(&self) -> &bindings::exports::ctxhost::engine::engine::Guest {

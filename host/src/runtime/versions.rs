@@ -1,27 +1,37 @@
 //! The one place that knows which contract versions exist. Each version's module binds its
-//! own WIT and converts into ctxhost's types; these enums pick the module by the version a
-//! component exports. Supporting another version adds a module and one arm per match here.
+//! own WIT and converts into ctxhost's types; these types pick the module by the version a
+//! component exports. A version that only adds interfaces (0.3: `tools`, `recall`) adds its
+//! module, its imports to the linker and its optional exports here; the lifecycle calls are
+//! forwarded by one macro, with one arm per version whose `engine` interface differs.
 
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
 use super::contract as d;
 use super::state::StoreState;
-use super::{RuntimeError, v0_1, v0_2};
+use super::{RuntimeError, v0_1, v0_2, v0_3};
 
 /// Contract versions this host runs, newest first.
-pub(super) const SUPPORTED: &[&str] = &[v0_2::VERSION, v0_1::VERSION];
+pub(super) const SUPPORTED: &[&str] = &[v0_3::VERSION, v0_2::VERSION, v0_1::VERSION];
 
 /// Adds every version's host imports (each under its own versioned interface name).
 pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     v0_1::add_to_linker(linker)?;
-    v0_2::add_to_linker(linker)
+    v0_2::add_to_linker(linker)?;
+    v0_3::add_to_linker(linker)
 }
 
-/// A component linked against the imports of the version it was built for.
-pub(super) enum Pre {
-    V0_1(v0_1::Pre),
-    V0_2(v0_2::Pre),
+/// A component linked against the imports of the version it was built for, with its exports
+/// looked up once.
+pub(super) struct Pre {
+    instance_pre: InstancePre<StoreState>,
+    exports: Exports,
+}
+
+enum Exports {
+    V0_1(v0_1::Indices),
+    /// 0.2's `engine`, and 0.3's `tools` when the component is a 0.3 engine.
+    V0_2(v0_2::Indices, Option<v0_3::ToolsIndices>),
 }
 
 impl Pre {
@@ -31,21 +41,35 @@ impl Pre {
         component: &Component,
         version: &str,
     ) -> wasmtime::Result<Self> {
-        let pre: InstancePre<StoreState> = linker.instantiate_pre(component)?;
-        if same_minor(v0_2::VERSION, version) {
-            v0_2::pre(pre).map(Self::V0_2)
+        let instance_pre: InstancePre<StoreState> = linker.instantiate_pre(component)?;
+        let exports = if same_minor(v0_1::VERSION, version) {
+            Exports::V0_1(v0_1::indices(&instance_pre)?)
         } else {
-            v0_1::pre(pre).map(Self::V0_1)
-        }
+            let tools = same_minor(v0_3::VERSION, version)
+                .then(|| v0_3::ToolsIndices::new(&instance_pre))
+                .transpose()?;
+            Exports::V0_2(v0_2::indices(&instance_pre)?, tools)
+        };
+        Ok(Self {
+            instance_pre,
+            exports,
+        })
     }
 
     pub(super) async fn instantiate(
         &self,
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Bindings> {
-        Ok(match self {
-            Self::V0_1(pre) => Bindings::V0_1(v0_1::Engine::instantiate(pre, store).await?),
-            Self::V0_2(pre) => Bindings::V0_2(v0_2::Engine::instantiate(pre, store).await?),
+        let instance = self.instance_pre.instantiate_async(&mut *store).await?;
+        Ok(match &self.exports {
+            Exports::V0_1(engine) => Bindings::V0_1(v0_1::Engine::load(engine, store, &instance)?),
+            Exports::V0_2(engine, tools) => Bindings::V0_2(
+                v0_2::Engine::load(engine, store, &instance)?,
+                tools
+                    .as_ref()
+                    .map(|t| t.load(store, &instance))
+                    .transpose()?,
+            ),
         })
     }
 }
@@ -53,134 +77,51 @@ impl Pre {
 /// A live instance's exports, whichever version it speaks.
 pub(super) enum Bindings {
     V0_1(v0_1::Engine),
-    V0_2(v0_2::Engine),
+    V0_2(v0_2::Engine, Option<v0_3::Tools>),
 }
 
 type Call<T> = wasmtime::Result<Result<T, String>>;
 
+/// Forwards each lifecycle export to the version's module.
+macro_rules! forward {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        impl Bindings {
+            $(
+                pub(super) async fn $name(
+                    &self,
+                    store: &mut Store<StoreState>,
+                    $($arg: $ty),*
+                ) -> $ret {
+                    match self {
+                        Self::V0_1(e) => e.$name(store, $($arg),*).await,
+                        Self::V0_2(e, _) => e.$name(store, $($arg),*).await,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+forward! {
+    fn info() -> wasmtime::Result<d::EngineInfo>;
+    fn bootstrap(request: &d::BootstrapRequest) -> Call<d::BootstrapResult>;
+    fn ingest(session: &d::Session, message: &d::Message, is_heartbeat: bool) -> Call<d::IngestResult>;
+    fn ingest_batch(session: &d::Session, messages: &[d::Message], is_heartbeat: bool) -> Call<u32>;
+    fn assemble(request: &d::AssembleRequest) -> Call<d::AssembleResult>;
+    fn compact(request: &d::CompactRequest) -> Call<d::CompactResult>;
+    fn after_turn(request: &d::AfterTurnRequest) -> Call<()>;
+    fn prepare_subagent_spawn(spawn: &d::SubagentSpawn) -> Call<Option<u64>>;
+    fn rollback_subagent_spawn(handle: u64) -> Call<()>;
+    fn on_subagent_ended(child_session_key: &str, reason: d::SubagentEndReason) -> Call<()>;
+    fn dispose(session: &d::Session) -> Call<()>;
+}
+
 impl Bindings {
-    pub(super) async fn info(
-        &self,
-        store: &mut Store<StoreState>,
-    ) -> wasmtime::Result<d::EngineInfo> {
+    /// The engine's `tools` export (0.3 on); `None` for engines that cannot offer tools.
+    pub(super) fn tools(&self) -> Option<&v0_3::Tools> {
         match self {
-            Self::V0_1(e) => e.info(store).await,
-            Self::V0_2(e) => e.info(store).await,
-        }
-    }
-
-    pub(super) async fn bootstrap(
-        &self,
-        store: &mut Store<StoreState>,
-        request: &d::BootstrapRequest,
-    ) -> Call<d::BootstrapResult> {
-        match self {
-            Self::V0_1(e) => e.bootstrap(store, request).await,
-            Self::V0_2(e) => e.bootstrap(store, request).await,
-        }
-    }
-
-    pub(super) async fn ingest(
-        &self,
-        store: &mut Store<StoreState>,
-        session: &d::Session,
-        message: &d::Message,
-        is_heartbeat: bool,
-    ) -> Call<d::IngestResult> {
-        match self {
-            Self::V0_1(e) => e.ingest(store, session, message, is_heartbeat).await,
-            Self::V0_2(e) => e.ingest(store, session, message, is_heartbeat).await,
-        }
-    }
-
-    pub(super) async fn ingest_batch(
-        &self,
-        store: &mut Store<StoreState>,
-        session: &d::Session,
-        messages: &[d::Message],
-        is_heartbeat: bool,
-    ) -> Call<u32> {
-        match self {
-            Self::V0_1(e) => e.ingest_batch(store, session, messages, is_heartbeat).await,
-            Self::V0_2(e) => e.ingest_batch(store, session, messages, is_heartbeat).await,
-        }
-    }
-
-    pub(super) async fn assemble(
-        &self,
-        store: &mut Store<StoreState>,
-        request: &d::AssembleRequest,
-    ) -> Call<d::AssembleResult> {
-        match self {
-            Self::V0_1(e) => e.assemble(store, request).await,
-            Self::V0_2(e) => e.assemble(store, request).await,
-        }
-    }
-
-    pub(super) async fn compact(
-        &self,
-        store: &mut Store<StoreState>,
-        request: &d::CompactRequest,
-    ) -> Call<d::CompactResult> {
-        match self {
-            Self::V0_1(e) => e.compact(store, request).await,
-            Self::V0_2(e) => e.compact(store, request).await,
-        }
-    }
-
-    pub(super) async fn after_turn(
-        &self,
-        store: &mut Store<StoreState>,
-        request: &d::AfterTurnRequest,
-    ) -> Call<()> {
-        match self {
-            Self::V0_1(e) => e.after_turn(store, request).await,
-            Self::V0_2(e) => e.after_turn(store, request).await,
-        }
-    }
-
-    pub(super) async fn prepare_subagent_spawn(
-        &self,
-        store: &mut Store<StoreState>,
-        spawn: &d::SubagentSpawn,
-    ) -> Call<Option<u64>> {
-        match self {
-            Self::V0_1(e) => e.prepare_subagent_spawn(store, spawn).await,
-            Self::V0_2(e) => e.prepare_subagent_spawn(store, spawn).await,
-        }
-    }
-
-    pub(super) async fn rollback_subagent_spawn(
-        &self,
-        store: &mut Store<StoreState>,
-        handle: u64,
-    ) -> Call<()> {
-        match self {
-            Self::V0_1(e) => e.rollback_subagent_spawn(store, handle).await,
-            Self::V0_2(e) => e.rollback_subagent_spawn(store, handle).await,
-        }
-    }
-
-    pub(super) async fn on_subagent_ended(
-        &self,
-        store: &mut Store<StoreState>,
-        child_session_key: &str,
-        reason: d::SubagentEndReason,
-    ) -> Call<()> {
-        match self {
-            Self::V0_1(e) => e.on_subagent_ended(store, child_session_key, reason).await,
-            Self::V0_2(e) => e.on_subagent_ended(store, child_session_key, reason).await,
-        }
-    }
-
-    pub(super) async fn dispose(
-        &self,
-        store: &mut Store<StoreState>,
-        session: &d::Session,
-    ) -> Call<()> {
-        match self {
-            Self::V0_1(e) => e.dispose(store, session).await,
-            Self::V0_2(e) => e.dispose(store, session).await,
+            Self::V0_2(_, tools) => tools.as_ref(),
+            Self::V0_1(_) => None,
         }
     }
 }
@@ -196,9 +137,15 @@ pub(super) fn contract_version(
         .exports(engine)
         .map(|(name, _)| name.to_string())
         .collect();
+    // A 0.3 engine exports 0.2's `engine` and 0.3's `tools`: the newest names the version.
     let found = exports
         .iter()
-        .find_map(|name| name.strip_prefix("ctxhost:engine/engine@"))
+        .find_map(|name| name.strip_prefix(v0_3::TOOLS_EXPORT_PREFIX))
+        .or_else(|| {
+            exports
+                .iter()
+                .find_map(|name| name.strip_prefix("ctxhost:engine/engine@"))
+        })
         .ok_or_else(|| RuntimeError::NotAnEngine {
             origin: origin.to_string(),
             exports: if exports.is_empty() {

@@ -70,12 +70,30 @@ pub(super) enum SessionMethod {
         reason: SubagentEndReason,
     },
     Close,
+    Tools,
+    CallTool {
+        name: String,
+        arguments: Value,
+    },
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct KeyParams {
     session_key: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallToolParams {
+    session_key: String,
+    name: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 #[derive(Deserialize)]
@@ -240,6 +258,20 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
             let p: KeyParams = rpc::params(method, raw)?;
             session(p.session_key, SessionMethod::Close)
         }
+        "session.tools" => {
+            let p: KeyParams = rpc::params(method, raw)?;
+            session(p.session_key, SessionMethod::Tools)
+        }
+        "session.callTool" => {
+            let p: CallToolParams = rpc::params(method, raw)?;
+            session(
+                p.session_key,
+                SessionMethod::CallTool {
+                    name: p.name,
+                    arguments: p.arguments,
+                },
+            )
+        }
         "session.commitTurn" => {
             let p: CommitParams = rpc::params(method, raw)?;
             objects(&p.messages)?;
@@ -376,6 +408,17 @@ pub(super) async fn run(
                 "lastFingerprint": mirror.state().last_fingerprint,
                 "mirror": mirror.session().path().display().to_string(),
             }))
+        }
+        SessionMethod::Tools => {
+            let tools = open(slot, key)?.session_mut().tools().await?;
+            Ok(json!({ "tools": tools }))
+        }
+        SessionMethod::CallTool { name, arguments } => {
+            let output = open(slot, key)?
+                .session_mut()
+                .call_tool(&name, &arguments)
+                .await?;
+            Ok(json!({ "content": output.content, "isError": output.is_error }))
         }
         SessionMethod::Close => {
             let Some(mirror) = slot.take() else {

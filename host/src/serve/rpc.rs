@@ -107,6 +107,9 @@ impl From<Error> for RpcError {
                 .with_data(json!({ "path": "sessionKey" })),
             Error::UnknownRollback { .. } => RpcError::new(code::INVALID_PARAMS, message)
                 .with_data(json!({ "path": "rollbackHandle" })),
+            Error::ToolCall { tool, .. } => RpcError::new(code::INVALID_PARAMS, message)
+                .with_data(json!({ "path": "arguments", "tool": tool })),
+            Error::Recall(_) => RpcError::new(code::TRANSCRIPT, message),
         }
     }
 }

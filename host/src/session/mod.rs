@@ -4,6 +4,7 @@
 mod convert;
 mod request;
 mod shared;
+mod tools;
 mod validate;
 
 use std::collections::HashSet;
@@ -19,6 +20,7 @@ use crate::timestamp::now_iso;
 
 pub use crate::error::ContextOverflow;
 pub use request::{Breakdown, FlushSignal, ModelRequest, TurnOptions};
+pub use tools::{AgentTool, ToolOutput, ToolSource};
 pub use validate::{AssembledItem, Assembly};
 
 use crate::error::{Error, Result};
@@ -157,6 +159,10 @@ pub struct Session {
     /// this, so messages that arrived since that assembly are not left out of the figure that
     /// chooses its layer.
     assembled_offset: Option<i64>,
+    /// Whether the host's recall tools are offered (`recall.tools`).
+    recall_tools: bool,
+    /// The engine's tools as checked, asked once per instance.
+    engine_tools: Option<Vec<tools::CheckedTool>>,
 }
 
 impl Session {
@@ -219,6 +225,8 @@ impl Session {
             estimates_only: false,
             flush_signalled_in: None,
             assembled_offset: None,
+            recall_tools: true,
+            engine_tools: None,
         };
         session.instance().await?;
         Ok(session)
@@ -299,6 +307,7 @@ impl Session {
             };
             instance.bootstrap(&request).await?;
             self.instance = Some(instance);
+            self.engine_tools = None;
         }
         Ok(self.instance.as_mut().expect("set above"))
     }
@@ -313,6 +322,7 @@ impl Session {
                     "{e}; instance discarded"
                 );
                 self.instance = None;
+                self.engine_tools = None;
             }
             Error::Engine(e)
         })

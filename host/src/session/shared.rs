@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use ctxhost_recall::{RecallError, RecallIndex, SearchQuery};
 
 use ctxhost_transcript::Transcript;
 use ctxhost_transcript::compaction::{self, Settings};
@@ -11,7 +13,8 @@ use ctxhost_transcript::compaction::{self, Settings};
 use super::convert;
 use crate::model::{Completion, ModelConfig};
 use crate::runtime::contract::{
-    CompactRequest, Compaction, Context, EntryRef, HostError, Message, Session,
+    CompactRequest, Compaction, Context, EntryRef, HostError, Message, Role, SearchHit,
+    SearchRequest, Session,
 };
 use crate::runtime::{BoxFuture, SessionServices};
 
@@ -29,6 +32,8 @@ pub(super) struct Shared {
     pub call_ids: convert::CallIds,
     /// Whether appends are fsynced (`Session::set_sync`), and so the engine's own writes too.
     pub durable: AtomicBool,
+    /// The full-text index beside the transcript, opened on the first search.
+    recall: Mutex<Option<RecallIndex>>,
 }
 
 impl Shared {
@@ -48,6 +53,7 @@ impl Shared {
             context: convert::ContextCache::default(),
             call_ids: convert::CallIds::default(),
             durable: AtomicBool::new(true),
+            recall: Mutex::new(None),
         }
     }
 
@@ -59,6 +65,22 @@ impl Shared {
 
     pub(super) fn write(&self) -> RwLockWriteGuard<'_, Transcript> {
         self.transcript.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `work` on the session's recall index, opened on first use and brought level with
+    /// the transcript first, so it sees exactly what the transcript holds.
+    pub(super) fn with_recall<T>(
+        &self,
+        work: impl FnOnce(&Transcript, &RecallIndex) -> Result<T, RecallError>,
+    ) -> Result<T, RecallError> {
+        let mut slot = self.recall.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match &mut *slot {
+            Some(index) => index,
+            empty => empty.insert(RecallIndex::open(&self.file)?),
+        };
+        let transcript = self.read();
+        index.sync(&transcript)?;
+        work(&transcript, index)
     }
 
     pub(super) fn settings(&self) -> RwLockReadGuard<'_, Settings> {
@@ -120,6 +142,42 @@ impl Shared {
 }
 
 impl SessionServices for Shared {
+    fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, HostError> {
+        let role = request
+            .role
+            .as_deref()
+            .map(|r| {
+                Role::parse(r).ok_or_else(|| {
+                    HostError::InvalidArgument(format!("search-request.role: {r:?} is not a role"))
+                })
+            })
+            .transpose()?;
+        let query = SearchQuery {
+            query: request.query.clone(),
+            role,
+            tool: request.tool.clone(),
+            is_error: request.is_error,
+            limit: (request.limit != 0).then_some(request.limit),
+            ..SearchQuery::default()
+        };
+        let hits = self
+            .with_recall(|transcript, index| index.search(transcript, &query))
+            .map_err(|e| match e {
+                RecallError::InvalidArgument(m) => HostError::InvalidArgument(m),
+                other => HostError::Failed(other.to_string()),
+            })?;
+        Ok(hits
+            .into_iter()
+            .map(|h| SearchHit {
+                entry: h.entry,
+                entry_id: h.id,
+                role: h.role,
+                timestamp: h.timestamp.unwrap_or(0),
+                snippet: h.snippet,
+            })
+            .collect())
+    }
+
     fn context(&self) -> Context {
         self.context.context(&self.read())
     }

@@ -1,0 +1,375 @@
+//! The index file: one SQLite database beside the transcript (`<file>.recall.sqlite`) with a
+//! contentless FTS5 table over every entry's text, a row of facts per entry for the filters,
+//! and what it was built from, so it can tell when it no longer matches its transcript.
+//!
+//! The transcript is the truth and the index is derived: [`RecallIndex::sync`] appends what
+//! the transcript gained since, in one transaction, and rebuilds from scratch when the file is
+//! from another session, shorter than what was indexed, rewritten under it, or unreadable. A
+//! kill at any moment leaves either the old state or the new one; the next sync catches up.
+
+use std::path::{Path, PathBuf};
+
+use ctxhost_transcript::{Entry, Transcript};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::RecallError;
+use crate::query::{SearchQuery, match_expression};
+use crate::text;
+
+/// Bump when the tables or what is indexed change: an index of another schema is rebuilt.
+const SCHEMA: i64 = 1;
+
+/// Where the index of the transcript at `transcript` lives.
+pub fn index_path(transcript: &Path) -> PathBuf {
+    let mut name = transcript.as_os_str().to_owned();
+    name.push(".recall.sqlite");
+    PathBuf::from(name)
+}
+
+/// What one [`RecallIndex::sync`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SyncReport {
+    /// The index was built from the start (first use, or it no longer matched).
+    pub rebuilt: bool,
+    /// Entries read from the transcript by this sync.
+    pub entries: usize,
+}
+
+/// One entry a search found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hit {
+    /// The entry's position in the transcript file (the contract's entry reference).
+    pub entry: u32,
+    /// Its id in the file.
+    pub id: String,
+    /// Its role (v3 spelling).
+    pub role: String,
+    /// For tool results (and tool calls), the tool's name.
+    pub tool: Option<String>,
+    /// A failed tool result.
+    pub is_error: bool,
+    /// Unix milliseconds, when the entry has a time.
+    pub timestamp: Option<u64>,
+    /// The text around the first match.
+    pub snippet: String,
+    /// Whether the entry is in the session's current context (false: only a summary, or
+    /// nothing, stands for it now).
+    pub in_context: bool,
+}
+
+/// A session's full-text index.
+pub struct RecallIndex {
+    path: PathBuf,
+    conn: Connection,
+}
+
+impl RecallIndex {
+    /// Opens the index of the transcript at `transcript` (creating it when missing; replacing
+    /// a file that is not a readable index). Nothing is indexed until [`RecallIndex::sync`].
+    pub fn open(transcript: &Path) -> Result<Self, RecallError> {
+        Self::open_file(&index_path(transcript))
+    }
+
+    /// Opens the index file at `path` itself.
+    pub fn open_file(path: &Path) -> Result<Self, RecallError> {
+        match Self::try_open(path) {
+            Ok(index) => Ok(index),
+            Err(first) => {
+                tracing::warn!(index = %path.display(), "{first}; rebuilding the recall index");
+                remove_index_files(path);
+                Self::try_open(path).map_err(|source| RecallError::Index {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        }
+    }
+
+    fn try_open(path: &Path) -> rusqlite::Result<Self> {
+        let conn = Connection::open(path)?;
+        // Derived data: a crash loses at most what the next sync re-reads, never the
+        // transcript; the rollback journal keeps each sync all-or-nothing.
+        conn.pragma_update(None, "synchronous", "OFF")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let schema: Option<i64> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |row| {
+                row.get(0)
+            })
+            .optional()
+            .or_else(|e| match e {
+                rusqlite::Error::SqliteFailure(_, Some(ref m))
+                    if m.starts_with("no such table") =>
+                {
+                    Ok(None)
+                }
+                e => Err(e),
+            })?;
+        if schema != Some(SCHEMA) {
+            create_tables(&conn)?;
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn,
+        })
+    }
+
+    /// The index file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Brings the index level with `transcript`: appends the entries added since the last sync,
+    /// or rebuilds when the index was built from something else. A corrupt file is replaced.
+    pub fn sync(&mut self, transcript: &Transcript) -> Result<SyncReport, RecallError> {
+        match self.try_sync(transcript) {
+            Ok(report) => Ok(report),
+            Err(first) => {
+                tracing::warn!(index = %self.path.display(), "{first}; rebuilding the recall index");
+                remove_index_files(&self.path);
+                *self = Self::try_open(&self.path).map_err(|source| self.error(source))?;
+                let mut report = self.try_sync(transcript).map_err(|s| self.error(s))?;
+                report.rebuilt = true;
+                Ok(report)
+            }
+        }
+    }
+
+    fn error(&self, source: rusqlite::Error) -> RecallError {
+        RecallError::Index {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn try_sync(&mut self, transcript: &Transcript) -> rusqlite::Result<SyncReport> {
+        let entries = transcript.entries();
+        let built = self.built_from()?;
+        let matches = built.as_ref().is_some_and(|b| b.matches(transcript));
+        if matches && built.as_ref().is_some_and(|b| b.count == entries.len()) {
+            return Ok(SyncReport::default());
+        }
+        let from = if matches {
+            built.map_or(0, |b| b.count)
+        } else {
+            0
+        };
+        let tx = self.conn.transaction()?;
+        if from == 0 {
+            tx.execute_batch("DELETE FROM entries; DELETE FROM body;")?;
+        }
+        {
+            let mut facts = tx.prepare_cached(
+                "INSERT OR REPLACE INTO entries (seq, id, role, tool, is_error, ts) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            let mut body = tx.prepare_cached("INSERT INTO body (rowid, text) VALUES (?1, ?2)")?;
+            for (seq, entry) in entries.iter().enumerate().skip(from) {
+                let Some(view) = entry.view() else { continue };
+                let tool = view
+                    .tool_name
+                    .clone()
+                    .or_else(|| view.tool_calls.first().map(|c| c.name.clone()));
+                facts.execute(params![
+                    seq as i64,
+                    entry.id(),
+                    view.role.as_str(),
+                    tool,
+                    view.is_error,
+                    entry.timestamp().map(|t| t as i64),
+                ])?;
+                body.execute(params![seq as i64, text::searchable(&view)])?;
+            }
+        }
+        let last = entries.len().checked_sub(1).map(|i| entries[i].id());
+        let first = entries.first().map(Entry::id);
+        for (key, value) in [
+            ("session", Some(transcript.header().id())),
+            ("first", first),
+            ("last", last),
+        ] {
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+                params![key, value.unwrap_or("")],
+            )?;
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('count', ?1)",
+            params![entries.len() as i64],
+        )?;
+        tx.commit()?;
+        Ok(SyncReport {
+            rebuilt: from == 0,
+            entries: entries.len() - from,
+        })
+    }
+
+    fn built_from(&self) -> rusqlite::Result<Option<BuiltFrom>> {
+        let get = |key: &str| -> rusqlite::Result<Option<rusqlite::types::Value>> {
+            self.conn
+                .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .optional()
+        };
+        use rusqlite::types::Value as V;
+        let (
+            Some(V::Text(session)),
+            Some(V::Integer(count)),
+            Some(V::Text(first)),
+            Some(V::Text(last)),
+        ) = (get("session")?, get("count")?, get("first")?, get("last")?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(BuiltFrom {
+            session,
+            count: usize::try_from(count).unwrap_or(usize::MAX),
+            first,
+            last,
+        }))
+    }
+
+    /// Ranked hits for `query` among the indexed entries of `transcript` (call
+    /// [`RecallIndex::sync`] first so they are all indexed).
+    pub fn search(
+        &self,
+        transcript: &Transcript,
+        query: &SearchQuery,
+    ) -> Result<Vec<Hit>, RecallError> {
+        let terms = query.terms()?;
+        let limit = query.limit()?;
+        let hits = self
+            .ranked(&match_expression(&terms), query, limit)
+            .map_err(|e| self.error(e))?;
+        let in_context = context_positions(transcript);
+        let entries = transcript.entries();
+        Ok(hits
+            .into_iter()
+            .filter_map(|row| {
+                let entry = entries.get(row.seq)?;
+                // A stale row (the transcript changed since the sync) is left out, not shown.
+                if entry.id() != row.id {
+                    return None;
+                }
+                let view = entry.view()?;
+                Some(Hit {
+                    entry: row.seq as u32,
+                    id: row.id,
+                    role: row.role,
+                    tool: row.tool,
+                    is_error: row.is_error,
+                    timestamp: entry.timestamp(),
+                    snippet: text::snippet(&text::searchable(&view), &terms),
+                    in_context: in_context.binary_search(&row.seq).is_ok(),
+                })
+            })
+            .collect())
+    }
+
+    fn ranked(
+        &self,
+        expression: &str,
+        query: &SearchQuery,
+        limit: u32,
+    ) -> rusqlite::Result<Vec<Row>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT e.seq, e.id, e.role, e.tool, e.is_error FROM body \
+             JOIN entries e ON e.seq = body.rowid \
+             WHERE body MATCH ?1 \
+               AND (?2 IS NULL OR e.role = ?2) \
+               AND (?3 IS NULL OR e.tool = ?3) \
+               AND (?4 IS NULL OR (e.role = 'toolResult' AND e.is_error = ?4)) \
+               AND (?5 IS NULL OR e.ts >= ?5) \
+               AND (?6 IS NULL OR e.ts < ?6) \
+             ORDER BY bm25(body), e.seq DESC LIMIT ?7",
+        )?;
+        let rows = statement.query_map(
+            params![
+                expression,
+                query.role.map(|r| r.as_str()),
+                query.tool,
+                query.is_error,
+                query.after_ms.map(|t| t as i64),
+                query.before_ms.map(|t| t as i64),
+                limit,
+            ],
+            |row| {
+                Ok(Row {
+                    seq: row.get::<_, i64>(0)? as usize,
+                    id: row.get(1)?,
+                    role: row.get(2)?,
+                    tool: row.get(3)?,
+                    is_error: row.get(4)?,
+                })
+            },
+        )?;
+        rows.collect()
+    }
+
+    /// Bytes the index takes on disk.
+    pub fn size_bytes(&self) -> u64 {
+        std::fs::metadata(&self.path).map_or(0, |m| m.len())
+    }
+}
+
+struct Row {
+    seq: usize,
+    id: String,
+    role: String,
+    tool: Option<String>,
+    is_error: bool,
+}
+
+/// What the index was built from: enough to tell an append (the same file, grown) from
+/// anything else (another session, a rewrite, a shorter file).
+struct BuiltFrom {
+    session: String,
+    count: usize,
+    first: String,
+    last: String,
+}
+
+impl BuiltFrom {
+    fn matches(&self, transcript: &Transcript) -> bool {
+        let entries = transcript.entries();
+        if self.session != transcript.header().id() || self.count > entries.len() {
+            return false;
+        }
+        match self.count.checked_sub(1) {
+            None => true,
+            Some(last) => entries[0].id() == self.first && entries[last].id() == self.last,
+        }
+    }
+}
+
+/// Positions of the current context, sorted.
+fn context_positions(transcript: &Transcript) -> Vec<usize> {
+    let mut positions = transcript.context().to_vec();
+    positions.sort_unstable();
+    positions
+}
+
+fn create_tables(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!(
+        "DROP TABLE IF EXISTS meta;
+         DROP TABLE IF EXISTS entries;
+         DROP TABLE IF EXISTS body;
+         CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+         CREATE TABLE entries (
+             seq INTEGER PRIMARY KEY, id TEXT NOT NULL, role TEXT NOT NULL, tool TEXT,
+             is_error INTEGER NOT NULL, ts INTEGER);
+         CREATE VIRTUAL TABLE body USING fts5(
+             text, content='', tokenize='porter unicode61 remove_diacritics 2');
+         INSERT INTO meta (key, value) VALUES ('schema', {SCHEMA});"
+    ))
+}
+
+fn remove_index_files(path: &Path) {
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+}
+
+#[cfg(test)]
+mod tests;
