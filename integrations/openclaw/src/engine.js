@@ -78,6 +78,13 @@ export class Bridge {
      * @type {Map<string, LastOutput>}
      */
     this.lastOutput = new Map();
+    /**
+     * The parent of every subagent this process prepared and that has not ended: the server
+     * forgets the link when it restarts or closes the parent (OpenClaw disposes the parent's
+     * engine after every turn), and its unknown-child error names only the child.
+     * @type {Map<string, string>}
+     */
+    this.parents = new Map();
   }
 }
 
@@ -624,11 +631,13 @@ export class CtxhostContextEngine {
           ttlMs: params.ttlMs,
         }),
       );
+      this.#bridge.parents.set(params.childSessionKey, parent);
       const handle = r?.rollbackHandle;
       if (handle === null || handle === undefined) return undefined;
       const generation = this.#sidecar.generation;
       return {
         rollback: async () => {
+          this.#bridge.parents.delete(params.childSessionKey);
           if (this.#sidecar.generation !== generation) {
             this.#log.warn(
               `ctxhost: subagent spawn of ${params.childSessionKey} not rolled back: the sidecar restarted since it was prepared`,
@@ -646,25 +655,28 @@ export class CtxhostContextEngine {
   }
 
   /**
+   * Tells the parent's engine that a subagent ended. The parent is the one this process saw in
+   * prepareSubagentSpawn: it is sent as `sessionKey`, so the call reaches the parent also when the
+   * server no longer knows the child (it restarted, or the parent's session was closed since);
+   * a parent the server does not know is bootstrapped again and the call retried. A child this
+   * process never saw prepared is left to the server to place.
    * @param {{ childSessionKey: string, reason: "deleted" | "completed" | "swept" | "released" }} params
    */
   async onSubagentEnded(params) {
     return this.#timed("onSubagentEnded", async () => {
-      const request = { childSessionKey: params.childSessionKey, reason: params.reason };
+      const child = params.childSessionKey;
+      const parent = this.#bridge.parents.get(child);
+      const request = { childSessionKey: child, reason: params.reason };
       try {
-        await this.#sidecar.call("subagent.ended", request);
+        if (parent === undefined) await this.#sidecar.call("subagent.ended", request);
+        else await this.#session(parent, "subagent.ended", { ...request, sessionKey: parent });
+        this.#bridge.parents.delete(child);
       } catch (err) {
-        const parent = err instanceof RpcError ? err.data?.sessionKey : undefined;
-        if (err instanceof RpcError && err.code === codes.UNKNOWN_SESSION && typeof parent === "string") {
-          try {
-            await this.#bootstrap(parent);
-            await this.#sidecar.call("subagent.ended", { ...request, sessionKey: parent });
-            return;
-          } catch (retryErr) {
-            err = retryErr;
-          }
-        }
-        this.#log.warn(`ctxhost: subagent end of ${params.childSessionKey} not delivered: ${describe(err)}`);
+        const why =
+          parent === undefined && err instanceof RpcError && err.code === codes.UNKNOWN_SESSION
+            ? `${describe(err)}; its spawn was not prepared in this process, so its parent is unknown here`
+            : describe(err);
+        this.#log.warn(`ctxhost: subagent end of ${child} not delivered: ${why}`);
       }
     });
   }
