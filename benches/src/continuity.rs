@@ -24,10 +24,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use ctxhost::replay::settings_for_window;
 use ctxhost::runtime::PreparedEngine;
-use ctxhost::runtime::contract::CompactionTrigger;
-use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, Host, SessionTarget};
+use ctxhost::{AssembledItem, Host};
 use ctxhost_transcript::Transcript;
 use serde_json::{Value, json};
 
@@ -57,7 +55,7 @@ impl Tally {
         self.kept += other.kept;
         self.total += other.total;
     }
-    fn count(&mut self, kept: bool) {
+    pub(crate) fn count(&mut self, kept: bool) {
         self.total += 1;
         self.kept += usize::from(kept);
     }
@@ -115,7 +113,7 @@ const ACKS: &[&str] = &[
     "please", "proceed", "fine",
 ];
 
-fn fold(text: &str) -> String {
+pub(crate) fn fold(text: &str) -> String {
     text.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -137,11 +135,11 @@ pub fn acknowledgement(text: &str) -> bool {
 }
 
 /// The first 40 characters, folded: what identifies a request, rule or error line.
-fn key(text: &str) -> String {
+pub(crate) fn key(text: &str) -> String {
     fold(text).chars().take(40).collect()
 }
 
-fn text_of(message: &Value) -> String {
+pub(crate) fn text_of(message: &Value) -> String {
     match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(blocks)) => blocks
@@ -194,14 +192,14 @@ fn failure_key(output: &str) -> String {
 
 /// What the messages hold that should survive.
 #[derive(Debug, Default)]
-struct Truth {
-    modified: Vec<String>,
-    read: Vec<String>,
-    failures: Vec<String>,
-    requests: Vec<String>,
+pub(crate) struct Truth {
+    pub(crate) modified: Vec<String>,
+    pub(crate) read: Vec<String>,
+    pub(crate) failures: Vec<String>,
+    pub(crate) requests: Vec<String>,
 }
 
-fn truth(messages: &[Value]) -> Truth {
+pub(crate) fn truth(messages: &[Value]) -> Truth {
     let mut t = Truth::default();
     for m in messages {
         match m["role"].as_str() {
@@ -251,7 +249,7 @@ fn truth(messages: &[Value]) -> Truth {
 }
 
 /// `dir/{a, b}` → `dir/a dir/b`, appended, so full paths can be searched for.
-fn expand_groups(text: &str) -> String {
+pub(crate) fn expand_groups(text: &str) -> String {
     let mut out = text.to_string();
     for line in text.lines() {
         let mut rest = line;
@@ -285,99 +283,55 @@ pub async fn run(
     dir: &Path,
     window: u64,
 ) -> Result<Run> {
-    let settings = settings_for_window(&host.compaction_settings(), window);
-    let output = dir.join(format!(
-        "continuity-{}-{}-{window}.jsonl",
-        engine.id(),
-        subject.name
-    ));
-    let _ = std::fs::remove_file(&output);
-    let started = std::time::Instant::now();
-    let mut session = host
-        .open_session(
-            &SessionTarget::Path(output.clone()),
-            &ctxhost::SessionOptions::on(engine.clone()).with_settings(settings.clone()),
-        )
-        .await?;
-    session.set_estimates_only(true);
-    session.set_sync(false);
-    let budget = u32::try_from(settings.threshold()).unwrap_or(u32::MAX);
-    let options = AssembleOptions {
-        token_budget: Some(budget),
-        available_tools: Vec::new(),
-    };
-    let mut result = Run {
-        engine: engine.id().to_string(),
-        session: subject.name.clone(),
-        messages: subject.messages.len(),
-        ..Run::default()
-    };
-    // `appended`: source messages appended so far.
-    for (appended, message) in subject.messages.iter().enumerate() {
-        if message["role"] == "assistant" {
-            let mut tokens = session.assemble(&options).await?.estimated_tokens;
-            if settings.should_compact(u64::from(tokens)) {
-                let outcome = session
-                    .compact(&CompactOptions {
-                        trigger: CompactionTrigger::Auto,
-                        token_budget: Some(budget),
-                        ..CompactOptions::default()
-                    })
-                    .await?;
-                if outcome.compacted {
-                    let assembly = session.assemble(&options).await?;
-                    tokens = assembly.estimated_tokens;
-                    let (parts, cut) = {
-                        let t = session.transcript();
-                        let mut parts: Vec<String> = Vec::new();
-                        for item in &assembly.items {
-                            match item {
-                                AssembledItem::Entry(i) => {
-                                    let e = &t.entries()[*i];
-                                    if e.entry_type() != "message" {
-                                        parts.extend(e.view().map(|v| v.text));
-                                    }
-                                }
-                                AssembledItem::Inserted(json) => {
-                                    let v: Value = serde_json::from_str(json).unwrap_or_default();
-                                    parts.push(text_of(&v));
-                                }
-                            }
-                        }
-                        parts.extend(assembly.system_prompt_addition.clone());
-                        let cut = compacted_messages(&t, outcome.first_kept_entry_id.as_deref());
-                        (parts, cut)
-                    };
-                    let state = measure(
-                        result.states.len() + 1,
-                        &parts,
-                        &subject.messages[..cut.min(appended)],
-                        &subject.messages[..appended],
-                        &subject.instructions,
-                    );
-                    result.states.push(state);
-                } else if outcome
-                    .reason
-                    .as_deref()
-                    .is_some_and(|r| r.contains("no cut point"))
-                {
-                    result.no_cut_point += 1;
+    let mut states = Vec::new();
+    let replay = crate::compacting::replay(host, engine, subject, dir, window, |point| {
+        let parts = non_verbatim(point.session, point.assembly);
+        let cut = compacted_messages(&point.session.transcript(), point.first_kept);
+        states.push(measure(
+            states.len() + 1,
+            &parts,
+            &subject.messages[..cut.min(point.appended)],
+            &subject.messages[..point.appended],
+            &subject.instructions,
+        ));
+    })
+    .await?;
+    Ok(Run {
+        engine: replay.engine,
+        session: replay.session,
+        messages: replay.messages,
+        states,
+        no_cut_point: replay.no_cut_point,
+        overflowing_turns: replay.overflowing_turns,
+        elapsed: replay.elapsed,
+    })
+}
+
+/// What the assembly holds that is not a kept transcript message: the compaction summary, the
+/// engine's inserted messages, its system-prompt addition.
+fn non_verbatim(session: &ctxhost::Session, assembly: &ctxhost::Assembly) -> Vec<String> {
+    let t = session.transcript();
+    let mut parts: Vec<String> = Vec::new();
+    for item in &assembly.items {
+        match item {
+            AssembledItem::Entry(i) => {
+                let e = &t.entries()[*i];
+                if e.entry_type() != "message" {
+                    parts.extend(e.view().map(|v| v.text));
                 }
             }
-            if u64::from(tokens) > window {
-                result.overflowing_turns += 1;
+            AssembledItem::Inserted(json) => {
+                let v: Value = serde_json::from_str(json).unwrap_or_default();
+                parts.push(text_of(&v));
             }
         }
-        session.append(message).await?;
     }
-    session.close().await?;
-    result.elapsed = started.elapsed();
-    let _ = std::fs::remove_file(&output);
-    Ok(result)
+    parts.extend(assembly.system_prompt_addition.clone());
+    parts
 }
 
 /// How many message entries lie before the first kept entry (the compacted-away messages).
-fn compacted_messages(t: &Transcript, first_kept: Option<&str>) -> usize {
+pub(crate) fn compacted_messages(t: &Transcript, first_kept: Option<&str>) -> usize {
     let entries = t.entries();
     let Some(first) = first_kept.and_then(|id| entries.iter().position(|e| e.id() == id)) else {
         return 0;

@@ -4,8 +4,11 @@
 //! Every measurement here is one named operation with a documented clock: what runs between
 //! `Instant::now()` and `elapsed()`, and what was prepared before. BENCHMARKS.md quotes them.
 
+pub mod compacting;
 pub mod continuity;
 pub mod instances;
+pub mod probes;
+pub mod recall;
 pub mod serve;
 
 use std::hint::black_box;

@@ -8,7 +8,8 @@
 //! Modules depend one way, each only on those listed after it:
 //! - `serve` (the JSON-RPC sidecar), then `replay`, then `auto_compaction`: drive sessions;
 //! - `host`: the config, the engines it can serve and sessions on them;
-//! - `session`: a transcript and the engine instance serving it;
+//! - `session`: a transcript and the engine instance serving it, and the agent tools it offers
+//!   (the host's recall tools over `ctxhost-recall`'s index, and the engine's own);
 //! - `prompt`, then `config`, then `model` (the summarizer's and `complete`'s model client);
 //! - `runtime`: wasm; of the transcript crate it uses only the `Role` its contract shares and
 //!   the token estimate.

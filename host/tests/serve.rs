@@ -303,6 +303,41 @@ fn every_method_answers_as_documented() {
         json!({ "sessionKey": key, "force": true }),
     );
     assert_eq!(compact["ok"], true);
+
+    // Recall: the host's tools, over everything the mirror ever held.
+    let tools = server.call("session.tools", json!({ "sessionKey": key }));
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ctx_search", "ctx_expand"]);
+    assert_eq!(tools["tools"][0]["source"], "host");
+    let found = server.call(
+        "session.callTool",
+        json!({ "sessionKey": key, "name": "ctx_search", "arguments": { "query": "hello" } }),
+    );
+    assert_eq!(found["isError"], false, "{found}");
+    assert!(
+        found["content"].as_str().unwrap().contains("hello"),
+        "{found}"
+    );
+    let bad = server.error(
+        "session.callTool",
+        json!({ "sessionKey": key, "name": "ctx_search", "arguments": { "query": 7 } }),
+    );
+    assert_eq!(bad["code"], -32602, "{bad}");
+    assert!(
+        bad["message"].as_str().unwrap().contains("arguments.query"),
+        "{bad}"
+    );
+    let unknown = server.error(
+        "session.callTool",
+        json!({ "sessionKey": key, "name": "rm", "arguments": {} }),
+    );
+    assert_eq!(unknown["data"]["tool"], "rm", "{unknown}");
+
     assert_eq!(
         server.call("session.close", json!({ "sessionKey": key })),
         json!({ "closed": true })

@@ -209,8 +209,9 @@ impl TestHost {
         result
     }
 
-    /// Entries of the transcript holding any word of the query (case-insensitively), in
-    /// entry order: a stand-in for the host's ranked full-text search.
+    /// Entries of the transcript holding any word of the query (case-insensitively) and
+    /// passing the request's filters, in entry order: a stand-in for the host's ranked
+    /// full-text search.
     pub(crate) fn search(
         &self,
         request: &crate::host::SearchRequest,
@@ -236,6 +237,15 @@ impl TestHost {
             .filter(|m| {
                 let text = m.text.to_lowercase();
                 words.iter().any(|w| text.contains(w.as_str()))
+                    && request
+                        .role
+                        .as_deref()
+                        .is_none_or(|r| r == role_name(m.role))
+                    && request
+                        .tool
+                        .as_ref()
+                        .is_none_or(|t| m.tool_name.as_ref() == Some(t))
+                    && request.is_error.is_none_or(|e| m.is_error == e)
             })
             .take(limit)
             .map(|m| crate::host::SearchHit {

@@ -10,6 +10,8 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --assemble  # assemble, 0.2 and 0.1
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity  # what compaction keeps
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity --window 16000 --session pi
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --probes  # in context / reachable by recall
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --recall  # the recall index rows
 //! ```
 //!
 //! Each row is its own timing loop; the figures are medians (and ratios of medians) of that
@@ -69,7 +71,8 @@ fn main() -> Result<()> {
         eprintln!("warning: a debug build; run with --release for meaningful figures");
     }
 
-    if args.iter().any(|a| a == "--continuity") {
+    let probes = args.iter().any(|a| a == "--probes");
+    if probes || args.iter().any(|a| a == "--continuity") {
         // `--window 16000,32000` (default both) and `--session pi` (a substring of the names).
         let value = |flag: &str| {
             args.iter()
@@ -92,7 +95,12 @@ fn main() -> Result<()> {
             None => ctxhost_benches::continuity::WINDOWS.to_vec(),
         };
         for window in windows {
-            let table = continuity_table(window, value("--session")?.map(String::as_str))?;
+            let only = value("--session")?.map(String::as_str);
+            let table = if probes {
+                probe_table(window, only)?
+            } else {
+                continuity_table(window, only)?
+            };
             println!("{table}");
         }
         return Ok(());
@@ -104,6 +112,10 @@ fn main() -> Result<()> {
     if args.iter().any(|a| a == "--assemble") {
         // Only the assemble rows, 0.2 and 0.1 (quick to rerun while tuning the contract).
         return only_rows(assemble_rows);
+    }
+    if args.iter().any(|a| a == "--recall") {
+        // Only the recall index rows (the 1 GB session is generated once and kept).
+        return only_rows(|_, _, rows| recall_rows(rows));
     }
     if args.iter().any(|a| a == "--compaction") {
         // Only the runtime compaction rows (quick to rerun while working on the compaction).
@@ -186,6 +198,7 @@ fn main() -> Result<()> {
     ));
 
     transcript_rows(&mut rows)?;
+    recall_rows(&mut rows)?;
 
     let shared = b::shared_transcript();
     match &shared {
@@ -303,6 +316,68 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
     Ok(())
 }
 
+/// The generated stress sessions and the shared transcript when present; only those whose name
+/// holds `only`.
+fn continuity_subjects(only: Option<&str>) -> Result<Vec<ctxhost_benches::continuity::Subject>> {
+    use ctxhost_benches::continuity as cont;
+    let mut subjects = cont::generated();
+    match b::shared_transcript() {
+        Some(path) => subjects.push(cont::shared(&path)?),
+        None => eprintln!("skipped: no ../shared/data/pi-large-session.jsonl, so no pi rows"),
+    }
+    subjects.retain(|x| only.is_none_or(|o| x.name.contains(o)));
+    Ok(subjects)
+}
+
+/// The probe rows (`--probes`): every bundled engine replays the continuity sessions at
+/// `window` tokens; after each compaction, probes drawn from what was compacted away are
+/// checked in the assembled context and through the recall tools (`ctxhost_benches::probes`).
+fn probe_table(window: u64, only: Option<&str>) -> Result<String> {
+    use ctxhost_benches::{continuity as cont, probes};
+    let rt = b::tokio_runtime();
+    let fx = Fixture::new()?;
+    let subjects = continuity_subjects(only)?;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Window {}k; in context / reachable in at most two tool calls.\n",
+        window / 1000
+    );
+    let _ = writeln!(
+        s,
+        "| engine | session | compactions | {} | tool calls |",
+        probes::KINDS.join(" | ")
+    );
+    let _ = writeln!(s, "|---|---|---|{}---|", "---|".repeat(probes::KINDS.len()));
+    for engine in ["legacy", "checkpoint-manager"] {
+        let prepared = rt.block_on(fx.engine(engine))?;
+        for subject in &subjects {
+            step(&format!("probes: {engine} on {}", subject.name));
+            let run = rt.block_on(probes::run(
+                &fx.host,
+                prepared.clone(),
+                subject,
+                fx.dir.path(),
+                window,
+            ))?;
+            let cells: Vec<String> = run
+                .kinds
+                .iter()
+                .map(|k| format!("{} / {}", k.in_context.show(), k.reachable.show()))
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {engine} | {} | {} | {} | {} |",
+                subject.name,
+                run.replay.compactions,
+                cells.join(" | "),
+                run.tool_calls
+            );
+        }
+    }
+    Ok(s)
+}
+
 /// The continuity rows (`--continuity`): every bundled engine replays the generated stress
 /// sessions (and the shared transcript when present; only those whose name holds `only`) at
 /// `window` tokens; recall is pooled over the states right after the 1st, 2nd, 3rd and 10th
@@ -311,12 +386,7 @@ fn continuity_table(window: u64, only: Option<&str>) -> Result<String> {
     use ctxhost_benches::continuity as cont;
     let rt = b::tokio_runtime();
     let fx = Fixture::new()?;
-    let mut subjects = cont::generated();
-    match b::shared_transcript() {
-        Some(path) => subjects.push(cont::shared(&path)?),
-        None => eprintln!("skipped: no ../shared/data/pi-large-session.jsonl, so no pi rows"),
-    }
-    subjects.retain(|x| only.is_none_or(|o| x.name.contains(o)));
+    let subjects = continuity_subjects(only)?;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -479,6 +549,64 @@ fn only_rows(
     rows_of(&rt, &fx, &mut rows)?;
     for row in &rows {
         println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
+    }
+    Ok(())
+}
+
+/// The recall index on the shared session (when present) and the generated 210 MB and 1 GB
+/// ones: first index, size against the transcript, search p50 / p99, catch-up per message.
+fn recall_rows(rows: &mut Vec<Row>) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
+    if let Some(path) = b::shared_transcript() {
+        files.push(("pi session".into(), path));
+    }
+    step("210 MB generated session (generated once)");
+    files.push((
+        "generated 210 MB session".into(),
+        b::generated_file("generated-210m.jsonl", b::SESSION_210M_MESSAGES)?,
+    ));
+    if std::env::var_os("BENCH_QUICK").is_none() {
+        step("1 GB generated session (generated once)");
+        files.push((
+            "generated 1 GB session".into(),
+            b::generated_file("generated-1g.jsonl", b::SESSION_1G_MESSAGES)?,
+        ));
+    }
+    for (name, path) in files {
+        step(&format!("recall index: {name}"));
+        let f = ctxhost_benches::recall::measure(&path, dir.path(), Budget::MEDIUM.from_env())?;
+        let ratio = f.index_bytes as f64 / f.transcript_bytes as f64;
+        rows.push(row(
+            &format!("recall: first index of the {name} ({} entries)", f.entries),
+            "reported",
+            format!(
+                "{} ({:.0} MB of transcript → {:.1} MB index, {:.0}%)",
+                b::fmt_duration(f.first_index),
+                f.transcript_bytes as f64 / 1e6,
+                f.index_bytes as f64 / 1e6,
+                ratio * 100.0
+            ),
+            None,
+        ));
+        rows.push(row(
+            &format!("recall: index size / transcript size, {name}"),
+            "≤ 30%",
+            format!("{:.0}%", ratio * 100.0),
+            Some(ratio <= 0.30),
+        ));
+        rows.push(goal_row_with(
+            &format!("recall: `ctx_search` (three words), {name}"),
+            Duration::from_millis(20),
+            &f.search,
+            &format!(" (p99 {})", b::fmt_duration(f.search.percentile(99.0))),
+        ));
+        rows.push(row(
+            &format!("recall: index catch-up per appended message, {name}"),
+            "≤ 1 ms",
+            b::fmt_duration(f.catch_up_per_message),
+            Some(f.catch_up_per_message <= Duration::from_millis(1)),
+        ));
     }
     Ok(())
 }

@@ -4,9 +4,14 @@
 //! `assemble`, `ingest` ignored, `compact` delegated to the host's runtime compaction).
 //! Override the ones you change. The SDK's crate docs say what each hook sees: `assemble` gets
 //! the context as entries (role, tokens, and for tool results the tool's name and call id),
-//! and a fresh instance of an existing session is not re-fed its old messages.
+//! and a fresh instance of an existing session is not re-fed its old messages. `tools` offers
+//! the model agent tools, each one typed function (the host checks the arguments against the
+//! schema first).
 
-use ctxhost_sdk::{AssembleRequest, AssembleResult, ContextEngine, EngineInfo, Plan, Result, log};
+use ctxhost_sdk::{
+    AssembleRequest, AssembleResult, ContextEngine, EngineInfo, Plan, Result, Tools, host, log,
+    serde_json::json,
+};
 use serde::Deserialize;
 
 /// `plugins.entries.__NAME__.config`. The host checks it against `configSchema` in
@@ -16,6 +21,13 @@ use serde::Deserialize;
 struct Config {
     /// Keep only the newest N entries; all of them when unset.
     keep_last: Option<usize>,
+}
+
+/// `__NAME___recent_errors`' arguments.
+#[derive(Deserialize)]
+struct RecentErrors {
+    /// Words the failure should contain.
+    about: String,
 }
 
 /// One instance serves one session: per-session state lives in the fields.
@@ -47,6 +59,37 @@ impl ContextEngine for __TYPE__ {
         // One `keep-range` item for the whole tail, however long.
         Ok(Plan::new().keep_range(&request.entries[start..]).build())
     }
+
+    /// One tool: failed tool results of the whole session (compacted ones too) about some
+    /// words, through the host's recall index.
+    fn tools(&self) -> Tools<Self> {
+        Tools::new().tool(
+            "__NAME___recent_errors",
+            "Find failed tool results of this session that mention some words.",
+            json!({
+                "type": "object",
+                "properties": {"about": {"type": "string", "description": "Words to look for."}},
+                "required": ["about"]
+            }),
+            |_engine: &mut Self, args: RecentErrors| {
+                let hits = host::search(&host::SearchRequest {
+                    query: args.about,
+                    role: None,
+                    tool: None,
+                    is_error: Some(true),
+                    limit: 5,
+                })?;
+                if hits.is_empty() {
+                    return Ok("no failed tool result mentions that".into());
+                }
+                Ok(hits
+                    .iter()
+                    .map(|h| format!("{}: {}", h.entry_id, h.snippet))
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+            },
+        )
+    }
 }
 
 ctxhost_sdk::export_engine!(__TYPE__);
@@ -69,5 +112,19 @@ mod tests {
             [ContextItem::KeepRange(KeepRange { first: 3, last: 4 })]
         );
         assert_eq!(host.calls(), ["config", "log"]);
+    }
+
+    #[test]
+    fn the_tool_finds_failures_through_the_host() {
+        let mut failure = message(0, Role::ToolResult, "error: disk quota exceeded");
+        failure.is_error = true;
+        let host = TestHost::new().transcript([failure]);
+        let engine = __TYPE__::default();
+        let tools = engine.tools();
+        let output = host.run(|| {
+            tools.call(&mut __TYPE__::default(), "__NAME___recent_errors", r#"{"about": "quota"}"#)
+        });
+        assert!(!output.is_error, "{}", output.content);
+        assert!(output.content.contains("disk quota exceeded"), "{}", output.content);
     }
 }

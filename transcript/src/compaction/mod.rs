@@ -4,6 +4,7 @@
 //! [`Summarizer`]. What a compaction records in its entry's `details` is a
 //! [`CompactionRecord`].
 
+pub mod citations;
 pub mod extractive;
 pub mod runtime;
 pub mod summarizer;

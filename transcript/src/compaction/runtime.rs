@@ -707,6 +707,7 @@ impl Job {
                     }
                     text = text.trim_end().to_string();
                 }
+                text = super::citations::cite_within_bound(text, &s.entries, summarizer);
                 record.summary_tier = Some(tier);
                 record.split_turn = s.split_turn;
                 record.summarizer_errors = errors;

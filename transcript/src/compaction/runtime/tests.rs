@@ -604,9 +604,14 @@ fn the_summary_names_the_request_the_user_is_on_and_errors_are_never_pruned() {
         "{}",
         plan.summary
     );
+    // The summarized request cites the message it came from.
+    let request = t.entries()[0].id();
     assert!(
+        plan.summary.contains(&format!(
+            "- Migrate the config loader to TOML [#{request}]\n"
+        )),
+        "{}",
         plan.summary
-            .contains("- Migrate the config loader to TOML\n")
     );
     assert!(
         plan.summary

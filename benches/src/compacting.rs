@@ -1,0 +1,126 @@
+//! The replay the compaction measurements share: a session driven the way `ctxhost replay`
+//! drives an engine (append each message; before each assistant turn assemble, and compact
+//! when the context passes the threshold), with a callback right after each compaction, given
+//! the session and the assembly that followed it.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use ctxhost::replay::settings_for_window;
+use ctxhost::runtime::PreparedEngine;
+use ctxhost::runtime::contract::CompactionTrigger;
+use ctxhost::{AssembleOptions, Assembly, CompactOptions, Host, Session, SessionTarget};
+
+use crate::continuity::Subject;
+
+/// The moment right after a compaction.
+pub struct Compacted<'a> {
+    pub session: &'a Session,
+    /// The assembly of the turn that followed the compaction.
+    pub assembly: &'a Assembly,
+    /// The id of the first entry the compaction kept.
+    pub first_kept: Option<&'a str>,
+    /// Source messages appended so far.
+    pub appended: usize,
+}
+
+/// What a replay did besides what its callback measured.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    pub engine: String,
+    pub session: String,
+    pub messages: usize,
+    pub compactions: usize,
+    /// Compactions asked for that found no cut point.
+    pub no_cut_point: usize,
+    /// Assistant turns whose context still passed the window after compaction.
+    pub overflowing_turns: usize,
+    /// Wall clock of the replay, measurements included.
+    pub elapsed: Duration,
+}
+
+/// Replays `subject` on `engine` at `window` tokens into a scratch transcript under `dir`,
+/// calling `after_compaction` after each compaction.
+pub async fn replay(
+    host: &Host,
+    engine: Arc<PreparedEngine>,
+    subject: &Subject,
+    dir: &Path,
+    window: u64,
+    mut after_compaction: impl FnMut(Compacted<'_>),
+) -> Result<Replay> {
+    let settings = settings_for_window(&host.compaction_settings(), window);
+    let output = dir.join(format!(
+        "replay-{}-{}-{window}.jsonl",
+        engine.id(),
+        subject.name
+    ));
+    remove_with_index(&output);
+    let started = Instant::now();
+    let mut session = host
+        .open_session(
+            &SessionTarget::Path(output.clone()),
+            &ctxhost::SessionOptions::on(engine.clone()).with_settings(settings.clone()),
+        )
+        .await?;
+    session.set_estimates_only(true);
+    session.set_sync(false);
+    let budget = u32::try_from(settings.threshold()).unwrap_or(u32::MAX);
+    let options = AssembleOptions {
+        token_budget: Some(budget),
+        available_tools: Vec::new(),
+    };
+    let mut result = Replay {
+        engine: engine.id().to_string(),
+        session: subject.name.clone(),
+        messages: subject.messages.len(),
+        ..Replay::default()
+    };
+    for (appended, message) in subject.messages.iter().enumerate() {
+        if message["role"] == "assistant" {
+            let mut tokens = session.assemble(&options).await?.estimated_tokens;
+            if settings.should_compact(u64::from(tokens)) {
+                let outcome = session
+                    .compact(&CompactOptions {
+                        trigger: CompactionTrigger::Auto,
+                        token_budget: Some(budget),
+                        ..CompactOptions::default()
+                    })
+                    .await?;
+                if outcome.compacted {
+                    let assembly = session.assemble(&options).await?;
+                    tokens = assembly.estimated_tokens;
+                    result.compactions += 1;
+                    after_compaction(Compacted {
+                        session: &session,
+                        assembly: &assembly,
+                        first_kept: outcome.first_kept_entry_id.as_deref(),
+                        appended,
+                    });
+                } else if outcome
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("no cut point"))
+                {
+                    result.no_cut_point += 1;
+                }
+            }
+            if u64::from(tokens) > window {
+                result.overflowing_turns += 1;
+            }
+        }
+        session.append(message).await?;
+    }
+    session.close().await?;
+    result.elapsed = started.elapsed();
+    remove_with_index(&output);
+    Ok(result)
+}
+
+/// A scratch transcript and the recall index a search left beside it.
+fn remove_with_index(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(ctxhost::recall::index_path(path));
+}

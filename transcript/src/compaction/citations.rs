@@ -1,0 +1,169 @@
+//! Summaries cite their sources: each request a summary lists gets the id of the user message
+//! it came from (`[#1a2b3c4d]`), which the agent hands to `ctx_expand` to read it whole, and a
+//! count of elided requests says how to find them. Applied to any summarizer's text after it
+//! is written; a line that already cites, or whose message is not among those summarized
+//! (a request carried from an earlier summary keeps the citation it had), is left as it is.
+
+use super::extractive;
+use super::summarizer::{Extractive, Summarizer};
+use crate::entry::Entry;
+use crate::role::Role;
+
+/// Sections whose items are user requests.
+const REQUEST_SECTIONS: &[&str] = &["## Current task", "## Started with", "## User requests"];
+/// Characters of an item matched against the messages (items are clipped requests).
+const MATCH_CHARS: usize = 32;
+
+/// `summary` with citations added, never past `max_chars` (when given): citations are added in
+/// order while they fit.
+pub fn cite(summary: &str, summarized: &[Entry], max_chars: Option<usize>) -> String {
+    let requests: Vec<(String, &str)> = summarized
+        .iter()
+        .filter_map(|e| {
+            let view = e.view().filter(|v| v.role == Role::User)?;
+            Some((fold(&view.text), e.id()))
+        })
+        .collect();
+    let mut length = summary.chars().count();
+    let mut out = String::with_capacity(summary.len() + 256);
+    let mut in_requests = false;
+    for line in summary.lines() {
+        if line.starts_with("## ") {
+            in_requests = REQUEST_SECTIONS.contains(&line.trim_end());
+        }
+        let cited = in_requests.then(|| cited_line(line, &requests)).flatten();
+        match cited {
+            Some(cited) => {
+                let grown = cited.chars().count() - line.chars().count();
+                if max_chars.is_none_or(|max| length + grown <= max) {
+                    length += grown;
+                    out.push_str(&cited);
+                } else {
+                    out.push_str(line);
+                }
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// The summary with its request lines citing their messages. An extractive summary stays within
+/// its bound: the past gives way (as it does for the oversized section) to make room for them.
+pub(crate) fn cite_within_bound(
+    text: String,
+    summarized: &[Entry],
+    summarizer: &dyn Summarizer,
+) -> String {
+    if summarizer.name() != Extractive.name() {
+        return cite(&text, summarized, None);
+    }
+    let cap = text.chars().count().max(extractive::MAX_CHARS);
+    let room = room(&text);
+    let text = if text.chars().count() + room > cap {
+        extractive::bounded(&text, cap.saturating_sub(room))
+    } else {
+        text
+    };
+    cite(&text, summarized, Some(cap))
+}
+
+/// Characters the citations of `summary` may add at most (each request line one citation).
+pub fn room(summary: &str) -> usize {
+    const CITATION_CHARS: usize = " [#12345678]".len();
+    let mut in_requests = false;
+    let mut lines = 0;
+    for line in summary.lines() {
+        if line.starts_with("## ") {
+            in_requests = REQUEST_SECTIONS.contains(&line.trim_end());
+        } else if in_requests && line.starts_with("- ") && !line.contains("[#") {
+            lines += 1;
+        }
+    }
+    lines * CITATION_CHARS
+}
+
+/// A request line with its citation: ` [#id]` for an item found among the summarized user
+/// messages; for `(+N earlier requests)`, a search hint.
+fn cited_line(line: &str, requests: &[(String, &str)]) -> Option<String> {
+    let item = line.strip_prefix("- ")?;
+    if item.contains("[#") || item.contains("ctx_search") {
+        return None;
+    }
+    if item.starts_with("(+") && item.ends_with("earlier requests)") {
+        return Some(format!(
+            "{}; ctx_search finds them)",
+            line.trim_end_matches(')')
+        ));
+    }
+    let key: String = fold(item.trim_end_matches('…'))
+        .trim_matches('"')
+        .chars()
+        .take(MATCH_CHARS)
+        .collect();
+    if key.chars().count() < 8 {
+        return None;
+    }
+    let (_, id) = requests
+        .iter()
+        .rev()
+        .find(|(text, _)| text.contains(&key))?;
+    Some(format!("{line} [#{id}]"))
+}
+
+fn fold(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::Transcript;
+    use serde_json::json;
+
+    const TS: &str = "2026-11-25T10:00:00.000Z";
+
+    fn entries() -> Vec<Entry> {
+        let mut t = Transcript::new("s", "/", TS);
+        for text in [
+            "Please migrate the billing cron job to the zeppelin scheduler today",
+            "ok",
+            "Then rename   the config key maxRetries to retryLimit everywhere",
+        ] {
+            t.append_message(&json!({"role": "user", "content": text}), TS)
+                .unwrap();
+        }
+        t.entries().to_vec()
+    }
+
+    #[test]
+    fn requests_cite_the_message_they_came_from() {
+        let entries = entries();
+        let (a, c) = (entries[0].id().to_string(), entries[2].id().to_string());
+        let summary = "## Current task\n- Then rename the config key maxRetries to retryL…\n\n## User requests\n- (+3 earlier requests)\n- Please migrate the billing cron job to the zep…\n- something said elsewhere entirely\n\n## Files modified\n- Please migrate the billing cron job to the zep…";
+        let cited = cite(summary, &entries, None);
+        assert_eq!(
+            cited,
+            format!(
+                "## Current task\n- Then rename the config key maxRetries to retryL… [#{c}]\n\n## User requests\n- (+3 earlier requests; ctx_search finds them)\n- Please migrate the billing cron job to the zep… [#{a}]\n- something said elsewhere entirely\n\n## Files modified\n- Please migrate the billing cron job to the zep…"
+            )
+        );
+        // Citing again changes nothing.
+        assert_eq!(cite(&cited, &entries, None), cited);
+    }
+
+    #[test]
+    fn citations_stop_at_the_cap() {
+        let entries = entries();
+        let summary = "## User requests\n- Please migrate the billing cron job to the zep…\n- Then rename the config key maxRetries to retryL…";
+        let cap = summary.chars().count() + 12;
+        let cited = cite(summary, &entries, Some(cap));
+        assert!(cited.chars().count() <= cap, "{cited}");
+        assert_eq!(cited.matches("[#").count(), 1, "{cited}");
+    }
+}
