@@ -147,8 +147,12 @@ fn render(transcript: &Transcript, span: &Span, max_tokens: u32) -> Expansion {
         tokens: 0,
         next: None,
     };
-    for position in span.first..=span.last {
-        let entry = &entries[position];
+    for (position, entry) in entries
+        .iter()
+        .enumerate()
+        .take(span.last + 1)
+        .skip(span.first)
+    {
         let Some(view) = entry.view() else { continue };
         let heading = text::heading(entry, &view);
         let body = text::body(&view);
@@ -214,7 +218,7 @@ mod tests {
         let t = session(&[10, 10, 10]);
         let [a, b, c] = [0, 1, 2].map(|i| t.entries()[i].id().to_string());
         let one = expand(&t, &request(ExpandTarget::Entry(format!("[#{b}]")), None)).unwrap();
-        assert_eq!(one.entries, [b.clone()]);
+        assert_eq!(one.entries, std::slice::from_ref(&b));
         assert!(one.text.contains("message 1 xxxxxxxxxx"), "{}", one.text);
         assert!(
             one.text.starts_with(&format!("[entry {b} · user")),

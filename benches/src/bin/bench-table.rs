@@ -333,7 +333,7 @@ fn continuity_subjects(only: Option<&str>) -> Result<Vec<ctxhost_benches::contin
 /// `window` tokens; after each compaction, probes drawn from what was compacted away are
 /// checked in the assembled context and through the recall tools (`ctxhost_benches::probes`).
 fn probe_table(window: u64, only: Option<&str>) -> Result<String> {
-    use ctxhost_benches::{continuity as cont, probes};
+    use ctxhost_benches::probes;
     let rt = b::tokio_runtime();
     let fx = Fixture::new()?;
     let subjects = continuity_subjects(only)?;
