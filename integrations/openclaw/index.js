@@ -2,14 +2,18 @@
 // ctxhost's own config (`plugins.slots.contextEngine` in $CTXHOST_HOME/ctxhost.json) inside one
 // `ctxhost serve` sidecar per OpenClaw process.
 //
+// It also registers ctxhost's recall tools, `ctx_search` and `ctx_expand` (src/tools.js), whose
+// calls go to the same sidecar.
+//
 // register() may run several times per process (full and discovery registrations): it only
-// registers a factory. Nothing is spawned until an engine hook needs the sidecar.
+// registers factories. Nothing is spawned until an engine hook or a tool call needs the sidecar.
 
 import { readFileSync } from "node:fs";
 import { resolveConfig } from "./src/config.js";
 import { Bridge, CtxhostContextEngine, ENGINE_ID } from "./src/engine.js";
 import { Sidecar, describeNotification } from "./src/sidecar.js";
 import { createTiming, timingEnabled } from "./src/timing.js";
+import { RECALL_TOOL_NAMES, openclawTools } from "./src/tools.js";
 
 const VERSION = (() => {
   try {
@@ -19,9 +23,13 @@ const VERSION = (() => {
   }
 })();
 
-/** One bridge (sidecar + shared session state) per distinct config, per process. */
-/** @type {Map<string, Bridge>} */
-const bridges = new Map();
+/**
+ * One bridge (sidecar + shared session state) per distinct config, per process. Kept on
+ * globalThis: OpenClaw 2026.9 loads a plugin's module more than once in one process (the engine
+ * and the tools came from different copies, each starting its own sidecar on the same mirror).
+ * @type {Map<string, Bridge>}
+ */
+const bridges = /** @type {any} */ (globalThis)[Symbol.for("ctxhost.openclaw.bridges")] ??= new Map();
 
 /**
  * @param {import("./src/config.js").BridgeConfig} config
@@ -74,9 +82,15 @@ export default {
       const config = resolveConfig(pluginConfig);
       return new CtxhostContextEngine(bridgeFor(config, log), { version: VERSION });
     });
+    if (typeof api.registerTool === "function") {
+      api.registerTool((/** @type {any} */ ctx) => openclawTools(() => bridgeFor(resolveConfig(pluginConfig), log).sidecar, ctx), {
+        names: [...RECALL_TOOL_NAMES],
+      });
+    }
   },
 };
 
 export { resolveConfig } from "./src/config.js";
 export { Bridge, CtxhostContextEngine } from "./src/engine.js";
 export { Sidecar } from "./src/sidecar.js";
+export { RECALL_TOOLS, callSessionTool, openclawTools } from "./src/tools.js";

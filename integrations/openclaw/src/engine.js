@@ -11,7 +11,7 @@
 
 import { performance } from "node:perf_hooks";
 import { fingerprint, lastFingerprint } from "./fingerprint.js";
-import { codes, RpcError, SidecarError } from "./sidecar.js";
+import { codes, isRpcError, isSidecarError } from "./sidecar.js";
 import { estimateTokens, fitToBudget } from "./tokens.js";
 
 /** @typedef {Record<string, any>} AgentMessage */
@@ -94,8 +94,7 @@ export class Bridge {
  */
 function needsBootstrap(err) {
   return (
-    (err instanceof RpcError && err.code === codes.UNKNOWN_SESSION) ||
-    (err instanceof SidecarError && err.kind === "exited")
+    isRpcError(err, codes.UNKNOWN_SESSION) || isSidecarError(err, "exited")
   );
 }
 
@@ -673,7 +672,7 @@ export class CtxhostContextEngine {
         this.#bridge.parents.delete(child);
       } catch (err) {
         const why =
-          parent === undefined && err instanceof RpcError && err.code === codes.UNKNOWN_SESSION
+          parent === undefined && isRpcError(err, codes.UNKNOWN_SESSION)
             ? `${describe(err)}; its spawn was not prepared in this process, so its parent is unknown here`
             : describe(err);
         this.#log.warn(`ctxhost: subagent end of ${child} not delivered: ${why}`);

@@ -31,6 +31,8 @@ export class RpcError extends Error {
     this.method = method;
     this.code = error.code;
     this.data = error.data;
+    /** The server's own message, without the method and code around it. */
+    this.detail = error.message;
   }
 }
 
@@ -47,8 +49,33 @@ export class SidecarError extends Error {
   }
 }
 
+/**
+ * Whether `err` is an RpcError (with `code`, when given). By name, not `instanceof`: a runtime
+ * may load this module more than once (OpenClaw does, for a plugin's engine and its tools), and
+ * an error from one copy's Sidecar must still be recognised by code from another.
+ * @param {unknown} err
+ * @param {number} [code]
+ * @returns {err is RpcError}
+ */
+export function isRpcError(err, code) {
+  const e = /** @type {any} */ (err);
+  return e?.name === "RpcError" && typeof e.code === "number" && (code === undefined || e.code === code);
+}
+
+/**
+ * Whether `err` is a SidecarError (of `kind`, when given); by name, as `isRpcError`.
+ * @param {unknown} err
+ * @param {string} [kind]
+ * @returns {err is SidecarError}
+ */
+export function isSidecarError(err, kind) {
+  const e = /** @type {any} */ (err);
+  return e?.name === "SidecarError" && (kind === undefined || e.kind === kind);
+}
+
 /** JSON-RPC error codes of the protocol that the client acts on. */
 export const codes = Object.freeze({
+  INVALID_PARAMS: -32602,
   UNKNOWN_SESSION: -32001,
   ENGINE_FAULT: -32002,
   OVERFLOW: -32006,

@@ -10,6 +10,7 @@ import { describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { fingerprint } from "../src/fingerprint.js";
 import { SidecarError } from "../src/sidecar.js";
+import { RECALL_TOOLS, openclawTools } from "../src/tools.js";
 import {
   BINARY,
   PACKAGE_DIR,
@@ -327,6 +328,77 @@ describe("ctxhost serve behind the OpenClaw engine", { skip, concurrency: false 
     await s.engine.commitTurn({ sessionId: "flush", sessionKey: key, advancementKey: "f1", messages: [user("flush"), assistant("NO_REPLY")] });
     await s.engine.dispose();
     assert.deepEqual(files(join(home, "sessions")).filter((f) => f.includes("internal-session-effects")), []);
+  });
+
+  test("recall tools: after a compaction, ctx_search finds a compacted message and ctx_expand gives its original text", async (t) => {
+    const home = tempHome(smallWindow("legacy", 4000));
+    const s = setup({ home });
+    t.after(s.cleanup);
+    await s.engine.bootstrap({ sessionId: SID, sessionKey: KEY, sessionFile: KEY });
+    const turns = [bigTurn("alpha"), bigTurn("beta"), bigTurn("gamma"), bigTurn("delta")];
+    turns[0][0].content += " The launch code word is periwinkle-zebra.";
+    const history = await commitAll(s.engine, turns);
+    const out = await s.engine.assemble({ sessionId: SID, sessionKey: KEY, messages: history, tokenBudget: 100_000 });
+    assert.ok(!JSON.stringify(out.messages).includes("periwinkle"), "the first turn was compacted out of the context");
+
+    const [search, expand] = openclawTools(() => s.sidecar, { sessionKey: KEY, sessionId: SID });
+    const text = (/** @type {any} */ r) => r.content.map((/** @type {any} */ c) => c.text).join("");
+    const found = await search.execute("call-1", { query: "periwinkle zebra" });
+    assert.equal(found.details.status, "ok", text(found));
+    const hit = text(found).split("\n").find((l) => /^- \S+ · user · .*compacted/.test(l));
+    assert.ok(hit, `a compacted user message among the hits:\n${text(found)}`);
+    const id = /^- (\S+) · /.exec(hit)[1];
+    const opened = await expand.execute("call-2", { id, maxTokens: 4000 });
+    assert.equal(opened.details.status, "ok", text(opened));
+    assert.ok(text(opened).includes(turns[0][0].content), "the original text, whole");
+
+    // A bad argument: an error result naming the field, and the turn goes on.
+    const bad = await search.execute("call-3", { query: 3 });
+    assert.equal(bad.details.status, "error");
+    assert.match(text(bad), /ctx_search: .*arguments\.query: invalid type/);
+    const none = await expand.execute("call-4", { id: "00000000" });
+    assert.equal(none.details.status, "error", text(none));
+    assert.deepEqual(s.logs.filter((l) => l.startsWith("warn")), []);
+  });
+
+  test("recall tools: the plugin declares the arguments the server checks (names, types, bounds, required)", async (t) => {
+    const home = tempHome();
+    const s = setup({ home });
+    t.after(s.cleanup);
+    await s.engine.bootstrap({ sessionId: SID, sessionKey: KEY, sessionFile: KEY });
+    const { tools } = await s.sidecar.call("session.tools", { sessionKey: KEY });
+    const shape = (/** @type {any} */ schema) => ({
+      required: schema.required ?? [],
+      additionalProperties: schema.additionalProperties,
+      properties: Object.fromEntries(
+        Object.entries(schema.properties ?? {}).map(([k, v]) => {
+          const { description, ...rest } = /** @type {any} */ (v);
+          return [k, rest];
+        }),
+      ),
+    });
+    for (const mine of RECALL_TOOLS) {
+      const theirs = tools.find((/** @type {any} */ x) => x.name === mine.name);
+      assert.ok(theirs, `the server offers ${mine.name}`);
+      assert.equal(theirs.source, "host");
+      assert.deepEqual(shape(mine.parameters), shape(theirs.parameters), mine.name);
+    }
+  });
+
+  test("recall tools: a killed sidecar is restarted and the tool call answered on the new one", async (t) => {
+    const home = tempHome();
+    const s = setup({ home });
+    t.after(s.cleanup);
+    await s.engine.bootstrap({ sessionId: SID, sessionKey: KEY, sessionFile: KEY });
+    await commitAll(s.engine, [[user("the socket timeout is 4711 ms"), assistant("noted")]]);
+    const first = s.sidecar.pid;
+    s.sidecar.kill("SIGKILL");
+    assert.ok(await waitFor(() => !s.sidecar.running));
+    const [search] = openclawTools(() => s.sidecar, { sessionKey: KEY });
+    const r = await search.execute("c", { query: "socket timeout" });
+    assert.equal(r.details.status, "ok", r.content[0].text);
+    assert.match(r.content[0].text, /4711/);
+    assert.notEqual(s.sidecar.pid, first);
   });
 
   test("a killed sidecar is restarted, the session bootstrapped again and the call retried", async (t) => {
