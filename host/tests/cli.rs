@@ -107,6 +107,76 @@ fn demo_runs_offline_and_reports_what_happened() {
     assert_eq!(demo["report"]["messages"], 200);
     assert!(!demo["report"]["compactions"].as_array().unwrap().is_empty());
     assert!(demo["latestSummary"].as_str().unwrap().contains("## "));
+    // It ends with recall: a compacted request, found by search and opened again whole.
+    let recall = &demo["recall"];
+    let id = recall["entryId"].as_str().unwrap();
+    assert!(recall["rank"].as_u64().is_some(), "{recall}");
+    assert!(recall["found"]["content"].as_str().unwrap().contains(id), "{recall}");
+    let request = recall["request"].as_str().unwrap();
+    assert!(
+        recall["opened"]["content"].as_str().unwrap().contains(request),
+        "{recall}"
+    );
+}
+
+#[test]
+fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("session.jsonl");
+    std::fs::write(
+        &transcript,
+        ctxhost_transcript::generate::coding_session(5, 120),
+    )
+    .unwrap();
+    let path = transcript.to_str().unwrap();
+    let compact = ctxhost(home.path(), &["compact", "--session", path, "--yes", "--json"]);
+    assert!(compact.status.success(), "{compact:?}");
+    let t = ctxhost_transcript::Transcript::load(&transcript).unwrap();
+    let (position, first_request) = t
+        .entries()
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| {
+            let view = e.view()?;
+            (view.role == ctxhost_transcript::Role::User).then(|| (i, view.text))
+        })
+        .unwrap();
+    assert!(!t.context().contains(&position), "the first request was compacted");
+    let id = t.entries()[position].id().to_string();
+    let words: Vec<&str> = first_request
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 4)
+        .take(4)
+        .collect();
+
+    let found = stdout_json(&ctxhost(
+        home.path(),
+        &["context", "search", "--session", path, &words.join(" "), "--role", "user", "--json"],
+    ));
+    assert_eq!(found["indexRebuilt"], true, "{found}");
+    let hits = found["hits"].as_array().unwrap();
+    assert!(hits.iter().any(|h| h["id"] == id.as_str() && h["inContext"] == false), "{found}");
+    assert!(hits.iter().all(|h| h["role"] == "user"), "{found}");
+
+    let opened = stdout_json(&ctxhost(
+        home.path(),
+        &["context", "expand", "--session", path, &format!("#{id}"), "--json"],
+    ));
+    assert!(opened["text"].as_str().unwrap().contains(&first_request), "{opened}");
+
+    // The second search reuses the index; a bad argument names itself.
+    let again = stdout_json(&ctxhost(
+        home.path(),
+        &["context", "search", "--session", path, "anything", "--json"],
+    ));
+    assert_eq!(again["indexRebuilt"], false);
+    let bad = ctxhost(
+        home.path(),
+        &["context", "search", "--session", path, "x", "--role", "robot"],
+    );
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("arguments.role") && stderr.contains("robot"), "{stderr}");
 }
 
 #[test]

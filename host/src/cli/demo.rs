@@ -90,6 +90,8 @@ pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Res
 #[serde(rename_all = "camelCase")]
 struct RecallExample {
     entry_id: String,
+    /// The summary does not quote it (else it is only out of the verbatim context).
+    elided: bool,
     request: String,
     search: serde_json::Value,
     found: ToolOutput,
@@ -100,7 +102,12 @@ struct RecallExample {
 
 impl RecallExample {
     fn print(&self) {
-        println!("\nrecall: a request the summary left out, found again with the agent's tools");
+        let what = if self.elided {
+            "a request the summary left out"
+        } else {
+            "a request compacted out of the context (the summary quotes its start)"
+        };
+        println!("\nrecall: {what}, found again with the agent's tools");
         println!("  asked        {}", first_line(&self.request, 100));
         println!("  ctx_search   {}", self.search);
         match self.rank {
@@ -144,13 +151,13 @@ fn recall_example(
     for (id, text) in compacted_requests {
         let elided = !summary.contains(first_line(&text, 40).trim_end_matches('…'));
         if chosen.is_none() || elided {
-            chosen = Some((id, text));
+            chosen = Some((id, text, elided));
         }
         if elided {
             break;
         }
     }
-    let Some((entry_id, request)) = chosen else {
+    let Some((entry_id, request, elided)) = chosen else {
         return Ok(None);
     };
     let search = json!({ "query": query_words(&request) });
@@ -169,6 +176,7 @@ fn recall_example(
     let opened = call(tools::EXPAND, &expand)?;
     Ok(Some(RecallExample {
         entry_id,
+        elided,
         request,
         search,
         found,
