@@ -1,4 +1,6 @@
-// The plugin's settings (`plugins.entries.ctxhost.config` in openclaw.json), with defaults.
+// Where the sidecar comes from: the ctxhost binary, CTXHOST_HOME and the call timeout, with
+// defaults (the OpenClaw plugin reads them from `plugins.entries.ctxhost.config` in openclaw.json,
+// the pi extension from its flags and the environment).
 
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";

@@ -1,5 +1,6 @@
 // The `ctxhost serve` child and a JSON-RPC 2.0 client for it (newline-delimited JSON over the
-// child's stdin/stdout, docs/serve-protocol.md).
+// child's stdin/stdout, docs/serve-protocol.md), shared by the OpenClaw plugin and the pi
+// extension: one per runtime process.
 //
 // - Spawned lazily by the first call, never before; `initialize` is the first request of every
 //   child.
@@ -11,8 +12,9 @@
 //   each consecutive failure (100 ms … 5 s) and resets after a successful call. Calls arriving
 //   while a backoff of more than a second runs fail at once.
 // - While no call is in flight the child and its pipes are unref'd, so an idle sidecar never keeps
-//   OpenClaw's event loop alive. When OpenClaw exits, the child's stdin closes and `ctxhost serve`
-//   exits on EOF (it finishes what it has and never leaves a half-written transcript).
+//   the runtime's event loop alive (OpenClaw's CLI, `pi -p`). When the runtime exits, the child's
+//   stdin closes and `ctxhost serve` exits on EOF (it finishes what it has and never leaves a
+//   half-written transcript).
 
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
@@ -80,6 +82,9 @@ export const codes = Object.freeze({
   ENGINE_FAULT: -32002,
   OVERFLOW: -32006,
 });
+
+/** The `ctxhost serve` protocol this client speaks (docs/serve-protocol.md). */
+export const PROTOCOL_VERSION = 1;
 
 const BACKOFF_BASE_MS = 100;
 const BACKOFF_MAX_MS = 5000;
@@ -278,10 +283,17 @@ export class Sidecar {
     try {
       const initialize = this.#send(
         "initialize",
-        { protocolVersion: 1, client: this.#options.client ?? { name: "openclaw-ctxhost" } },
+        { protocolVersion: PROTOCOL_VERSION, client: this.#options.client ?? { name: "ctxhost-client" } },
         Math.max(1, deadline - performance.now()),
       );
-      this.#initialized = await Promise.race([initialize, failed]);
+      const answer = await Promise.race([initialize, failed]);
+      if (answer?.protocolVersion !== PROTOCOL_VERSION) {
+        throw new SidecarError(
+          "spawn",
+          `ctxhost serve (${binary}) speaks protocol version ${JSON.stringify(answer?.protocolVersion)}, this client speaks ${PROTOCOL_VERSION}: use a ctxhost binary and an integration of the same release`,
+        );
+      }
+      this.#initialized = answer;
     } catch (err) {
       if (this.#child === child) {
         this.#failures += 1;
@@ -437,7 +449,7 @@ export class Sidecar {
   }
 
   /**
-   * Holds OpenClaw's event loop open only while a call waits for its answer.
+   * Holds the runtime's event loop open only while a call waits for its answer.
    * @param {import("node:child_process").ChildProcess} child
    * @param {boolean} on
    */

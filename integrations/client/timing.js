@@ -1,4 +1,4 @@
-// Bridge timing, for measuring what ctxhost adds to an OpenClaw turn. With
+// Bridge timing, for measuring what ctxhost adds to an OpenClaw or pi turn. With
 // CTXHOST_BRIDGE_TIMING=1 every sidecar call and every engine hook is logged to stderr as one
 // `[ctxhost-bridge] …` line, and a summary line is written when the process exits:
 //   [ctxhost-bridge] summary hooks=7 hookMs=12.4 calls=9 callMs=9.8 spawns=1 spawnMs=31.2 bytesOut=… bytesIn=…

@@ -9,10 +9,10 @@
 // registers factories. Nothing is spawned until an engine hook or a tool call needs the sidecar.
 
 import { readFileSync } from "node:fs";
-import { resolveConfig } from "./src/config.js";
+import { resolveConfig } from "../client/config.js";
 import { Bridge, CtxhostContextEngine, ENGINE_ID } from "./src/engine.js";
-import { Sidecar, describeNotification } from "./src/sidecar.js";
-import { createTiming, timingEnabled } from "./src/timing.js";
+import { Sidecar, describeNotification } from "../client/sidecar.js";
+import { createTiming, timingEnabled } from "../client/timing.js";
 import { RECALL_TOOL_NAMES, openclawTools } from "./src/tools.js";
 
 const VERSION = (() => {
@@ -90,7 +90,8 @@ export default {
   },
 };
 
-export { resolveConfig } from "./src/config.js";
+export { resolveConfig } from "../client/config.js";
 export { Bridge, CtxhostContextEngine } from "./src/engine.js";
-export { Sidecar } from "./src/sidecar.js";
-export { RECALL_TOOLS, callSessionTool, openclawTools } from "./src/tools.js";
+export { Sidecar } from "../client/sidecar.js";
+export { callSessionTool } from "../client/tools.js";
+export { RECALL_TOOLS, openclawTools } from "./src/tools.js";

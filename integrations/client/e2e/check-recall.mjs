@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Checks one engine's recall turn of the end-to-end run (.ci/e2e-openclaw): after ctxhost
-// compacted the session, the fake model (fake-model.mjs, "recall probe") called ctx_search, then
-// ctx_expand on a compacted hit, and the expand result it received holds the original text of a
-// message that was no longer in its context.
+// Checks one engine's recall turn of an end-to-end run (.ci/e2e-openclaw, .ci/e2e-pi): after
+// ctxhost compacted the session, the fake model (fake-model.mjs, "recall probe") called
+// ctx_search, then ctx_expand on a compacted hit, and the expand result it received holds the
+// original text of a message that was no longer in its context.
 //
 //   node check-recall.mjs --engine legacy --requests model-requests.jsonl --turns 4
 //
@@ -39,7 +39,7 @@ function text(m) {
 const endMarker = (/** @type {number} */ turn) => `END-OF-E2E-${engine}-TURN-${turn}`;
 const tag = `E2E-${engine}-RECALL`;
 
-console.log(`e2e-openclaw: recall checks for ${engine}`);
+console.log(`e2e: recall checks for ${engine}`);
 const requests = readFileSync(requestsFile, "utf8")
   .split("\n")
   .filter((l) => l.trim())
@@ -111,6 +111,6 @@ check(
 console.log(`  info the expand result the model read: ${expandText.length} characters`);
 
 if (failures.length) {
-  console.error(`e2e-openclaw: ${failures.length} recall check(s) failed for ${engine}`);
+  console.error(`e2e: ${failures.length} recall check(s) failed for ${engine}`);
   process.exit(1);
 }

@@ -13,6 +13,7 @@
 //   FAKE_SERVE_ONCE=<file>  with exit-on-call: exit only if this file does not exist yet (it is
 //                           created), so the restarted server answers
 //   FAKE_SERVE_TOOLS=<json> the tools `session.tools` lists (default: ctx_search, ctx_expand)
+//   FAKE_SERVE_PROTOCOL=<n> the protocolVersion `initialize` answers (default 1)
 
 import { appendFileSync, existsSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -47,7 +48,7 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   switch (method) {
     case "initialize":
       return answer(id, {
-        protocolVersion: 1,
+        protocolVersion: process.env.FAKE_SERVE_PROTOCOL ? Number(process.env.FAKE_SERVE_PROTOCOL) : 1,
         host: { name: "fake-serve", version: "0" },
         engine: { id: "fake", name: "Fake", version: "0", contract: "0.3.0", ownsCompaction: true },
         contextWindow: 8000,

@@ -10,8 +10,9 @@
 // every turn into the mirror twice.
 
 import { performance } from "node:perf_hooks";
-import { fingerprint, lastFingerprint } from "./fingerprint.js";
-import { codes, isRpcError, isSidecarError } from "./sidecar.js";
+import { fingerprint, lastFingerprint } from "../../client/fingerprint.js";
+import { fromItems, isInserted, syncMirror, withTimestamps } from "../../client/mirror.js";
+import { codes, isRpcError, isSidecarError } from "../../client/sidecar.js";
 import { estimateTokens, fitToBudget } from "./tokens.js";
 
 /** @typedef {Record<string, any>} AgentMessage */
@@ -29,42 +30,16 @@ import { estimateTokens, fitToBudget } from "./tokens.js";
 
 export const ENGINE_ID = "ctxhost";
 
-/** Requests of one sync call stay well under the server's line cap (16 MiB by default). */
-const SYNC_CHUNK_BYTES = 4 * 1024 * 1024;
-
-/**
- * Whether ctxhost inserted this message (a compaction summary, a checkpoint restore).
- * @param {AgentMessage} message
- */
-export function isInserted(message) {
-  return message?.__ctxhost?.inserted === true;
-}
-
-/**
- * Gives inserted messages that lack one the timestamp of their nearest neighbour (the next
- * message, else the previous, else now): OpenClaw requires a timestamp on every message and
- * prints it in front of user messages, so a missing one shows the model "1970-01-01".
- * @param {AgentMessage[]} messages
- * @returns {AgentMessage[]}
- */
-export function withTimestamps(messages) {
-  const has = (/** @type {AgentMessage | undefined} */ m) => typeof m?.timestamp === "number" && m.timestamp > 0;
-  return messages.map((m, i) => {
-    if (!isInserted(m) || has(m)) return m;
-    const next = messages.slice(i + 1).find(has);
-    const previous = messages.slice(0, i).reverse().find(has);
-    return { ...m, timestamp: (next ?? previous)?.timestamp ?? Date.now() };
-  });
-}
+export { isInserted, withTimestamps };
 
 /**
  * State shared by every engine instance of one sidecar (OpenClaw builds an engine per turn).
  */
 export class Bridge {
   /**
-   * @param {import("./sidecar.js").Sidecar} sidecar
+   * @param {import("../../client/sidecar.js").Sidecar} sidecar
    * @param {Log} log
-   * @param {ReturnType<typeof import("./timing.js").createTiming>} timing
+   * @param {ReturnType<typeof import("../../client/timing.js").createTiming>} timing
    */
   constructor(sidecar, log, timing) {
     this.sidecar = sidecar;
@@ -353,7 +328,7 @@ export class CtxhostContextEngine {
       );
     }
     return {
-      messages: withTimestamps(this.#fromItems(history, res.items ?? [])),
+      messages: withTimestamps(fromItems(history, res.items ?? [])),
       estimatedTokens: res.estimatedTokens,
       systemPromptAddition: res.systemPromptAddition ?? undefined,
     };
@@ -419,58 +394,12 @@ export class CtxhostContextEngine {
         ? `ctxhost: mirror of ${key} lacks ${messages.length - m} message(s) (a turn bypassed the engine); syncing the tail`
         : `ctxhost: mirror of ${key} (${m} messages) does not match the history (${messages.length}); resetting it`,
     );
-    const limit = Math.min(SYNC_CHUNK_BYTES, Math.floor((this.#sidecar.initialized?.limits?.maxLineBytes ?? 16 << 20) / 2));
-    let reset = !extends_;
-    let start = from;
-    while (start < messages.length || reset) {
-      let end = start;
-      let bytes = 0;
-      while (end < messages.length) {
-        const size = Buffer.byteLength(JSON.stringify(messages[end]));
-        if (end > start && bytes + size > limit) break;
-        bytes += size;
-        end += 1;
-      }
-      const chunk = messages.slice(start, end);
-      await this.#session(
-        key,
-        "session.sync",
-        compactParams({
-          sessionKey: key,
-          from: start,
-          messages: chunk,
-          lastFingerprint: chunk.length ? fingerprint(chunk[chunk.length - 1]) : undefined,
-          reset: reset || undefined,
-        }),
-      );
-      reset = false;
-      start = end;
-    }
-  }
-
-  /**
-   * The message array an assemble plan stands for.
-   * @param {AgentMessage[]} messages
-   * @param {any[]} items
-   */
-  #fromItems(messages, items) {
-    return items.flatMap((item, i) => {
-      const position = (/** @type {unknown} */ n) => {
-        if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || n >= messages.length) {
-          throw new Error(`items[${i}] refers to message ${n} of ${messages.length}`);
-        }
-        return n;
-      };
-      if (item && typeof item.index === "number") return [messages[position(item.index)]];
-      // A run of kept messages, both ends included.
-      if (item && typeof item.from === "number" && typeof item.to === "number") {
-        const from = position(item.from);
-        const to = position(item.to);
-        if (to < from) throw new Error(`items[${i}] is a run from ${from} back to ${to}`);
-        return messages.slice(from, to + 1);
-      }
-      if (item && item.message && typeof item.message === "object") return [item.message];
-      throw new Error(`items[${i}] is none of {index}, {from, to} or {message}`);
+    await syncMirror((method, params) => this.#session(key, method, params), {
+      sessionKey: key,
+      messages,
+      from,
+      reset: !extends_,
+      maxLineBytes: this.#sidecar.initialized?.limits?.maxLineBytes,
     });
   }
 

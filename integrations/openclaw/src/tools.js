@@ -9,15 +9,14 @@
 // - `catalogMode: "direct-only"`: the tools stay in the request's `tools` with their whole
 //   description, instead of OpenClaw's default catalog (a ~60-character line in the prompt, then
 //   `tool_describe` and `tool_call` round trips whose results come back wrapped). See README.md.
-// - A call never throws: a dead, missing or wedged sidecar, an unknown session that cannot be
-//   opened again, or a refused argument all come back as a text result the model can read.
+// - A call never throws (../../client/tools.js): a dead, missing or wedged sidecar, an unknown
+//   session that cannot be opened again, or a refused argument all come back as a text result
+//   the model can read.
 // - Engine tools (contract 0.3 engines) are not registered here: OpenClaw only accepts tools
 //   whose names the manifest declares ahead of time, and an engine's tool names are not known
 //   until its sidecar runs.
 
-import { codes, isRpcError, isSidecarError } from "./sidecar.js";
-
-/** @typedef {{ text: string, isError: boolean, details?: unknown }} ToolAnswer */
+import { callSessionTool } from "../../client/tools.js";
 
 /**
  * The two tools, as this plugin offers them. The descriptions are written for OpenClaw's model:
@@ -80,76 +79,8 @@ function describe(err) {
 }
 
 /**
- * Calls one session tool on the sidecar; never throws. When the server does not know the session
- * (it restarted) or died mid-call, the session is opened again and the call retried once.
- * @param {import("./sidecar.js").Sidecar} sidecar
- * @param {string | undefined} sessionKey
- * @param {string} name
- * @param {unknown} args the model's arguments
- * @param {{ signal?: AbortSignal }} [opts]
- * @returns {Promise<ToolAnswer>}
- */
-export async function callSessionTool(sidecar, sessionKey, name, args, opts = {}) {
-  if (!sessionKey) {
-    return { text: `${name} cannot run: this run has no session key, so there is no conversation history to read.`, isError: true };
-  }
-  const params = { sessionKey, name, arguments: args && typeof args === "object" && !Array.isArray(args) ? args : {} };
-  const once = () => sidecar.call("session.callTool", params);
-  try {
-    let result;
-    try {
-      result = await withAbort(once(), opts.signal);
-    } catch (err) {
-      const reopen = isRpcError(err, codes.UNKNOWN_SESSION) || isSidecarError(err, "exited");
-      if (!reopen) throw err;
-      await sidecar.call("session.bootstrap", { sessionKey });
-      result = await withAbort(once(), opts.signal);
-    }
-    const text = typeof result?.content === "string" ? result.content : JSON.stringify(result?.content ?? "");
-    return { text, isError: result?.isError === true, details: result?.details };
-  } catch (err) {
-    if (isRpcError(err, codes.INVALID_PARAMS)) {
-      // The server names the tool and the field: the model can correct its call.
-      return { text: `${name}: ${err.detail}`, isError: true };
-    }
-    if (opts.signal?.aborted) return { text: `${name} was cancelled.`, isError: true };
-    return {
-      text:
-        `${name} could not run: ctxhost is unavailable (${describe(err)}). ` +
-        "Earlier messages cannot be searched or opened right now; go on with what the context holds.",
-      isError: true,
-    };
-  }
-}
-
-/**
- * @template T
- * @param {Promise<T>} promise
- * @param {AbortSignal | undefined} signal
- * @returns {Promise<T>}
- */
-function withAbort(promise, signal) {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(new Error("aborted"));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(new Error("aborted"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
-
-/**
  * The OpenClaw tools for one run: OpenClaw calls this factory with the run's context.
- * @param {() => import("./sidecar.js").Sidecar} sidecarOf the bridge's sidecar (resolved per run)
+ * @param {() => import("../../client/sidecar.js").Sidecar} sidecarOf the bridge's sidecar (resolved per run)
  * @param {{ sessionKey?: string, sessionId?: string }} ctx OpenClaw's tool context
  */
 export function openclawTools(sidecarOf, ctx) {

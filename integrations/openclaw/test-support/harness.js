@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Bridge, CtxhostContextEngine } from "../src/engine.js";
-import { Sidecar, describeNotification } from "../src/sidecar.js";
-import { createTiming } from "../src/timing.js";
+import { Sidecar, describeNotification } from "../../client/sidecar.js";
+import { createTiming } from "../../client/timing.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const PACKAGE_DIR = resolve(here, "..");

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { describeNotification } from "../src/sidecar.js";
+import { describeNotification } from "../../client/sidecar.js";
 import { bigTurn, setup, skipServe, smallWindow, tempHome } from "../test-support/harness.js";
 
 const KEY = "agent:main:notify";

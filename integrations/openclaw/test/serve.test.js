@@ -8,8 +8,8 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { fingerprint } from "../src/fingerprint.js";
-import { SidecarError } from "../src/sidecar.js";
+import { fingerprint } from "../../client/fingerprint.js";
+import { SidecarError } from "../../client/sidecar.js";
 import { RECALL_TOOLS, openclawTools } from "../src/tools.js";
 import {
   BINARY,
@@ -453,9 +453,9 @@ describe("ctxhost serve behind the OpenClaw engine", { skip, concurrency: false 
   test("an idle sidecar does not keep the host process alive, and exits with it", async () => {
     const home = tempHome();
     const script = `
-      import { Sidecar } from ${JSON.stringify(pathToFileURL(join(PACKAGE_DIR, "src/sidecar.js")).href)};
+      import { Sidecar } from ${JSON.stringify(pathToFileURL(join(PACKAGE_DIR, "../client/sidecar.js")).href)};
       import { Bridge, CtxhostContextEngine } from ${JSON.stringify(pathToFileURL(join(PACKAGE_DIR, "src/engine.js")).href)};
-      import { createTiming } from ${JSON.stringify(pathToFileURL(join(PACKAGE_DIR, "src/timing.js")).href)};
+      import { createTiming } from ${JSON.stringify(pathToFileURL(join(PACKAGE_DIR, "../client/timing.js")).href)};
       const sidecar = new Sidecar({ binary: ${JSON.stringify(BINARY)}, home: ${JSON.stringify(home)}, callTimeoutMs: 10000 });
       const engine = new CtxhostContextEngine(new Bridge(sidecar, { info() {}, warn() {} }, createTiming(false)));
       await engine.bootstrap({ sessionId: "s", sessionKey: "agent:main:main", sessionFile: "x" });

@@ -11,8 +11,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Bridge, CtxhostContextEngine } from "../src/engine.js";
-import { RpcError } from "../src/sidecar.js";
-import { createTiming } from "../src/timing.js";
+import { RpcError } from "../../client/sidecar.js";
+import { createTiming } from "../../client/timing.js";
 import { assistant, setup, skipServe, tempHome, user, waitFor } from "../test-support/harness.js";
 
 const PARENT = "agent:main:parent";

@@ -1,6 +1,6 @@
 // The recall tools (ctx_search, ctx_expand) as OpenClaw agent tools: what OpenClaw is told at
 // registration, and how a call behaves when the sidecar answers, refuses, dies or hangs. These
-// run over test-support/fake-serve.mjs (a protocol stand-in) because the failures are needed at
+// run over ../client/test-support/fake-serve.mjs (a protocol stand-in) because the failures are needed at
 // one exact call; the real binary is exercised in serve.test.js ("recall tools").
 //
 //   node --test integrations/openclaw/test/*.test.js
@@ -11,11 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "node:test";
 import plugin from "../index.js";
-import { Sidecar } from "../src/sidecar.js";
-import { RECALL_TOOLS, callSessionTool, openclawTools } from "../src/tools.js";
+import { Sidecar } from "../../client/sidecar.js";
+import { callSessionTool } from "../../client/tools.js";
+import { RECALL_TOOLS, openclawTools } from "../src/tools.js";
 import { PACKAGE_DIR } from "../test-support/harness.js";
 
-const FAKE = join(PACKAGE_DIR, "test-support", "fake-serve.mjs");
+const FAKE = join(PACKAGE_DIR, "..", "client", "test-support", "fake-serve.mjs");
 const KEY = "agent:main:tools";
 
 /**

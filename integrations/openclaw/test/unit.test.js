@@ -7,9 +7,9 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import test from "node:test";
 import plugin from "../index.js";
-import { resolveConfig } from "../src/config.js";
-import { isInserted, withTimestamps } from "../src/engine.js";
-import { fingerprint, lastFingerprint } from "../src/fingerprint.js";
+import { resolveConfig } from "../../client/config.js";
+import { isInserted, withTimestamps } from "../../client/mirror.js";
+import { fingerprint, lastFingerprint } from "../../client/fingerprint.js";
 import { estimateTokens, fitToBudget, units } from "../src/tokens.js";
 import { PACKAGE_DIR, assistant, toolResult, user } from "../test-support/harness.js";
 
