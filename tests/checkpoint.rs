@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ctxhost::replay::{replay, settings_for_window};
+use ctxhost::replay::replay;
 use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::{AssembleOptions, AssembledItem, Assembly, CompactOptions, SessionTarget};
 use ctxhost_tests::{
@@ -307,7 +307,7 @@ fn restore_messages_on_the_shared_transcript_stay_lean() {
     let mut compact_ms = Vec::new();
     block_on(async {
         let engine = host.active_engine().await.unwrap();
-        let settings = settings_for_window(&host.compaction_settings(), WINDOW);
+        let settings = host.compaction_settings().for_window(WINDOW);
         let budget = u32::try_from(settings.threshold()).unwrap();
         let options = AssembleOptions {
             token_budget: Some(budget),

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use ctxhost::replay::settings_for_window;
 use ctxhost::runtime::PreparedEngine;
 use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::{AssembleOptions, Assembly, CompactOptions, Host, Session, SessionTarget};
@@ -51,7 +50,7 @@ pub async fn replay(
     window: u64,
     mut after_compaction: impl FnMut(Compacted<'_>),
 ) -> Result<Replay> {
-    let settings = settings_for_window(&host.compaction_settings(), window);
+    let settings = host.compaction_settings().for_window(window);
     let output = dir.join(format!(
         "replay-{}-{}-{window}.jsonl",
         engine.id(),

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctxhost_transcript::Transcript;
-use ctxhost_transcript::compaction::Settings;
 use serde::Serialize;
 
 use crate::auto_compaction::AutoCompaction;
@@ -17,21 +16,6 @@ use crate::prompt::PromptSettings;
 use crate::runtime::PreparedEngine;
 use crate::runtime::contract::CompactionTrigger;
 use crate::session::{AssembleOptions, CompactOptions, TurnOptions};
-
-/// The settings a replay at `window` uses: the configured ones, scaled down when the window is
-/// too small for them (a 20,000-token reserve floor leaves nothing of a 32k window). Scaled,
-/// the threshold sits at 90% of the window, where the defaults put it for 200k and where the
-/// layered runtime compaction summarizes (it does nothing below 80%).
-pub fn settings_for_window(configured: &Settings, window: u64) -> Settings {
-    let mut settings = configured.clone();
-    settings.context_window = window;
-    if settings.threshold() < window / 2 {
-        settings.reserve_tokens = window / 10;
-        settings.reserve_tokens_floor = 0;
-    }
-    settings.keep_recent_tokens = settings.keep_recent_tokens.min(settings.threshold() / 2);
-    settings
-}
 
 /// A compaction that ran during a replay.
 #[derive(Debug, Clone, Serialize)]
@@ -191,7 +175,7 @@ pub async fn replay_with(
         .collect();
     drop(recorded);
 
-    let settings = settings_for_window(&host.compaction_settings(), window);
+    let settings = host.compaction_settings().for_window(window);
     let mut session = host
         .open_session(
             &SessionTarget::Path(output.to_path_buf()),
@@ -303,19 +287,4 @@ fn replayed(entry_type: &str) -> bool {
 
 fn duration_ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_windows_get_a_usable_threshold_and_keep_recent_below_it() {
-        let settings = settings_for_window(&Settings::default(), 32_000);
-        assert_eq!(settings.threshold(), 28_800);
-        assert_eq!(settings.keep_recent_tokens, 14_400);
-        let settings = settings_for_window(&Settings::default(), 200_000);
-        assert_eq!(settings.threshold(), 180_000);
-        assert_eq!(settings.keep_recent_tokens, 20_000);
-    }
 }

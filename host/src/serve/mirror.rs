@@ -13,7 +13,6 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::host::{Host, SessionTarget, session_file};
-use crate::replay::settings_for_window;
 use crate::runtime::contract::CompactionTrigger;
 use crate::session::{
     AssembleOptions, AssembledItem, CompactOptions, CompactOutcome, PendingCall, Session,
@@ -254,7 +253,7 @@ impl Mirror {
         });
         if window != self.session.context_window() {
             self.session
-                .set_settings(settings_for_window(&self.configured, window));
+                .set_settings(self.configured.for_window(window));
         }
     }
 

@@ -48,6 +48,22 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// These settings at another `window` (a replay, a runtime that names its window): scaled
+    /// down when the window is too small for them (a 20,000-token reserve floor leaves nothing
+    /// of a 32k window). Scaled, the threshold sits at 90% of the window, where the defaults put
+    /// it for 200k and where the layered runtime compaction summarizes (it does nothing below
+    /// 80%).
+    pub fn for_window(&self, window: u64) -> Settings {
+        let mut settings = self.clone();
+        settings.context_window = window;
+        if settings.threshold() < window / 2 {
+            settings.reserve_tokens = window / 10;
+            settings.reserve_tokens_floor = 0;
+        }
+        settings.keep_recent_tokens = settings.keep_recent_tokens.min(settings.threshold() / 2);
+        settings
+    }
+
     /// The context size the window leaves after the response reserve: a request above it does
     /// not fit.
     pub fn threshold(&self) -> u64 {
@@ -101,6 +117,16 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_windows_get_a_usable_threshold_and_keep_recent_below_it() {
+        let settings = Settings::default().for_window(32_000);
+        assert_eq!(settings.threshold(), 28_800);
+        assert_eq!(settings.keep_recent_tokens, 14_400);
+        let settings = Settings::default().for_window(200_000);
+        assert_eq!(settings.threshold(), 180_000);
+        assert_eq!(settings.keep_recent_tokens, 20_000);
+    }
 
     #[test]
     fn thresholds() {
