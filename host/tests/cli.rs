@@ -111,10 +111,16 @@ fn demo_runs_offline_and_reports_what_happened() {
     let recall = &demo["recall"];
     let id = recall["entryId"].as_str().unwrap();
     assert!(recall["rank"].as_u64().is_some(), "{recall}");
-    assert!(recall["found"]["content"].as_str().unwrap().contains(id), "{recall}");
+    assert!(
+        recall["found"]["content"].as_str().unwrap().contains(id),
+        "{recall}"
+    );
     let request = recall["request"].as_str().unwrap();
     assert!(
-        recall["opened"]["content"].as_str().unwrap().contains(request),
+        recall["opened"]["content"]
+            .as_str()
+            .unwrap()
+            .contains(request),
         "{recall}"
     );
 }
@@ -129,7 +135,10 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
     )
     .unwrap();
     let path = transcript.to_str().unwrap();
-    let compact = ctxhost(home.path(), &["compact", "--session", path, "--yes", "--json"]);
+    let compact = ctxhost(
+        home.path(),
+        &["compact", "--session", path, "--yes", "--json"],
+    );
     assert!(compact.status.success(), "{compact:?}");
     let t = ctxhost_transcript::Transcript::load(&transcript).unwrap();
     let (position, first_request) = t
@@ -141,7 +150,10 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
             (view.role == ctxhost_transcript::Role::User).then(|| (i, view.text))
         })
         .unwrap();
-    assert!(!t.context().contains(&position), "the first request was compacted");
+    assert!(
+        !t.context().contains(&position),
+        "the first request was compacted"
+    );
     let id = t.entries()[position].id().to_string();
     let words: Vec<&str> = first_request
         .split(|c: char| !c.is_alphanumeric())
@@ -151,18 +163,41 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
 
     let found = stdout_json(&ctxhost(
         home.path(),
-        &["context", "search", "--session", path, &words.join(" "), "--role", "user", "--json"],
+        &[
+            "context",
+            "search",
+            "--session",
+            path,
+            &words.join(" "),
+            "--role",
+            "user",
+            "--json",
+        ],
     ));
     assert_eq!(found["indexRebuilt"], true, "{found}");
     let hits = found["hits"].as_array().unwrap();
-    assert!(hits.iter().any(|h| h["id"] == id.as_str() && h["inContext"] == false), "{found}");
+    assert!(
+        hits.iter()
+            .any(|h| h["id"] == id.as_str() && h["inContext"] == false),
+        "{found}"
+    );
     assert!(hits.iter().all(|h| h["role"] == "user"), "{found}");
 
     let opened = stdout_json(&ctxhost(
         home.path(),
-        &["context", "expand", "--session", path, &format!("#{id}"), "--json"],
+        &[
+            "context",
+            "expand",
+            "--session",
+            path,
+            &format!("#{id}"),
+            "--json",
+        ],
     ));
-    assert!(opened["text"].as_str().unwrap().contains(&first_request), "{opened}");
+    assert!(
+        opened["text"].as_str().unwrap().contains(&first_request),
+        "{opened}"
+    );
 
     // The second search reuses the index; a bad argument names itself.
     let again = stdout_json(&ctxhost(
@@ -172,11 +207,22 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
     assert_eq!(again["indexRebuilt"], false);
     let bad = ctxhost(
         home.path(),
-        &["context", "search", "--session", path, "x", "--role", "robot"],
+        &[
+            "context",
+            "search",
+            "--session",
+            path,
+            "x",
+            "--role",
+            "robot",
+        ],
     );
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("arguments.role") && stderr.contains("robot"), "{stderr}");
+    assert!(
+        stderr.contains("arguments.role") && stderr.contains("robot"),
+        "{stderr}"
+    );
 }
 
 #[test]
