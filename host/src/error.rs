@@ -56,7 +56,7 @@ pub enum Error {
     /// A session key that cannot name a transcript file.
     #[error("invalid session key `{key}`: {problem}")]
     SessionKey {
-        /// The key as given.
+        /// The key as given (an excerpt when it is long: errors are sent back to clients).
         key: String,
         /// What is wrong with it.
         problem: String,
@@ -155,9 +155,29 @@ pub fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// `text` as an error may quote it: at most `max_bytes` of it (cut on a character boundary)
+/// and how long it really was, so a client's 10 MiB key or method never comes back whole.
+pub(crate) fn excerpt(text: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max_bytes {
+        return text.into();
+    }
+    let cut = text.floor_char_boundary(max_bytes);
+    format!("{}… ({} bytes)", &text[..cut], text.len()).into()
+}
+
+/// How much of a client-supplied name (a key, a method) an error quotes.
+pub(crate) const QUOTE_BYTES: usize = 256;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_excerpt_keeps_short_text_and_cuts_long_text_on_a_character() {
+        assert_eq!(excerpt("short", 10), "short");
+        let long = "é".repeat(10);
+        assert_eq!(excerpt(&long, 5), "éé… (20 bytes)");
+    }
 
     #[test]
     fn a_chain_shows_each_cause_once() {

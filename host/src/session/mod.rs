@@ -186,10 +186,8 @@ impl Session {
                     source,
                 })?;
             }
-            let cwd = std::env::current_dir()
-                .map(|d| d.display().to_string())
-                .unwrap_or_default();
-            let transcript = Transcript::new(&uuid::Uuid::new_v4().to_string(), &cwd, &now_iso());
+            let id = uuid::Uuid::new_v4().to_string();
+            let transcript = crate::host::new_transcript(&id, key, path)?;
             (TranscriptFile::create(path, &transcript)?, transcript)
         };
         if report_load {
