@@ -140,15 +140,21 @@ pub struct ContextOverflow {
 }
 
 /// An error and its sources as one line: the message, then each source after `: `, leaving
-/// out a source whose text the message before it already shows. For where no error-chain
-/// printer (anyhow's `{:#}`) runs: log lines and JSON-RPC messages.
+/// out a source whose text the message before it already shows, and a source's leading
+/// subject (`F: cannot open`) when the text before already ends with it (`compacting F`).
+/// Every error a person or a client reads is printed this way (the CLI's too: anyhow's `{:#}`
+/// repeats a cause that a message quotes).
 pub fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
         let cause_text = cause.to_string();
         if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
+            let rest = match cause_text.split_once(": ") {
+                Some((subject, rest)) if text.ends_with(subject) => rest,
+                _ => &cause_text,
+            };
+            text = format!("{text}: {rest}");
         }
         source = cause.source();
     }
@@ -196,6 +202,15 @@ mod tests {
         assert_eq!(
             chain(&kept_as_source),
             "x.wasm: cannot link the component: linking: unknown import `acme:db/query`"
+        );
+        let path_said_by_both = anyhow::Error::from(Error::Io {
+            path: "/x/F.jsonl".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })
+        .context("compacting /x/F.jsonl");
+        assert_eq!(
+            chain(&*path_said_by_both),
+            "compacting /x/F.jsonl: entity not found"
         );
     }
 }

@@ -622,6 +622,10 @@ impl Session {
             self.file.append(&transcript, index)?;
             first_kept_entry_id
         };
+        // Told now that it is written, never about a proposal that was refused.
+        for warning in &record.warnings {
+            tracing::warn!(session = %self.key(), "compaction: {warning}");
+        }
         Ok(CompactOutcome {
             compacted: true,
             reason: result.reason,
