@@ -118,6 +118,7 @@ pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, Transcript
             )
         })?;
         let text = text.strip_suffix('\r').unwrap_or(text);
+        let text = &crate::lenient::str(text);
         let header = Header::parse(text).map_err(|p| TranscriptError::invalid(&source, line, p))?;
         return Ok(Head {
             header,

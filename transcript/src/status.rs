@@ -261,6 +261,8 @@ impl Backwards<'_> {
             if let Some(nl) = memchr::memrchr(b'\n', &self.buf[..search_end]) {
                 let line = nl + 1..self.end;
                 self.end = nl + 1;
+                // Read as a full load reads it (same length: offsets stay true).
+                crate::lenient::replace_lone_surrogates(&mut self.buf[line.clone()]);
                 return Ok(Some((
                     self.pos + line.start as u64,
                     trim_newline(&self.buf[line]),
@@ -271,6 +273,7 @@ impl Backwards<'_> {
                     return Ok(None);
                 }
                 let line = 0..std::mem::take(&mut self.end);
+                crate::lenient::replace_lone_surrogates(&mut self.buf[line.clone()]);
                 return Ok(Some((0, trim_newline(&self.buf[line]))));
             }
             // The next block goes before the part of a line carried over; the buffer is reused

@@ -101,27 +101,29 @@ impl Transcript {
     /// rest of the file is read.
     pub fn load(path: &Path) -> Result<Transcript, TranscriptError> {
         let text = crate::read::read_text(path)?;
-        Transcript::parse_inner(Arc::new(text), &path.display().to_string(), false)
+        Transcript::parse_inner(text, &path.display().to_string(), false)
     }
 
     /// Parse JSONL of any supported version; v1/v2 are migrated to v3 in memory. `source`
     /// names the file in errors and warnings.
     pub fn parse(text: &str, source: &str) -> Result<Transcript, TranscriptError> {
-        Transcript::parse_inner(Arc::new(text.to_string()), source, false)
+        Transcript::parse_inner(text.to_string(), source, false)
     }
 
     /// Parse the header plus the tail of a file (see `status`): references to entries before
     /// the tail (parents, older boundaries) are left unresolved without complaint.
     pub(crate) fn parse_tail(text: String, source: &str) -> Result<Transcript, TranscriptError> {
-        Transcript::parse_inner(Arc::new(text), source, true)
+        Transcript::parse_inner(text, source, true)
     }
 
-    /// Parse `buf`; every entry's line is a slice of it (see [`Line`]).
+    /// Parse `text`; every entry's line is a slice of it (see [`Line`]). Lone surrogate
+    /// escapes are read as every other reader reads them (see `lenient`).
     fn parse_inner(
-        buf: Arc<String>,
+        text: String,
         source: &str,
         partial: bool,
     ) -> Result<Transcript, TranscriptError> {
+        let buf = Arc::new(crate::lenient::text(text));
         let whole = buf.as_str();
         let line_of = |part: &str| {
             let start = part.as_ptr() as usize - whole.as_ptr() as usize;
@@ -696,6 +698,8 @@ impl Transcript {
         message: &str,
         timestamp_iso: &str,
     ) -> Result<usize, TranscriptError> {
+        // A runtime's own writer may leave half a surrogate pair: read as the file will be.
+        let message = &*crate::lenient::str(message);
         let value: Value = serde_json::from_str(message).map_err(|e| {
             let line_no = self.next_line_number();
             TranscriptError::invalid(&self.source, line_no, format!("message is not JSON: {e}"))
