@@ -598,6 +598,14 @@ fn a_list_of_a_hundred_million_ids_is_refused() {
 }
 
 #[test]
+fn two_million_ranges_over_the_whole_request_are_refused_before_expanding() {
+    let setup: Vec<String> = (0..200).map(|n| format!("message {n}")).collect();
+    let outcome = attack("range-flood", &setup, Call::Assemble);
+    outcome.assert_invalid(Function::Assemble, "more entries than the");
+    outcome.report("range-flood (2M ranges)");
+}
+
+#[test]
 fn output_over_the_host_bytes_cap_is_invalid() {
     let rig = Rig::new();
     // 2 MiB the guest can build within its 64 MiB: the host's cap (1 MiB) must refuse it.

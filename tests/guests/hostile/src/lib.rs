@@ -14,6 +14,7 @@
 //! - `panic`: `assemble` panics; `panic-compact`: `compact` panics.
 //! - `huge-string`: `assemble` returns a 1 GiB system-prompt addition.
 //! - `huge-list`: `assemble` returns a plan of 10^8 items.
+//! - `range-flood`: `assemble` returns 2 million `keep-range`s, each over the whole request.
 //! - `big-addition`: `assemble` returns a 2 MiB system-prompt addition (fits in memory).
 //! - `big-inserts`: `assemble` inserts 4096 messages of 512 bytes (2 MiB in all).
 //! - `log-flood`: `assemble` logs (import, stdout and stderr) forever.
@@ -50,7 +51,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ctxhost_sdk::{
     AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult, CompactRequest,
-    CompactResult, Compaction, ContextEngine, ContextItem, EngineInfo, IngestResult, Message, Plan,
+    CompactResult, Compaction, ContextEngine, ContextItem, EngineInfo, IngestResult, KeepRange,
+    Message, Plan,
     Result, Role, Session, Tools, custom_message, host, log, serde_json,
 };
 
@@ -508,6 +510,21 @@ impl ContextEngine for Hostile {
             "fs-symlink" => probe_fs_symlink(&self.seen),
             "env" => probe_env(),
             "net" => probe_net(&self.seen),
+            "range-flood" => {
+                // 2 million ranges, each over the whole request: ~24 MB here, billions of
+                // keeps if the host expanded them before checking.
+                let (first, last) = match request.entries.as_slice() {
+                    [] => (0, 0),
+                    [only] => (only.entry, only.entry),
+                    [first, .., last] => (first.entry, last.entry),
+                };
+                let range = ContextItem::KeepRange(KeepRange { first, last });
+                Ok(AssembleResult {
+                    items: vec![range; 2_000_000],
+                    estimated_tokens: 0,
+                    system_prompt_addition: None,
+                })
+            }
             "forged-ids" => {
                 let past_end = request.entries.iter().map(|e| e.entry).max().unwrap_or(0) + 1_000;
                 Ok(Plan::with_capacity(request.entries.len() + 1)
