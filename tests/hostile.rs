@@ -442,6 +442,15 @@ fn infinite_loop_in_assemble_hits_the_deadline_every_time() {
 }
 
 #[test]
+fn a_guest_asleep_in_wasi_is_stopped_at_its_deadline() {
+    let setup = vec!["one".to_string()];
+    let outcome = attack("sleep-assemble", &setup, Call::Assemble);
+    outcome.assert_fault(FaultKind::Deadline, Function::Assemble);
+    outcome.report("sleep-assemble");
+    deadline_overshoot("sleep", outcome.elapsed, CALL_TIMEOUT);
+}
+
+#[test]
 fn infinite_loop_in_compact_hits_the_long_deadline() {
     let setup = vec!["to be compacted".to_string()];
     let outcome = attack("loop-compact", &setup, Call::Compact);

@@ -25,6 +25,7 @@ macro_rules! convert_enum {
 use convert_enum;
 
 mod cache;
+mod clock;
 pub mod contract;
 mod disk;
 mod epoch;

@@ -14,7 +14,8 @@ use super::contract::{EngineInfo, Session};
 use super::epoch::{CHECK_EVERY, DeadlineExceeded, ticks_for};
 use super::guest_log::{GuestOutput, LogSink};
 use super::health::{Health, HealthStatus};
-use super::state::{CallClock, Grants, ImportBudget, Limiter, StoreState};
+use super::clock::CallClock;
+use super::state::{Grants, ImportBudget, Limiter, StoreState};
 use super::{
     EngineError, EngineInstance, FaultKind, Function, Limits, LoadSource, SessionServices, disk,
     instance, versions,
@@ -166,7 +167,9 @@ impl Linked {
         store.set_epoch_deadline(ticks_for(
             spec.limits.deadline(Function::Instantiate).min(CHECK_EVERY),
         ));
-        let bindings = match self.pre.instantiate(&mut store).await {
+        // Bounded from outside too: a constructor blocked in WASI is never interrupted.
+        let watch = store.data().clock.watchdog();
+        let bindings = match watch.bound(self.pre.instantiate(&mut store)).await {
             Ok(bindings) => bindings,
             Err(e) => {
                 let memory_refused = store.data().limiter.memory_refused;

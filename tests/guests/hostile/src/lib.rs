@@ -8,6 +8,7 @@
 //!   `system-prompt-addition` is the JSON array of the texts this instance has seen (rebuilt in
 //!   `bootstrap` from the transcript), so a test can check what a session saw.
 //! - `loop-ingest`, `loop-assemble`, `loop-compact`, `loop-bootstrap`: spin forever in that hook.
+//! - `sleep-assemble`: `assemble` sleeps 20 s in WASI (blocked in the host, running no code).
 //! - `memory-bomb`: `assemble` grows memory 1 MiB at a time until refused.
 //! - `stack-overflow`: `assemble` recurses without bound (wasm stack);
 //!   `stack-overflow-frames` with 4 KiB frames on the shadow stack in linear memory.
@@ -455,6 +456,11 @@ impl ContextEngine for Hostile {
     fn assemble(&mut self, request: AssembleRequest) -> Result<AssembleResult> {
         match request.session.key.as_str() {
             "loop-assemble" => spin("assemble"),
+            "sleep-assemble" => {
+                // Blocked in a WASI poll: no guest code runs for the epoch to interrupt.
+                std::thread::sleep(std::time::Duration::from_secs(20));
+                Ok(Plan::new().build())
+            }
             "memory-bomb" => {
                 let mut hoard: Vec<Vec<u8>> = Vec::new();
                 loop {
