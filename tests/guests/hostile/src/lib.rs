@@ -31,7 +31,8 @@
 //!   entry); `read-loop`: asks for 1,000 of them, over and over.
 //! - `delegate-loop`: `compact` calls `delegate-compaction` forever.
 //! - `disk-hog`: `bootstrap` writes 1 MiB at a time into its state dir until refused;
-//!   `disk-files`: creates empty files until refused.
+//!   `disk-files`: creates empty files until refused; `disk-tiny-files`: one-byte files;
+//!   `disk-dirs`: empty directories.
 //! - `bad-figures`: `compact` returns a compaction keeping the last message whose tokens-after
 //!   exceeds its tokens-before.
 //! - `info`: with `config.hugeInfo` = N, the name and version are N bytes (with a terminal
@@ -419,6 +420,18 @@ impl ContextEngine for Hostile {
                 for i in 0.. {
                     std::fs::File::create(format!("/empty-{i}"))
                         .map_err(|e| format!("blocked: file {i}: {e}"))?;
+                }
+            }
+            "disk-tiny-files" => {
+                for i in 0.. {
+                    std::fs::write(format!("/tiny-{i}"), b"x")
+                        .map_err(|e| format!("blocked: file {i}: {e}"))?;
+                }
+            }
+            "disk-dirs" => {
+                for i in 0.. {
+                    std::fs::create_dir(format!("/dir-{i}"))
+                        .map_err(|e| format!("blocked: dir {i}: {e}"))?;
                 }
             }
             _ => {}
