@@ -16,6 +16,8 @@ pub struct TranscriptFile {
     path: PathBuf,
     file: File,
     sync: bool,
+    /// A failed append left bytes that could not be cut off: nothing more may be appended.
+    torn: bool,
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -44,6 +46,7 @@ impl TranscriptFile {
             path: path.to_path_buf(),
             file: open_append(path)?,
             sync: true,
+            torn: false,
         })
     }
 
@@ -63,6 +66,7 @@ impl TranscriptFile {
             path: path.to_path_buf(),
             file: open_append(path)?,
             sync: true,
+            torn: false,
         };
         Ok((file, transcript))
     }
@@ -87,16 +91,45 @@ impl TranscriptFile {
         if new.is_empty() {
             return Ok(());
         }
+        if self.torn {
+            return Err(TranscriptError::io(
+                &self.path,
+                "cannot append",
+                std::io::Error::other(
+                    "an earlier write failed and could not be undone; reopen the session (the torn tail is set aside then)",
+                ),
+            ));
+        }
         let mut buf = String::with_capacity(new.iter().map(|e| e.v3_line().len() + 1).sum());
         for e in new {
             buf.push_str(e.v3_line());
             buf.push('\n');
         }
         let io = |e| TranscriptError::io(&self.path, "cannot append", e);
-        self.file.write_all(buf.as_bytes()).map_err(io)?;
-        self.file.flush().map_err(io)?;
-        if self.sync {
-            self.file.sync_data().map_err(io)?;
+        let good_len = self.file.metadata().map_err(io)?.len();
+        let written = self
+            .file
+            .write_all(buf.as_bytes())
+            .and_then(|()| self.file.flush())
+            .and_then(|()| {
+                if self.sync {
+                    self.file.sync_data()
+                } else {
+                    Ok(())
+                }
+            });
+        if let Err(e) = written {
+            // A full disk or the file size limit (EFBIG) can stop a write part way: cut the
+            // file back to its last good length, so what comes next is never glued to a
+            // fragment. If even that fails, no later append may be acknowledged.
+            let undone = self
+                .file
+                .set_len(good_len)
+                .and_then(|()| self.file.sync_data());
+            if undone.is_err() {
+                self.torn = true;
+            }
+            return Err(io(e));
         }
         Ok(())
     }

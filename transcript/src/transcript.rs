@@ -656,6 +656,31 @@ impl Transcript {
         Ok(index)
     }
 
+    /// Drops the entries from `len` on: appended here but never written (a failed write), so
+    /// the transcript is again what the file holds. Everything an append changed is undone:
+    /// ids, the context, and the tool results a dropped compaction pruned.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.entries.len() {
+            return;
+        }
+        let dropped_prunes = self.entries[len..].iter().any(|e| {
+            e.compaction_record()
+                .is_some_and(|m| !m.pruned_entry_ids.is_empty())
+        });
+        for e in &self.entries[len..] {
+            self.by_id.remove(e.id());
+        }
+        self.entries.truncate(len);
+        if dropped_prunes {
+            for e in &mut self.entries {
+                e.pruned = false;
+            }
+            self.apply_prunes();
+        }
+        self.context = self.walk_context();
+        self.revision += 1;
+    }
+
     fn id_members(&self) -> (String, String) {
         let parent = self
             .leaf()
