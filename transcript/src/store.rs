@@ -220,6 +220,19 @@ fn remove_stale_temp_files(path: &Path) {
 /// Temp files are written in chunks of this size (each chunk is one crash point in tests).
 const CHUNK: usize = 1 << 20;
 
+/// The rewritten file gets the permissions of the one it replaces (a `chmod 600` transcript
+/// stays private), and its owner and group where this process may set them.
+fn keep_access(path: &Path, new: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(old) = std::fs::metadata(path) else {
+        return Ok(()); // a new file: the defaults
+    };
+    new.set_permissions(old.permissions())?;
+    // Only root may give a file away; anyone else's rewrite is theirs already.
+    let _ = std::os::unix::fs::fchown(new, Some(old.uid()), Some(old.gid()));
+    Ok(())
+}
+
 fn write_and_swap(path: &Path, tmp: &Path, contents: &str) -> Result<(), TranscriptError> {
     write_and_swap_steps(path, tmp, contents, CHUNK, None)
 }
@@ -247,6 +260,7 @@ fn write_and_swap_steps(
     };
     let mut f =
         File::create(tmp).map_err(|e| TranscriptError::io(tmp, "cannot create temp file", e))?;
+    keep_access(path, &f).map_err(|e| TranscriptError::io(tmp, "cannot set permissions", e))?;
     for part in contents.as_bytes().chunks(chunk.max(1)) {
         step_ok()?;
         f.write_all(part)
@@ -281,6 +295,19 @@ fn write_and_swap_steps(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rewrite_keeps_the_permissions_of_the_file_it_replaces() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "old\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        rewrite_atomically(&path, "new\n").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    }
     use serde_json::json;
 
     fn files_in(dir: &Path) -> Vec<String> {
