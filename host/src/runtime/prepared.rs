@@ -119,11 +119,13 @@ impl Linked {
             session.key.clone(),
             spec.limits.log_bytes_per_call,
         );
+        // Opening the state dir fails when the process is out of descriptors: the host's
+        // shortage, not the engine's fault.
         let wasi = self.wasi_ctx(&log).map_err(|detail| EngineError::Fault {
             engine: spec.id.clone(),
             function: Function::Instantiate,
             session: session.key.clone(),
-            kind: FaultKind::Trap,
+            kind: FaultKind::HostResources,
             detail,
         })?;
         let state = StoreState {
@@ -173,11 +175,16 @@ impl Linked {
             Ok(bindings) => bindings,
             Err(e) => {
                 let memory_refused = store.data().limiter.memory_refused;
+                let kind = if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() {
+                    FaultKind::HostResources
+                } else {
+                    instance::classify(&e, memory_refused)
+                };
                 return Err(EngineError::Fault {
                     engine: spec.id.clone(),
                     function: Function::Instantiate,
                     session: session.key.clone(),
-                    kind: instance::classify(&e, memory_refused),
+                    kind,
                     detail: format!("{e:#}"),
                 });
             }
