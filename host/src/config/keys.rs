@@ -281,7 +281,7 @@ mod tests {
             !fields_of::<Policy>().contains(&"parts"),
             "not an operator key"
         );
-        assert_eq!(fields_of::<Settings>(), &["plugins", "agents"]);
+        assert_eq!(fields_of::<Settings>(), &["plugins", "agents", "recall"]);
     }
 
     #[test]
