@@ -819,7 +819,10 @@ fn the_state_dir_quota_stops_a_guest_filling_the_disk() {
         outcome.assert_limit(Function::Bootstrap, "quota of 1 MiB");
         let (entries, spent) = disk_spent(&rig.state_dir());
         eprintln!("{key}: {entries} entries spending {spent} bytes before the quota of 1 MiB");
-        assert!(spent <= 1 << 20, "{key}: {entries} entries spent {spent} bytes");
+        assert!(
+            spent <= 1 << 20,
+            "{key}: {entries} entries spent {spent} bytes"
+        );
         outcome.report(key);
         std::fs::remove_dir_all(rig.state_dir()).unwrap();
         std::fs::create_dir(rig.state_dir()).unwrap();

@@ -162,13 +162,19 @@ fn a_refused_bootstrap_leaves_no_session_behind() {
         let (mut client, serving) = connect(&server);
         for attempt in 0..3 {
             let refused = client
-                .call("session.bootstrap", json!({ "sessionKey": format!("s{attempt}") }))
+                .call(
+                    "session.bootstrap",
+                    json!({ "sessionKey": format!("s{attempt}") }),
+                )
                 .await;
             assert_eq!(refused["error"]["code"], -32004, "{refused}");
         }
         // A key that cannot be a file name is refused before any session state exists.
         let long = client
-            .call("session.bootstrap", json!({ "sessionKey": "k".repeat(1 << 20) }))
+            .call(
+                "session.bootstrap",
+                json!({ "sessionKey": "k".repeat(1 << 20) }),
+            )
             .await;
         assert_eq!(long["error"]["code"], -32602, "{long}");
         assert!(long.to_string().len() < 4096, "the key came back");

@@ -148,7 +148,9 @@ pub enum BundleError {
         problem: String,
     },
     /// The bundle was written by a newer format than this ctxhost reads.
-    #[error("{bundle}: bundle version {version} is not supported (this ctxhost reads versions up to {BUNDLE_VERSION})")]
+    #[error(
+        "{bundle}: bundle version {version} is not supported (this ctxhost reads versions up to {BUNDLE_VERSION})"
+    )]
     Version {
         /// Where the bundle came from.
         bundle: String,

@@ -109,7 +109,10 @@ fn demo_runs_offline_and_reports_what_happened() {
     assert_eq!(demo["report"]["messages"], 200);
     for scratch in ["source", "output"] {
         let named = demo["report"][scratch].as_str().unwrap_or("<none>");
-        assert!(named.starts_with('<'), "{scratch} names a removed file: {named}");
+        assert!(
+            named.starts_with('<'),
+            "{scratch} names a removed file: {named}"
+        );
     }
     assert!(!demo["report"]["compactions"].as_array().unwrap().is_empty());
     assert!(demo["latestSummary"].as_str().unwrap().contains("## "));
@@ -333,7 +336,10 @@ fn closed_stdout_or_stderr_never_panics_and_the_exit_code_stays() {
 fn every_command_that_reads_a_transcript_refuses_a_fifo_at_once() {
     let home = tempfile::tempdir().unwrap();
     let fifo = home.path().join("pipe.jsonl");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     let fifo = fifo.to_str().unwrap();
     let commands: [&[&str]; 3] = [

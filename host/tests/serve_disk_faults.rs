@@ -19,7 +19,10 @@ fn serve_with_file_limit(home: &Path, kib: u64) -> Server {
     shell
         .arg("-c")
         // `ulimit -f` counts 512-byte blocks in POSIX shells.
-        .arg(format!("trap '' XFSZ; ulimit -f {}; exec \"$0\" serve", kib * 2))
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f {}; exec \"$0\" serve",
+            kib * 2
+        ))
         .arg(program)
         .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
         .env_remove("CTXHOST_CONFIG");
@@ -37,9 +40,7 @@ fn a_commit_past_the_file_size_limit_is_refused_and_leaves_no_fragment() {
     let mut server = serve_with_file_limit(home.path(), 64);
     let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
     let mirror = mirror_file(&boot);
-    let commit = |n: usize, text: &str| {
-        json!({ "sessionKey": key, "advancementKey": format!("t{n}"), "messages": [user(text)] })
-    };
+    let commit = |n: usize, text: &str| json!({ "sessionKey": key, "advancementKey": format!("t{n}"), "messages": [user(text)] });
     for n in 0..3 {
         let done = server.call("session.commitTurn", commit(n, &format!("small {n}")));
         assert_eq!(done["status"], "committed");

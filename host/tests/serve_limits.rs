@@ -146,13 +146,17 @@ fn shutdown_ends_the_server_whatever_another_client_does() {
         .unwrap();
     let started = std::time::Instant::now();
     while !socket.exists() {
-        assert!(started.elapsed().as_secs() < 60, "the socket never appeared");
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the socket never appeared"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // A client that sends and never reads.
     let mut silent = UnixStream::connect(&socket).unwrap();
     let flooding = std::thread::spawn(move || {
-        let line = br#"{"jsonrpc":"2.0","id":1,"method":"session.close","params":{"sessionKey":"x"}}
+        let line =
+            br#"{"jsonrpc":"2.0","id":1,"method":"session.close","params":{"sessionKey":"x"}}
 "#;
         for _ in 0..200_000 {
             if silent.write_all(line).is_err() {

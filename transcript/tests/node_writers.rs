@@ -4,7 +4,8 @@
 
 use ctxhost_transcript::{Transcript, status};
 
-const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+const HEADER: &str =
+    r#"{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
 
 fn message(id: &str, parent: Option<&str>, role: &str, text: &str) -> String {
     let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));

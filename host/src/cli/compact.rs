@@ -15,9 +15,9 @@ use ctxhost::transcript::compaction::{
 use ctxhost::{CompactOptions, Host, Session, SessionTarget};
 use serde::Serialize;
 
+use super::output::stdout_line;
 use super::output::{Bar, Report, emit, thousands};
 use super::{SessionFlag, load_transcript};
-use super::output::stdout_line;
 
 #[derive(Args)]
 pub(super) struct CompactArgs {

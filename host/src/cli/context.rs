@@ -19,9 +19,9 @@ use ctxhost::{AssembledItem, CompactOutcome, Host, SessionTarget};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::output::stderr_line;
 use super::output::{Bar, Report, emit, thousands};
 use super::{SessionFlag, load_transcript, target};
-use super::output::stderr_line;
 
 /// How `context status` (and the transcript's `context_tokens`) measures a context, named in
 /// both `status` and `inspect` so their figures are never mistaken for one another.

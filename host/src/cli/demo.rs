@@ -13,8 +13,8 @@ use ctxhost::transcript::{Role, Transcript, generate};
 use serde::Serialize;
 use serde_json::json;
 
-use super::output::{Bar, print_json};
 use super::output::stdout_line;
+use super::output::{Bar, print_json};
 
 const SEED: u64 = 7;
 
@@ -104,7 +104,9 @@ struct RecallExample {
 
 impl RecallExample {
     fn print(&self) {
-        stdout_line!("\nrecall: a request the summary left out, found again with the agent's tools");
+        stdout_line!(
+            "\nrecall: a request the summary left out, found again with the agent's tools"
+        );
         stdout_line!("  asked        {}", first_line(&self.request, 100));
         stdout_line!("  ctx_search   {}", self.search);
         match self.rank {

@@ -138,7 +138,9 @@ pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<E
             let done = ctxhost::plugins::uninstall(&host, &id, purge)?;
             stdout_line!("uninstalled `{id}`");
             if done.slot_reset {
-                stdout_line!("it was the active engine: plugins.slots.contextEngine is now `legacy`");
+                stdout_line!(
+                    "it was the active engine: plugins.slots.contextEngine is now `legacy`"
+                );
             }
             match &done.kept_state {
                 Some(dir) => stdout_line!(

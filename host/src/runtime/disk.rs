@@ -107,7 +107,9 @@ impl DiskQuota {
     fn charge_usage(&self, bytes: u64, entries: u64) -> Result<(), LimitExceeded> {
         let fits = |usage: Usage| usage.bytes <= self.limit && usage.entries <= MAX_ENTRIES;
         let mut charged = self.charged.lock().unwrap_or_else(|e| e.into_inner());
-        let after = charged.get_or_insert_with(|| usage(&self.dir)).plus(bytes, entries);
+        let after = charged
+            .get_or_insert_with(|| usage(&self.dir))
+            .plus(bytes, entries);
         if fits(after) {
             *charged = Some(after);
             return Ok(());
@@ -485,7 +487,10 @@ mod tests {
             std::fs::File::create(dir.path().join(n.to_string())).unwrap();
         }
         let err = quota.charge_entry().unwrap_err().to_string();
-        assert!(err.contains("more than 65536 files and directories"), "{err}");
+        assert!(
+            err.contains("more than 65536 files and directories"),
+            "{err}"
+        );
         // Deleting makes room again (found by measuring for real).
         std::fs::remove_file(dir.path().join("0")).unwrap();
         assert!(quota.charge_entry().is_ok());
@@ -498,6 +503,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("huge"), dir.path().join("f")).unwrap();
-        assert!(usage(dir.path()).bytes < 64 << 10, "{:?}", usage(dir.path()));
+        assert!(
+            usage(dir.path()).bytes < 64 << 10,
+            "{:?}",
+            usage(dir.path())
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 
+use super::clock::Watchdog;
 use super::contract::{
     AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
     CompactRequest, CompactResult, EngineInfo, EngineTool, EngineToolOutput, IngestResult, Message,
@@ -17,7 +18,6 @@ use super::limits::Function;
 use super::prepared::EngineSpec;
 use super::state::StoreState;
 use super::versions::Bindings;
-use super::clock::Watchdog;
 use super::{epoch, text};
 
 /// One engine instance serving one session: its own wasm store (memory, fuel of host imports,
@@ -133,7 +133,9 @@ impl EngineInstance {
         request: &BootstrapRequest,
     ) -> Result<BootstrapResult, EngineError> {
         let watch = self.begin(Function::Bootstrap)?;
-        let outcome = watch.bound(self.bindings.bootstrap(&mut self.store, request)).await;
+        let outcome = watch
+            .bound(self.bindings.bootstrap(&mut self.store, request))
+            .await;
         self.end(Function::Bootstrap, outcome).map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result
@@ -148,7 +150,12 @@ impl EngineInstance {
     ) -> Result<IngestResult, EngineError> {
         let watch = self.begin(Function::Ingest)?;
         let session = self.session.clone();
-        let outcome = watch.bound(self.bindings.ingest(&mut self.store, &session, message, is_heartbeat)).await;
+        let outcome = watch
+            .bound(
+                self.bindings
+                    .ingest(&mut self.store, &session, message, is_heartbeat),
+            )
+            .await;
         self.end(Function::Ingest, outcome)
     }
 
@@ -160,7 +167,12 @@ impl EngineInstance {
     ) -> Result<u32, EngineError> {
         let watch = self.begin(Function::IngestBatch)?;
         let session = self.session.clone();
-        let outcome = watch.bound(self.bindings.ingest_batch(&mut self.store, &session, messages, is_heartbeat)).await;
+        let outcome = watch
+            .bound(
+                self.bindings
+                    .ingest_batch(&mut self.store, &session, messages, is_heartbeat),
+            )
+            .await;
         self.end(Function::IngestBatch, outcome)
     }
 
@@ -171,7 +183,9 @@ impl EngineInstance {
         request: &AssembleRequest,
     ) -> Result<AssembleResult, EngineError> {
         let watch = self.begin(Function::Assemble)?;
-        let outcome = watch.bound(self.bindings.assemble(&mut self.store, request)).await;
+        let outcome = watch
+            .bound(self.bindings.assemble(&mut self.store, request))
+            .await;
         self.end(Function::Assemble, outcome)
     }
 
@@ -182,7 +196,9 @@ impl EngineInstance {
         request: &CompactRequest,
     ) -> Result<CompactResult, EngineError> {
         let watch = self.begin(Function::Compact)?;
-        let outcome = watch.bound(self.bindings.compact(&mut self.store, request)).await;
+        let outcome = watch
+            .bound(self.bindings.compact(&mut self.store, request))
+            .await;
         self.end(Function::Compact, outcome).map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result
@@ -192,7 +208,9 @@ impl EngineInstance {
     /// Tells the engine a turn ended.
     pub async fn after_turn(&mut self, request: &AfterTurnRequest) -> Result<(), EngineError> {
         let watch = self.begin(Function::AfterTurn)?;
-        let outcome = watch.bound(self.bindings.after_turn(&mut self.store, request)).await;
+        let outcome = watch
+            .bound(self.bindings.after_turn(&mut self.store, request))
+            .await;
         self.end(Function::AfterTurn, outcome)
     }
 
@@ -203,14 +221,21 @@ impl EngineInstance {
         spawn: &SubagentSpawn,
     ) -> Result<Option<u64>, EngineError> {
         let watch = self.begin(Function::PrepareSubagentSpawn)?;
-        let outcome = watch.bound(self.bindings.prepare_subagent_spawn(&mut self.store, spawn)).await;
+        let outcome = watch
+            .bound(self.bindings.prepare_subagent_spawn(&mut self.store, spawn))
+            .await;
         self.end(Function::PrepareSubagentSpawn, outcome)
     }
 
     /// Undoes a `prepare_subagent_spawn` whose spawn failed.
     pub async fn rollback_subagent_spawn(&mut self, handle: u64) -> Result<(), EngineError> {
         let watch = self.begin(Function::RollbackSubagentSpawn)?;
-        let outcome = watch.bound(self.bindings.rollback_subagent_spawn(&mut self.store, handle)).await;
+        let outcome = watch
+            .bound(
+                self.bindings
+                    .rollback_subagent_spawn(&mut self.store, handle),
+            )
+            .await;
         self.end(Function::RollbackSubagentSpawn, outcome)
     }
 
@@ -221,7 +246,12 @@ impl EngineInstance {
         reason: SubagentEndReason,
     ) -> Result<(), EngineError> {
         let watch = self.begin(Function::OnSubagentEnded)?;
-        let outcome = watch.bound(self.bindings.on_subagent_ended(&mut self.store, child_session_key, reason)).await;
+        let outcome = watch
+            .bound(
+                self.bindings
+                    .on_subagent_ended(&mut self.store, child_session_key, reason),
+            )
+            .await;
         self.end(Function::OnSubagentEnded, outcome)
     }
 
@@ -253,7 +283,11 @@ impl EngineInstance {
     ) -> Result<EngineToolOutput, EngineError> {
         let watch = self.begin(Function::CallTool)?;
         let outcome = match self.bindings.tools() {
-            Some(tools) => watch.bound(tools.call_tool(&mut self.store, name, arguments)).await,
+            Some(tools) => {
+                watch
+                    .bound(tools.call_tool(&mut self.store, name, arguments))
+                    .await
+            }
             None => Ok(Err(format!(
                 "this engine speaks a contract before 0.3 and offers no tools (asked for `{name}`)"
             ))),
@@ -268,7 +302,9 @@ impl EngineInstance {
     pub async fn dispose(&mut self) -> Result<(), EngineError> {
         let watch = self.begin(Function::Dispose)?;
         let session = self.session.clone();
-        let outcome = watch.bound(self.bindings.dispose(&mut self.store, &session)).await;
+        let outcome = watch
+            .bound(self.bindings.dispose(&mut self.store, &session))
+            .await;
         self.end(Function::Dispose, outcome)
     }
 }

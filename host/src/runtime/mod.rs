@@ -309,7 +309,12 @@ mod tests {
         // A breaker that opens at one fault is still closed: the next slot serves.
         assert_eq!(engine.health().circuit_open, None);
         drop(first);
-        assert!(engine.instantiate(session(), Arc::new(Detached)).await.is_ok());
+        assert!(
+            engine
+                .instantiate(session(), Arc::new(Detached))
+                .await
+                .is_ok()
+        );
     }
 
     #[test]

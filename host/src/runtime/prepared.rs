@@ -10,11 +10,11 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
+use super::clock::CallClock;
 use super::contract::{EngineInfo, Session};
 use super::epoch::{CHECK_EVERY, DeadlineExceeded, ticks_for};
 use super::guest_log::{GuestOutput, LogSink};
 use super::health::{Health, HealthStatus};
-use super::clock::CallClock;
 use super::state::{Grants, ImportBudget, Limiter, StoreState};
 use super::{
     EngineError, EngineInstance, FaultKind, Function, Limits, LoadSource, SessionServices, disk,
@@ -175,7 +175,10 @@ impl Linked {
             Ok(bindings) => bindings,
             Err(e) => {
                 let memory_refused = store.data().limiter.memory_refused;
-                let kind = if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() {
+                let kind = if e
+                    .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                    .is_some()
+                {
                     FaultKind::HostResources
                 } else {
                     instance::classify(&e, memory_refused)

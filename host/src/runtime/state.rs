@@ -8,11 +8,11 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::clock::CallClock;
 use super::contract::{
     CompactRequest, Compaction, CompletionRequest, Context, EntryRef, HostError, LogLevel, Message,
     SearchHit, SearchRequest,
 };
-use super::clock::CallClock;
 use super::error::LimitExceeded;
 use super::guest_log::{Level, LogSink};
 use super::limits::Limits;
@@ -97,7 +97,6 @@ impl ResourceLimiter for Limiter {
         self.limits.instances
     }
 }
-
 
 /// What the current call has made the host do through its imports, checked against the
 /// per-call limits before the host does the work.

@@ -65,12 +65,12 @@ pub(super) fn check_session_id(session_id: Option<&str>) -> Result<(), RpcError>
         Some(id) if id.chars().any(char::is_control) => "it contains a control character",
         _ => return Ok(()),
     };
-    Err(
-        RpcError::new(code::INVALID_PARAMS, format!("invalid `sessionId`: {problem}"))
-            .with_data(json!({ "path": "sessionId" })),
+    Err(RpcError::new(
+        code::INVALID_PARAMS,
+        format!("invalid `sessionId`: {problem}"),
     )
+    .with_data(json!({ "path": "sessionId" })))
 }
-
 
 /// The history a commit or a tail sync extends, as the client has it: its length and its last
 /// message's fingerprint. When given, the server refuses to extend anything else, so commits
@@ -117,12 +117,24 @@ mod tests {
     #[test]
     fn initialize_and_shutdown_refuse_what_they_cannot_honour() {
         assert!(parsed("initialize", "{}").is_ok());
-        assert!(parsed("initialize", r#"{"protocolVersion":1,"client":{"name":"oc"}}"#).is_ok());
-        let e = parsed("initialize", r#"{"protocolVersion":2}"#).err().unwrap();
+        assert!(
+            parsed(
+                "initialize",
+                r#"{"protocolVersion":1,"client":{"name":"oc"}}"#
+            )
+            .is_ok()
+        );
+        let e = parsed("initialize", r#"{"protocolVersion":2}"#)
+            .err()
+            .unwrap();
         assert!(e.contains("protocolVersion 2 is not supported"), "{e}");
-        let e = parsed("initialize", r#"{"client":{"version":"1"}}"#).err().unwrap();
+        let e = parsed("initialize", r#"{"client":{"version":"1"}}"#)
+            .err()
+            .unwrap();
         assert!(e.contains("`client`"), "{e}");
-        let e = parsed("initialize", r#"{"protocolVersion":"1"}"#).err().unwrap();
+        let e = parsed("initialize", r#"{"protocolVersion":"1"}"#)
+            .err()
+            .unwrap();
         assert!(e.contains("protocolVersion"), "{e}");
         assert!(parsed("shutdown", "{}").is_ok());
         let e = parsed("shutdown", r#"{"force":true}"#).err().unwrap();
@@ -131,9 +143,10 @@ mod tests {
 
     #[test]
     fn bootstrap_reads_the_session_id_and_refuses_one_that_cannot_be_a_header_id() {
-        let Ok(Call::Session(_, SessionMethod::Bootstrap { session_id })) =
-            parsed("session.bootstrap", r#"{"sessionKey":"s","sessionId":"abc-1"}"#)
-        else {
+        let Ok(Call::Session(_, SessionMethod::Bootstrap { session_id })) = parsed(
+            "session.bootstrap",
+            r#"{"sessionKey":"s","sessionId":"abc-1"}"#,
+        ) else {
             panic!("not a bootstrap");
         };
         assert_eq!(session_id.as_deref(), Some("abc-1"));

@@ -89,7 +89,9 @@ mod tests {
     fn a_second_holder_is_refused_with_the_first_ones_name_until_it_lets_go() {
         let home = tempfile::tempdir().unwrap();
         let first = HomeLock::acquire(home.path(), "stdio").unwrap();
-        let refused = HomeLock::acquire(home.path(), "stdio").unwrap_err().to_string();
+        let refused = HomeLock::acquire(home.path(), "stdio")
+            .unwrap_err()
+            .to_string();
         assert!(
             refused.contains(&format!("pid {}, serving stdio", std::process::id())),
             "{refused}"

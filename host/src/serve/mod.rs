@@ -231,7 +231,13 @@ impl Server {
 
     /// Hands a session call to its session's actor; `subagent.ended` without `sessionKey`
     /// goes to the parent whose `prepareSpawn` named the child.
-    fn route(self: &Arc<Self>, key: Option<String>, call: SessionMethod, reply: Reply, notify: Notify) {
+    fn route(
+        self: &Arc<Self>,
+        key: Option<String>,
+        call: SessionMethod,
+        reply: Reply,
+        notify: Notify,
+    ) {
         if let Some(key) = key {
             return self.enqueue(key, call, reply, notify);
         }

@@ -1,8 +1,8 @@
 //! JSON-RPC 2.0 over newline-delimited JSON: reading capped lines, parsing requests, and the
 //! error codes of the protocol (`docs/serve-protocol.md`).
 
-use serde::{Deserialize, Serialize};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
@@ -240,7 +240,12 @@ pub(crate) fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
     let method = match &envelope.method {
         Some(raw) => serde_json::from_str::<String>(raw.get())
             .map_err(|_| invalid(code::INVALID_REQUEST, "`method` must be a string"))?,
-        None => return Err(invalid(code::INVALID_REQUEST, "the request has no `method`")),
+        None => {
+            return Err(invalid(
+                code::INVALID_REQUEST,
+                "the request has no `method`",
+            ));
+        }
     };
     let params = match envelope.params {
         Some(params) if first_byte(&params) == b'{' => params,
@@ -449,10 +454,14 @@ mod tests {
 
     #[test]
     fn params_must_be_named() {
-        let e = parse_request(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":["s"]}"#)
-            .unwrap_err();
+        let e =
+            parse_request(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":["s"]}"#).unwrap_err();
         assert_eq!(e.error.code, code::INVALID_PARAMS);
-        assert!(e.error.message.contains("positional"), "{}", e.error.message);
+        assert!(
+            e.error.message.contains("positional"),
+            "{}",
+            e.error.message
+        );
         for params in ["3", "\"s\"", "null", "true"] {
             let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{params}}}"#);
             let e = parse_request(&line).unwrap_err();

@@ -54,8 +54,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ctxhost_sdk::{
     AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult, CompactRequest,
     CompactResult, Compaction, ContextEngine, ContextItem, EngineInfo, IngestResult, KeepRange,
-    Message, Plan,
-    Result, Role, Session, Tools, custom_message, host, log, serde_json,
+    Message, Plan, Result, Role, Session, Tools, custom_message, host, log, serde_json,
 };
 
 /// Marks the text of files the tests plant outside the state dir.
