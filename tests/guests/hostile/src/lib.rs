@@ -15,7 +15,7 @@
 //! - `panic`: `assemble` panics; `panic-compact`: `compact` panics.
 //! - `huge-string`: `assemble` returns a 1 GiB system-prompt addition.
 //! - `huge-list`: `assemble` returns a plan of 10^8 items.
-//! - `range-flood`: `assemble` returns 2 million `keep-range`s, each over the whole request.
+//! - `range-flood`: `assemble` returns 200,000 `keep-range`s, each over the whole request.
 //! - `big-addition`: `assemble` returns a 2 MiB system-prompt addition (fits in memory).
 //! - `big-inserts`: `assemble` inserts 4096 messages of 512 bytes (2 MiB in all).
 //! - `log-flood`: `assemble` logs (import, stdout and stderr) forever.
@@ -529,16 +529,13 @@ impl ContextEngine for Hostile {
             "env" => probe_env(),
             "net" => probe_net(&self.seen),
             "range-flood" => {
-                // 2 million ranges, each over the whole request: ~24 MB here, billions of
-                // keeps if the host expanded them before checking.
-                let (first, last) = match request.entries.as_slice() {
-                    [] => (0, 0),
-                    [only] => (only.entry, only.entry),
-                    [first, .., last] => (first.entry, last.entry),
-                };
+                // 200,000 ranges, each over the whole request: 2.4 MB here, tens of millions
+                // of keeps if the host expanded them before checking.
+                let first = request.entries.first().map_or(0, |e| e.entry);
+                let last = request.entries.last().map_or(0, |e| e.entry);
                 let range = ContextItem::KeepRange(KeepRange { first, last });
                 Ok(AssembleResult {
-                    items: vec![range; 2_000_000],
+                    items: vec![range; 200_000],
                     estimated_tokens: 0,
                     system_prompt_addition: None,
                 })
