@@ -50,6 +50,28 @@ impl Client {
     }
 }
 
+/// A client connected to `server` over a socket pair, and the task serving it.
+fn connect(server: &Arc<Server>) -> (Client, tokio::task::JoinHandle<()>) {
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let (read, write) = theirs.into_split();
+    let serving = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            server
+                .serve_connection(tokio::io::BufReader::new(read), write)
+                .await
+        })
+    };
+    let (read, write) = ours.into_split();
+    let client = Client {
+        write,
+        read: BufReader::new(read).lines(),
+        next_id: 0,
+        pending: Default::default(),
+    };
+    (client, serving)
+}
+
 fn user(text: &str) -> Value {
     json!({ "role": "user", "content": text, "timestamp": 1 })
 }
@@ -61,23 +83,7 @@ fn an_engine_fault_is_an_error_for_its_session_only() {
     let host = scratch.host(r#"{ plugins: { slots: { contextEngine: "hostile" } } }"#);
     block_on(async move {
         let server = Server::new(Arc::new(host), ServeOptions::default());
-        let (ours, theirs) = UnixStream::pair().unwrap();
-        let (read, write) = theirs.into_split();
-        let serving = {
-            let server = server.clone();
-            tokio::spawn(async move {
-                server
-                    .serve_connection(tokio::io::BufReader::new(read), write)
-                    .await
-            })
-        };
-        let (read, write) = ours.into_split();
-        let mut client = Client {
-            write,
-            read: BufReader::new(read).lines(),
-            next_id: 0,
-            pending: Default::default(),
-        };
+        let (mut client, serving) = connect(&server);
         for key in ["panic", "benign-1"] {
             let boot = client
                 .call("session.bootstrap", json!({ "sessionKey": key }))
@@ -137,6 +143,42 @@ fn an_engine_fault_is_an_error_for_its_session_only() {
             .await;
         assert!(again.get("result").is_some(), "{again}");
 
+        let bye = client.call("shutdown", json!({})).await;
+        assert_eq!(bye["result"], json!({}));
+        serving.await.unwrap();
+    });
+}
+
+#[test]
+fn a_refused_bootstrap_leaves_no_session_behind() {
+    let scratch = Scratch::new();
+    let host = scratch.host("{}");
+    // The sessions dir is a file: no mirror can be created under it.
+    let sessions = scratch.home().sessions_dir();
+    std::fs::create_dir_all(sessions.parent().unwrap()).unwrap();
+    std::fs::write(&sessions, "not a directory").unwrap();
+    block_on(async move {
+        let server = Server::new(Arc::new(host), ServeOptions::default());
+        let (mut client, serving) = connect(&server);
+        for attempt in 0..3 {
+            let refused = client
+                .call(
+                    "session.bootstrap",
+                    json!({ "sessionKey": format!("s{attempt}") }),
+                )
+                .await;
+            assert_eq!(refused["error"]["code"], -32004, "{refused}");
+        }
+        // A key that cannot be a file name is refused before any session state exists.
+        let long = client
+            .call(
+                "session.bootstrap",
+                json!({ "sessionKey": "k".repeat(1 << 20) }),
+            )
+            .await;
+        assert_eq!(long["error"]["code"], -32602, "{long}");
+        assert!(long.to_string().len() < 4096, "the key came back");
+        assert_eq!(server.session_count(), 0);
         let bye = client.call("shutdown", json!({})).await;
         assert_eq!(bye["result"], json!({}));
         serving.await.unwrap();

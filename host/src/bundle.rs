@@ -16,6 +16,10 @@ use crate::timestamp::now_iso;
 /// The `format` every bundle names.
 pub const BUNDLE_FORMAT: &str = "ctxhost-context-bundle";
 
+/// The newest bundle format version this ctxhost writes and reads: a newer one may mean
+/// members it would silently drop, so it is refused.
+pub const BUNDLE_VERSION: u32 = 1;
+
 /// A bundle as written to its file (member names in camelCase).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -133,14 +137,25 @@ pub enum BundleError {
         source: serde_json::Error,
     },
     /// An entry is not an AgentMessage the transcript accepts.
-    #[error("{bundle}: entries[{index}]: {source}")]
+    #[error("{bundle}: entries[{index}]: {problem}")]
     Entry {
         /// Where the bundle came from.
         bundle: String,
         /// The entry's index in `entries`, from 0.
         index: usize,
-        /// Why the transcript refused it.
-        source: TranscriptError,
+        /// Why the transcript refused it, without the transcript's own location: the
+        /// transcript being built is not a file the user knows.
+        problem: String,
+    },
+    /// The bundle was written by a newer format than this ctxhost reads.
+    #[error(
+        "{bundle}: bundle version {version} is not supported (this ctxhost reads versions up to {BUNDLE_VERSION})"
+    )]
+    Version {
+        /// Where the bundle came from.
+        bundle: String,
+        /// The version it declares.
+        version: u64,
     },
     /// Import writes only a new session, and its transcript file already exists.
     #[error("{} already exists: import starts a fresh session", path.display())]
@@ -201,7 +216,7 @@ impl ContextBundle {
         let header = transcript.header();
         ContextBundle {
             format: BUNDLE_FORMAT.into(),
-            version: 1,
+            version: BUNDLE_VERSION,
             exported_at: now_iso(),
             source: BundleSource {
                 path: path.display().to_string(),
@@ -252,6 +267,13 @@ impl ContextBundle {
         if value.get("format").and_then(Value::as_str) != Some(BUNDLE_FORMAT) {
             return Err(BundleError::NotABundle { bundle: bundle() });
         }
+        let version = value.get("version").and_then(Value::as_u64).unwrap_or(0);
+        if version > u64::from(BUNDLE_VERSION) {
+            return Err(BundleError::Version {
+                bundle: bundle(),
+                version,
+            });
+        }
         if !value.get("entries").is_some_and(Value::is_array) {
             return Err(BundleError::NoEntries { bundle: bundle() });
         }
@@ -273,7 +295,7 @@ impl ContextBundle {
             move |source| BundleError::Entry {
                 bundle: name.to_string(),
                 index,
-                source,
+                problem: problem_of(source),
             }
         };
         for (n, message) in self.entries.iter().enumerate() {
@@ -282,7 +304,7 @@ impl ContextBundle {
         let appended = |source| BundleError::Entry {
             bundle: name.to_string(),
             index: self.entries.len(),
-            source,
+            problem: problem_of(source),
         };
         if let Some(summary) = &self.summary
             && let Some(first) = t.entries().first().map(|e| e.id().to_string())
@@ -334,6 +356,14 @@ impl ContextBundle {
             cause,
         })?;
         Ok(transcript.entries().len())
+    }
+}
+
+/// What a transcript found wrong with an entry, without where (its own scratch name).
+fn problem_of(error: TranscriptError) -> String {
+    match error {
+        TranscriptError::Invalid { problem, .. } => problem,
+        other => other.to_string(),
     }
 }
 
@@ -423,5 +453,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(problem.starts_with("b.json: entries[0]: "), "{problem}");
+        // The transcript being built is nobody's file: not named.
+        assert!(!problem.contains("<session"), "{problem}");
+        let newer = r#"{"format": "ctxhost-context-bundle", "version": 99, "entries": []}"#;
+        assert_eq!(
+            err(newer),
+            "b.json: bundle version 99 is not supported (this ctxhost reads versions up to 1)"
+        );
     }
 }

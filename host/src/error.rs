@@ -56,7 +56,7 @@ pub enum Error {
     /// A session key that cannot name a transcript file.
     #[error("invalid session key `{key}`: {problem}")]
     SessionKey {
-        /// The key as given.
+        /// The key as given (an excerpt when it is long: errors are sent back to clients).
         key: String,
         /// What is wrong with it.
         problem: String,
@@ -140,24 +140,50 @@ pub struct ContextOverflow {
 }
 
 /// An error and its sources as one line: the message, then each source after `: `, leaving
-/// out a source whose text the message before it already shows. For where no error-chain
-/// printer (anyhow's `{:#}`) runs: log lines and JSON-RPC messages.
+/// out a source whose text the message before it already shows, and a source's leading
+/// subject (`F: cannot open`) when the text before already ends with it (`compacting F`).
+/// Every error a person or a client reads is printed this way (the CLI's too: anyhow's `{:#}`
+/// repeats a cause that a message quotes).
 pub fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
         let cause_text = cause.to_string();
         if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
+            let rest = match cause_text.split_once(": ") {
+                Some((subject, rest)) if text.ends_with(subject) => rest,
+                _ => &cause_text,
+            };
+            text = format!("{text}: {rest}");
         }
         source = cause.source();
     }
     text
 }
 
+/// `text` as an error may quote it: at most `max_bytes` of it (cut on a character boundary)
+/// and how long it really was, so a client's 10 MiB key or method never comes back whole.
+pub(crate) fn excerpt(text: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max_bytes {
+        return text.into();
+    }
+    let cut = text.floor_char_boundary(max_bytes);
+    format!("{}… ({} bytes)", &text[..cut], text.len()).into()
+}
+
+/// How much of a client-supplied name (a key, a method) an error quotes.
+pub(crate) const QUOTE_BYTES: usize = 256;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_excerpt_keeps_short_text_and_cuts_long_text_on_a_character() {
+        assert_eq!(excerpt("short", 10), "short");
+        let long = "é".repeat(10);
+        assert_eq!(excerpt(&long, 5), "éé… (20 bytes)");
+    }
 
     #[test]
     fn a_chain_shows_each_cause_once() {
@@ -176,6 +202,15 @@ mod tests {
         assert_eq!(
             chain(&kept_as_source),
             "x.wasm: cannot link the component: linking: unknown import `acme:db/query`"
+        );
+        let path_said_by_both = anyhow::Error::from(Error::Io {
+            path: "/x/F.jsonl".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })
+        .context("compacting /x/F.jsonl");
+        assert_eq!(
+            chain(&*path_said_by_both),
+            "compacting /x/F.jsonl: entity not found"
         );
     }
 }

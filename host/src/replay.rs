@@ -37,8 +37,9 @@ pub struct ReplayReport {
     pub engine: String,
     /// The transcript replayed.
     pub source: String,
-    /// The transcript the replay wrote.
-    pub output: String,
+    /// The transcript the replay wrote; `None` once the caller removed a scratch one (a
+    /// report never names a file that is gone).
+    pub output: Option<String>,
     /// Messages in the source transcript.
     pub messages: usize,
     /// Assistant turns, i.e. model requests measured.
@@ -256,7 +257,7 @@ pub async fn replay_with(
     Ok(ReplayReport {
         engine: engine.id().to_string(),
         source: source.display().to_string(),
-        output: output.display().to_string(),
+        output: Some(output.display().to_string()),
         messages: messages.len(),
         turns: assembled.len(),
         context_window: window,

@@ -85,6 +85,8 @@ fn replay_reports_compactions_at_a_small_window() {
     ));
     assert_eq!(report["engine"], "legacy");
     assert_eq!(report["messages"], 300);
+    // The replayed transcript was a scratch file, removed on exit: not reported as a path.
+    assert!(report["output"].is_null(), "{}", report["output"]);
     let compactions = report["compactions"].as_array().unwrap();
     assert!(!compactions.is_empty(), "{report}");
     for c in compactions {
@@ -105,6 +107,13 @@ fn demo_runs_offline_and_reports_what_happened() {
     let output = ctxhost(home.path(), &["demo", "--messages", "200", "--json"]);
     let demo = stdout_json(&output);
     assert_eq!(demo["report"]["messages"], 200);
+    for scratch in ["source", "output"] {
+        let named = demo["report"][scratch].as_str().unwrap_or("<none>");
+        assert!(
+            named.starts_with('<'),
+            "{scratch} names a removed file: {named}"
+        );
+    }
     assert!(!demo["report"]["compactions"].as_array().unwrap().is_empty());
     assert!(demo["latestSummary"].as_str().unwrap().contains("## "));
     // It ends with recall: a compacted request, found by search and opened again whole.
@@ -147,7 +156,7 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
         .enumerate()
         .find_map(|(i, e)| {
             let view = e.view()?;
-            (view.role == ctxhost_transcript::Role::User).then(|| (i, view.text))
+            (view.role == ctxhost_transcript::Role::User).then_some((i, view.text))
         })
         .unwrap();
     assert!(
@@ -404,5 +413,77 @@ fn replay_into_a_closed_pipe_exits_quietly() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "json {json}: {err}");
         assert!(!err.contains("panicked"), "json {json}: {err}");
+    }
+}
+
+#[test]
+fn closed_stdout_or_stderr_never_panics_and_the_exit_code_stays() {
+    let home = tempfile::tempdir().unwrap();
+    let commands: [&[&str]; 4] = [
+        &["context", "status", "--session", "nope.jsonl"],
+        &["plugins", "list"],
+        &["doctor"],
+        &["demo", "--messages", "nope"],
+    ];
+    for args in commands {
+        let open = common::ctxhost(home.path(), args);
+        for closed in ["stdout", "stderr"] {
+            let (reader, writer) = std::io::pipe().unwrap();
+            // Closed before the child starts, as `2>&1 | true` leaves it by the time it writes.
+            drop(reader);
+            let mut command = common::command(home.path());
+            command.args(args);
+            if closed == "stdout" {
+                command.stdout(writer).stderr(std::process::Stdio::null());
+            } else {
+                command.stderr(writer).stdout(std::process::Stdio::null());
+            }
+            let status = command.status().unwrap();
+            assert_eq!(
+                status.code(),
+                open.status.code(),
+                "{args:?} with {closed} closed (101 is a panic)"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_command_that_reads_a_transcript_refuses_a_fifo_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let fifo = home.path().join("pipe.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap();
+    let commands: [&[&str]; 3] = [
+        &["replay", fifo],
+        &["context", "status", "--session", fifo],
+        &["context", "history", "--session", fifo],
+    ];
+    for args in commands {
+        let mut child = common::command(home.path())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("{args:?} waited on the FIFO");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("pipe.jsonl"), "{args:?}: {err}");
     }
 }

@@ -5,7 +5,7 @@
 //! Module direction (a module uses only those to its left): `role` <- `content` (which parts
 //! of a message every reader takes) <- `tokens` <- `envelope`, `message` <- `entry` <- `read`
 //! <- `transcript` <- `store`, `status`, `compaction`. `error`, `time`, `migrate` and `record`
-//! (a compaction's `details`) are leaves any of them may use; `generate` only produces text for
+//! (a compaction's `details`) and `lenient` (lone surrogate escapes) are leaves any of them may use; `generate` only produces text for
 //! tests and demos.
 
 pub mod compaction;
@@ -14,6 +14,7 @@ mod entry;
 mod envelope;
 mod error;
 pub mod generate;
+mod lenient;
 mod message;
 mod migrate;
 mod read;

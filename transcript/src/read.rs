@@ -31,6 +31,35 @@ fn io<'a>(path: &'a Path, action: &'static str) -> impl Fn(std::io::Error) -> Tr
     move |e| TranscriptError::io(path, action, e)
 }
 
+/// Opens a transcript for reading, refusing what is not a regular file first: opening a FIFO
+/// waits for a writer forever, and a device or socket is never a transcript. Every reader of
+/// a transcript opens it here, so every command gives the same answer.
+pub(crate) fn open_transcript(path: &Path) -> Result<File, TranscriptError> {
+    let meta = std::fs::metadata(path).map_err(io(path, "cannot open transcript"))?;
+    if !meta.is_file() {
+        let kind = describe_file_type(&meta.file_type());
+        let problem = format!("it is {kind}, not a regular file");
+        let error = std::io::Error::new(std::io::ErrorKind::InvalidInput, problem);
+        return Err(TranscriptError::io(path, "cannot open transcript", error));
+    }
+    File::open(path).map_err(io(path, "cannot open transcript"))
+}
+
+fn describe_file_type(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a file"
+    }
+}
+
 /// Read and check the header at the start of `file`.
 pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, TranscriptError> {
     let source = path.display().to_string();
@@ -89,6 +118,7 @@ pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, Transcript
             )
         })?;
         let text = text.strip_suffix('\r').unwrap_or(text);
+        let text = &crate::lenient::str(text);
         let header = Header::parse(text).map_err(|p| TranscriptError::invalid(&source, line, p))?;
         return Ok(Head {
             header,
@@ -117,7 +147,7 @@ fn first_line_ends(head: &[u8]) -> bool {
 /// The whole file as text, once its header has been checked. A BOM is kept (parsing skips
 /// it); invalid UTF-8 is an error naming the line.
 pub(crate) fn read_text(path: &Path) -> Result<String, TranscriptError> {
-    let mut file = File::open(path).map_err(io(path, "cannot open transcript"))?;
+    let mut file = open_transcript(path)?;
     read_head(&mut file, path)?;
     let len = file
         .metadata()

@@ -261,6 +261,8 @@ impl Backwards<'_> {
             if let Some(nl) = memchr::memrchr(b'\n', &self.buf[..search_end]) {
                 let line = nl + 1..self.end;
                 self.end = nl + 1;
+                // Read as a full load reads it (same length: offsets stay true).
+                crate::lenient::replace_lone_surrogates(&mut self.buf[line.clone()]);
                 return Ok(Some((
                     self.pos + line.start as u64,
                     trim_newline(&self.buf[line]),
@@ -271,6 +273,7 @@ impl Backwards<'_> {
                     return Ok(None);
                 }
                 let line = 0..std::mem::take(&mut self.end);
+                crate::lenient::replace_lone_surrogates(&mut self.buf[line.clone()]);
                 return Ok(Some((0, trim_newline(&self.buf[line]))));
             }
             // The next block goes before the part of a line carried over; the buffer is reused
@@ -444,7 +447,7 @@ impl Stream {
 
 /// 1-based line numbers of the lines starting at `offsets` (ascending), in one forward pass.
 fn line_numbers_at(path: &Path, offsets: &[u64]) -> Result<Vec<usize>, TranscriptError> {
-    let mut f = File::open(path).map_err(io(path, "cannot open transcript"))?;
+    let mut f = crate::read::open_transcript(path)?;
     let mut buf = vec![0; BLOCK];
     let (mut pos, mut lines) = (0u64, 1usize);
     let mut out = Vec::with_capacity(offsets.len());
@@ -479,7 +482,7 @@ pub fn scan_for_window(path: &Path, window: u64) -> Result<Status, TranscriptErr
 
 fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError> {
     let source = path.display().to_string();
-    let mut file = File::open(path).map_err(io(path, "cannot open transcript"))?;
+    let mut file = crate::read::open_transcript(path)?;
     let file_bytes = file
         .metadata()
         .map_err(io(path, "cannot stat transcript"))?
@@ -630,7 +633,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     let mut text = String::with_capacity(head.text.len() + 1 + bytes_scanned as usize);
     text.push_str(&head.text);
     text.push('\n');
-    let mut f = File::open(path).map_err(io(path, "cannot open transcript"))?;
+    let mut f = crate::read::open_transcript(path)?;
     f.seek(SeekFrom::Start(start))
         .map_err(io(path, "cannot seek"))?;
     let mut tail = Vec::with_capacity(bytes_scanned as usize);

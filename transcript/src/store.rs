@@ -16,6 +16,8 @@ pub struct TranscriptFile {
     path: PathBuf,
     file: File,
     sync: bool,
+    /// A failed append left bytes that could not be cut off: nothing more may be appended.
+    torn: bool,
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -44,6 +46,7 @@ impl TranscriptFile {
             path: path.to_path_buf(),
             file: open_append(path)?,
             sync: true,
+            torn: false,
         })
     }
 
@@ -63,6 +66,7 @@ impl TranscriptFile {
             path: path.to_path_buf(),
             file: open_append(path)?,
             sync: true,
+            torn: false,
         };
         Ok((file, transcript))
     }
@@ -87,16 +91,45 @@ impl TranscriptFile {
         if new.is_empty() {
             return Ok(());
         }
+        if self.torn {
+            return Err(TranscriptError::io(
+                &self.path,
+                "cannot append",
+                std::io::Error::other(
+                    "an earlier write failed and could not be undone; reopen the session (the torn tail is set aside then)",
+                ),
+            ));
+        }
         let mut buf = String::with_capacity(new.iter().map(|e| e.v3_line().len() + 1).sum());
         for e in new {
             buf.push_str(e.v3_line());
             buf.push('\n');
         }
         let io = |e| TranscriptError::io(&self.path, "cannot append", e);
-        self.file.write_all(buf.as_bytes()).map_err(io)?;
-        self.file.flush().map_err(io)?;
-        if self.sync {
-            self.file.sync_data().map_err(io)?;
+        let good_len = self.file.metadata().map_err(io)?.len();
+        let written = self
+            .file
+            .write_all(buf.as_bytes())
+            .and_then(|()| self.file.flush())
+            .and_then(|()| {
+                if self.sync {
+                    self.file.sync_data()
+                } else {
+                    Ok(())
+                }
+            });
+        if let Err(e) = written {
+            // A full disk or the file size limit (EFBIG) can stop a write part way: cut the
+            // file back to its last good length, so what comes next is never glued to a
+            // fragment. If even that fails, no later append may be acknowledged.
+            let undone = self
+                .file
+                .set_len(good_len)
+                .and_then(|()| self.file.sync_data());
+            if undone.is_err() {
+                self.torn = true;
+            }
+            return Err(io(e));
         }
         Ok(())
     }
@@ -187,6 +220,19 @@ fn remove_stale_temp_files(path: &Path) {
 /// Temp files are written in chunks of this size (each chunk is one crash point in tests).
 const CHUNK: usize = 1 << 20;
 
+/// The rewritten file gets the permissions of the one it replaces (a `chmod 600` transcript
+/// stays private), and its owner and group where this process may set them.
+fn keep_access(path: &Path, new: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(old) = std::fs::metadata(path) else {
+        return Ok(()); // a new file: the defaults
+    };
+    new.set_permissions(old.permissions())?;
+    // Only root may give a file away; anyone else's rewrite is theirs already.
+    let _ = std::os::unix::fs::fchown(new, Some(old.uid()), Some(old.gid()));
+    Ok(())
+}
+
 fn write_and_swap(path: &Path, tmp: &Path, contents: &str) -> Result<(), TranscriptError> {
     write_and_swap_steps(path, tmp, contents, CHUNK, None)
 }
@@ -214,6 +260,7 @@ fn write_and_swap_steps(
     };
     let mut f =
         File::create(tmp).map_err(|e| TranscriptError::io(tmp, "cannot create temp file", e))?;
+    keep_access(path, &f).map_err(|e| TranscriptError::io(tmp, "cannot set permissions", e))?;
     for part in contents.as_bytes().chunks(chunk.max(1)) {
         step_ok()?;
         f.write_all(part)
@@ -248,6 +295,19 @@ fn write_and_swap_steps(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rewrite_keeps_the_permissions_of_the_file_it_replaces() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "old\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        rewrite_atomically(&path, "new\n").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    }
     use serde_json::json;
 
     fn files_in(dir: &Path) -> Vec<String> {

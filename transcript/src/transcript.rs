@@ -101,27 +101,29 @@ impl Transcript {
     /// rest of the file is read.
     pub fn load(path: &Path) -> Result<Transcript, TranscriptError> {
         let text = crate::read::read_text(path)?;
-        Transcript::parse_inner(Arc::new(text), &path.display().to_string(), false)
+        Transcript::parse_inner(text, &path.display().to_string(), false)
     }
 
     /// Parse JSONL of any supported version; v1/v2 are migrated to v3 in memory. `source`
     /// names the file in errors and warnings.
     pub fn parse(text: &str, source: &str) -> Result<Transcript, TranscriptError> {
-        Transcript::parse_inner(Arc::new(text.to_string()), source, false)
+        Transcript::parse_inner(text.to_string(), source, false)
     }
 
     /// Parse the header plus the tail of a file (see `status`): references to entries before
     /// the tail (parents, older boundaries) are left unresolved without complaint.
     pub(crate) fn parse_tail(text: String, source: &str) -> Result<Transcript, TranscriptError> {
-        Transcript::parse_inner(Arc::new(text), source, true)
+        Transcript::parse_inner(text, source, true)
     }
 
-    /// Parse `buf`; every entry's line is a slice of it (see [`Line`]).
+    /// Parse `text`; every entry's line is a slice of it (see [`Line`]). Lone surrogate
+    /// escapes are read as every other reader reads them (see `lenient`).
     fn parse_inner(
-        buf: Arc<String>,
+        text: String,
         source: &str,
         partial: bool,
     ) -> Result<Transcript, TranscriptError> {
+        let buf = Arc::new(crate::lenient::text(text));
         let whole = buf.as_str();
         let line_of = |part: &str| {
             let start = part.as_ptr() as usize - whole.as_ptr() as usize;
@@ -654,6 +656,31 @@ impl Transcript {
         Ok(index)
     }
 
+    /// Drops the entries from `len` on: appended here but never written (a failed write), so
+    /// the transcript is again what the file holds. Everything an append changed is undone:
+    /// ids, the context, and the tool results a dropped compaction pruned.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.entries.len() {
+            return;
+        }
+        let dropped_prunes = self.entries[len..].iter().any(|e| {
+            e.compaction_record()
+                .is_some_and(|m| !m.pruned_entry_ids.is_empty())
+        });
+        for e in &self.entries[len..] {
+            self.by_id.remove(e.id());
+        }
+        self.entries.truncate(len);
+        if dropped_prunes {
+            for e in &mut self.entries {
+                e.pruned = false;
+            }
+            self.apply_prunes();
+        }
+        self.context = self.walk_context();
+        self.revision += 1;
+    }
+
     fn id_members(&self) -> (String, String) {
         let parent = self
             .leaf()
@@ -696,6 +723,8 @@ impl Transcript {
         message: &str,
         timestamp_iso: &str,
     ) -> Result<usize, TranscriptError> {
+        // A runtime's own writer may leave half a surrogate pair: read as the file will be.
+        let message = &*crate::lenient::str(message);
         let value: Value = serde_json::from_str(message).map_err(|e| {
             let line_no = self.next_line_number();
             TranscriptError::invalid(&self.source, line_no, format!("message is not JSON: {e}"))

@@ -15,6 +15,7 @@ use ctxhost::transcript::compaction::{
 use ctxhost::{CompactOptions, Host, Session, SessionTarget};
 use serde::Serialize;
 
+use super::output::stdout_line;
 use super::output::{Bar, Report, emit, thousands};
 use super::{SessionFlag, load_transcript};
 
@@ -165,19 +166,21 @@ pub(super) async fn run(host: Host, args: CompactArgs) -> anyhow::Result<ExitCod
         }
     };
     if !args.yes && std::io::stdin().is_terminal() && !args.json {
-        print!(
+        // A question, so no newline: written (not `print!`, which panics on a closed pipe).
+        write!(
+            std::io::stdout(),
             "compact {} ({} layer, {} -> {}{} tokens)? [y/N] ",
             path.display(),
             expected.estimate.layer,
             thousands(forecast.before),
             if expected.exact { "" } else { "~" },
             thousands(expected.after)
-        );
+        )?;
         std::io::stdout().flush()?;
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer)?;
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            println!("not compacted");
+            stdout_line!("not compacted");
             return Ok(ExitCode::SUCCESS);
         }
     }

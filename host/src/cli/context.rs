@@ -12,13 +12,14 @@ use ctxhost::bundle::ContextBundle;
 use ctxhost::prompt::{PromptSettings, Section};
 use ctxhost::session::{Breakdown, ContextOverflow, FlushSignal, ModelRequest, TurnOptions};
 use ctxhost::timestamp::now_unix_ms;
-use ctxhost::transcript::compaction::{Degradation, Layer, Trigger, degradation};
+use ctxhost::transcript::compaction::{Degradation, Layer, Trigger, degradation_at};
 use ctxhost::transcript::status;
 use ctxhost::transcript::time::format_iso_ms;
 use ctxhost::{AssembledItem, CompactOutcome, Host, SessionTarget};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::output::stderr_line;
 use super::output::{Bar, Report, emit, thousands};
 use super::{SessionFlag, load_transcript, target};
 
@@ -204,7 +205,7 @@ fn status(
     let s = status::scan_for_window(&path, window)?;
     let elapsed = started.elapsed();
     for w in &s.warnings {
-        eprintln!("warning: {w}");
+        stderr_line!("warning: {w}");
     }
     let last_compaction = s.last_compaction.as_ref().map(|c| {
         let record = c.details.as_ref();
@@ -218,6 +219,7 @@ fn status(
             trigger: record.and_then(|r| r.trigger),
         }
     });
+    let utilisation = (s.context_tokens + system_tokens) as f64 / window.max(1) as f64;
     Ok(StatusReport {
         session: path.display().to_string(),
         session_id: s.session_id,
@@ -225,13 +227,13 @@ fn status(
         context_tokens_method: RECORDED_METHOD,
         system_tokens,
         context_window: window,
-        utilisation: (s.context_tokens + system_tokens) as f64 / window.max(1) as f64,
+        utilisation,
         context_messages: s.context_messages,
         compaction_count: s.compaction_count,
         summary_count: s.summary_count,
         count_source: s.count_source.as_str(),
         last_compaction,
-        degradation: degradation(s.summary_count),
+        degradation: degradation_at(s.summary_count, utilisation),
         file_bytes: s.file_bytes,
         bytes_scanned: s.bytes_scanned,
         elapsed_ms: elapsed.as_secs_f64() * 1e3,

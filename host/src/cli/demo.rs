@@ -13,6 +13,7 @@ use ctxhost::transcript::{Role, Transcript, generate};
 use serde::Serialize;
 use serde_json::json;
 
+use super::output::stdout_line;
 use super::output::{Bar, print_json};
 
 const SEED: u64 = 7;
@@ -30,7 +31,10 @@ pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Res
     let report =
         ctxhost::replay::replay(&host, &source, engine.clone(), window, &output, &mut bar).await;
     bar.finish();
-    let report = report?;
+    let mut report = report?;
+    // Both files are scratch, gone when this returns: the report names neither as a path.
+    report.source = format!("<generated: {messages} messages, seed {SEED}>");
+    report.output = None;
 
     let replayed = Transcript::load(&output)?;
     let latest_summary = replayed
@@ -52,11 +56,11 @@ pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Res
         return Ok(ExitCode::SUCCESS);
     }
     let info = engine.info();
-    println!(
+    stdout_line!(
         "ctxhost demo: a generated {messages}-message coding-agent session (seed {SEED}), replayed through the bundled `{}` engine",
         info.id
     );
-    println!(
+    stdout_line!(
         "engine        {} {} (contract {}), {} in {:.1} ms",
         info.name,
         info.version,
@@ -69,15 +73,15 @@ pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Res
     );
     super::replay::print_report(&report);
     if let Some(summary) = latest_summary {
-        println!("\nlatest compaction summary (first lines):");
+        stdout_line!("\nlatest compaction summary (first lines):");
         for line in summary.lines().take(16) {
-            println!("  {line}");
+            stdout_line!("  {line}");
         }
     }
     if let Some(recall) = &recall {
         recall.print();
     }
-    println!(
+    stdout_line!(
         "\nEverything ran offline in a scratch home ({}); nothing was kept.",
         scratch.path().display()
     );
@@ -107,19 +111,19 @@ impl RecallExample {
         } else {
             "a request compacted out of the context (the summary quotes its start)"
         };
-        println!("\nrecall: {what}, found again with the agent's tools");
-        println!("  asked        {}", first_line(&self.request, 100));
-        println!("  ctx_search   {}", self.search);
+        stdout_line!("\nrecall: {what}, found again with the agent's tools");
+        stdout_line!("  asked        {}", first_line(&self.request, 100));
+        stdout_line!("  ctx_search   {}", self.search);
         match self.rank {
-            Some(rank) => println!("               → entry {} is hit #{rank}", self.entry_id),
-            None => println!(
+            Some(rank) => stdout_line!("               → entry {} is hit #{rank}", self.entry_id),
+            None => stdout_line!(
                 "               → entry {} was not among the hits",
                 self.entry_id
             ),
         }
-        println!("  ctx_expand   {}", self.expand);
+        stdout_line!("  ctx_expand   {}", self.expand);
         for line in self.opened.content.lines().take(6) {
-            println!("               {}", first_line(line, 100));
+            stdout_line!("               {}", first_line(line, 100));
         }
     }
 }

@@ -10,6 +10,7 @@ use ctxhost::config::{Config, ConfigSource, Home};
 use serde::Serialize;
 
 use super::output::print_json;
+use super::output::stdout_line;
 
 #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -93,12 +94,12 @@ pub(super) async fn run(flag: Option<&Path>, json: bool) -> anyhow::Result<ExitC
                 Status::Warn => "warn",
                 Status::Fail => "FAIL",
             };
-            println!("{label} {:<28} {}", c.name, c.detail);
+            stdout_line!("{label} {:<28} {}", c.name, c.detail);
             if let Some(fix) = &c.fix {
-                println!("     {:<28} fix: {fix}", "");
+                stdout_line!("     {:<28} fix: {fix}", "");
             }
         }
-        println!("{} (home {})", report.summary, report.home);
+        stdout_line!("{} (home {})", report.summary, report.home);
     }
     Ok(if report.ok {
         ExitCode::SUCCESS

@@ -20,6 +20,7 @@ use clap::{Parser, Subcommand};
 use ctxhost::config::{Config, ConfigSource, Home};
 use ctxhost::transcript::Transcript;
 use ctxhost::{Host, SessionTarget};
+use output::stderr_line;
 
 #[derive(Parser)]
 #[command(
@@ -79,14 +80,15 @@ pub(crate) fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            stderr_line!("error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Not anyhow's `{:#}`: it repeats a cause that a message already quotes.
+            stderr_line!("error: {}", ctxhost::error::chain(&*e));
             ExitCode::FAILURE
         }
     }
@@ -182,7 +184,7 @@ impl SessionFlag {
 fn load_transcript(path: &Path) -> anyhow::Result<Transcript> {
     let t = Transcript::load(path)?;
     for w in t.warnings() {
-        eprintln!("warning: {w}");
+        stderr_line!("warning: {w}");
     }
     Ok(t)
 }

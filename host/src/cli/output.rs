@@ -4,6 +4,30 @@ use std::io::{ErrorKind, IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+/// `println!` without its panic: a reader that closed stdout (`| head`) ends the output
+/// quietly. `println!` and `eprintln!` are denied in this crate (main.rs) so none comes back.
+macro_rules! stdout_line {
+    ($($arg:tt)*) => {
+        $crate::cli::output::write_line(&mut std::io::stdout().lock(), format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` without its panic: `ctxhost … 2>&1 | true` closes stderr before the error is
+/// written, and the exit code must still say what happened (1), not 101.
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {
+        $crate::cli::output::write_line(&mut std::io::stderr().lock(), format_args!($($arg)*))
+    };
+}
+
+pub(crate) use {stderr_line, stdout_line};
+
+/// Writes one line; a closed pipe (or any failed write) is not worth a panic: there is nobody
+/// left to read what would explain it.
+pub(crate) fn write_line(out: &mut impl Write, line: std::fmt::Arguments<'_>) {
+    let _ = out.write_fmt(line).and_then(|()| out.write_all(b"\n"));
+}
+
 pub(super) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     match writeln!(std::io::stdout().lock(), "{text}") {
@@ -50,7 +74,7 @@ impl Out {
         if let Err(e) = writeln!(std::io::stdout().lock(), "{text}") {
             self.stopped = true;
             if e.kind() != ErrorKind::BrokenPipe {
-                eprintln!("warning: cannot write to stdout: {e}");
+                stderr_line!("warning: cannot write to stdout: {e}");
             }
         }
     }
@@ -116,8 +140,8 @@ impl ctxhost::replay::Progress for Bar {
     fn before_auto_compaction(&mut self, due: &ctxhost::auto_compaction::AutoCompaction) {
         let line = format!("notice: {due}");
         match &self.0 {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
+            Some(bar) => bar.suspend(|| stderr_line!("{line}")),
+            None => stderr_line!("{line}"),
         }
     }
 }

@@ -10,6 +10,7 @@ use ctxhost::plugins::{Capability, EngineSource, Lang, MANIFEST, Manifest};
 use serde::Serialize;
 
 use super::output::print_json;
+use super::output::stdout_line;
 
 #[derive(Subcommand)]
 pub(super) enum PluginsCommand {
@@ -120,14 +121,14 @@ pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<E
             };
             let package = installing.map_err(|e| with_import_hint(e.into()))?;
             let how = if link { "linked" } else { "installed" };
-            println!(
+            stdout_line!(
                 "{how} `{}` {} (contract {}) from {}",
                 package.id,
                 package.engine_version,
                 package.contract_version,
                 path.display()
             );
-            println!("select it with: ctxhost plugins use {}", package.id);
+            stdout_line!("select it with: ctxhost plugins use {}", package.id);
             // A replaced or rebuilt component leaves its compiled form behind (~35 MB for
             // Python or JavaScript): drop what nothing uses any more.
             collect_cache(&host, false);
@@ -135,16 +136,18 @@ pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<E
         }
         PluginsCommand::Uninstall { id, purge, .. } => {
             let done = ctxhost::plugins::uninstall(&host, &id, purge)?;
-            println!("uninstalled `{id}`");
+            stdout_line!("uninstalled `{id}`");
             if done.slot_reset {
-                println!("it was the active engine: plugins.slots.contextEngine is now `legacy`");
+                stdout_line!(
+                    "it was the active engine: plugins.slots.contextEngine is now `legacy`"
+                );
             }
             match &done.kept_state {
-                Some(dir) => println!(
+                Some(dir) => stdout_line!(
                     "its state is kept in {} (--purge deletes it)",
                     dir.display()
                 ),
-                None if purge => println!("its state was deleted"),
+                None if purge => stdout_line!("its state was deleted"),
                 None => {}
             }
             collect_cache(&host, false);
@@ -152,17 +155,17 @@ pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<E
         }
         PluginsCommand::Enable { id } => {
             ctxhost::plugins::set_enabled(&host, &id, true)?;
-            println!("enabled `{id}`");
+            stdout_line!("enabled `{id}`");
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Disable { id } => {
             ctxhost::plugins::set_enabled(&host, &id, false)?;
-            println!("disabled `{id}`");
+            stdout_line!("disabled `{id}`");
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Use { id } => {
             ctxhost::plugins::use_engine(&host, &id)?;
-            println!(
+            stdout_line!(
                 "context engine is now `{id}` (plugins.slots.contextEngine in {})",
                 host.config().source.path().display()
             );
@@ -171,7 +174,7 @@ pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<E
         PluginsCommand::Gc { dry_run } => {
             let gc = collect_cache(&host, dry_run);
             let verb = if dry_run { "would remove" } else { "removed" };
-            println!(
+            stdout_line!(
                 "{verb} {} cached component(s), {:.1} MiB; {:.1} MiB kept in {}",
                 gc.removed,
                 mib(gc.removed_bytes),
@@ -187,13 +190,13 @@ pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<E
             }
             let cwd = std::env::current_dir()?;
             let dir = ctxhost::plugins::scaffold_lang(&cwd, &name, lang, sdk.as_deref())?;
-            println!("created {}", dir.display());
+            stdout_line!("created {}", dir.display());
             let setup = match lang {
                 Lang::Rust => "",
                 Lang::Python => "pip install componentize-py && ",
                 Lang::JavaScript => "npm install && ",
             };
-            println!(
+            stdout_line!(
                 "next: cd {name} && {setup}{} && ctxhost plugins install .",
                 lang.build_command()
             );
@@ -619,7 +622,7 @@ fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
             Ok(version) => format!("contract {version}"),
             Err(e) => format!("BROKEN: {e}"),
         };
-        println!(
+        stdout_line!(
             "{marker} {:<20} {:<8} {:<9} {:<8} {}{}",
             row.id,
             row.version.as_deref().unwrap_or("-"),
@@ -638,7 +641,7 @@ fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
             .filter(|c| !row.granted.contains(c))
             .collect();
         if !row.requested.is_empty() {
-            println!(
+            stdout_line!(
                 "    capabilities: requested {}; granted {}",
                 row.requested.join(", "),
                 if row.granted.is_empty() {
@@ -649,7 +652,7 @@ fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
             );
         }
         if !missing.is_empty() {
-            println!(
+            stdout_line!(
                 "    not granted: {} (grant in plugins.entries.{}.grants)",
                 missing.join(", "),
                 row.id
@@ -657,7 +660,7 @@ fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     for (folder, error) in &host.registry().broken {
-        println!("! {folder:<20} BROKEN: {error}");
+        stdout_line!("! {folder:<20} BROKEN: {error}");
     }
     Ok(ExitCode::SUCCESS)
 }

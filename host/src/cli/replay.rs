@@ -67,7 +67,11 @@ pub(super) async fn run(home: Home, config: Config, args: ReplayArgs) -> anyhow:
     )
     .await;
     bar.finish();
-    let report = report?;
+    let mut report = report?;
+    if args.out.is_none() {
+        // The scratch transcript goes with `scratch` when this returns.
+        report.output = None;
+    }
     if args.json {
         print_json(&report)?;
     } else {

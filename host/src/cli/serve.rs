@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use ctxhost::config::{Config, Home};
-use ctxhost::serve::{ServeOptions, Server};
+use ctxhost::serve::{HomeLock, ServeOptions, Server};
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
@@ -23,6 +23,12 @@ pub(super) struct ServeArgs {
 }
 
 pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let serving = match &args.socket {
+        Some(path) => path.display().to_string(),
+        None => "stdio".into(),
+    };
+    // Held until the server exits: one server per home.
+    let _lock = HomeLock::acquire(home.root(), &serving)?;
     let host = Arc::new(ctxhost::Host::new(home, config)?);
     let options = ServeOptions {
         max_line_bytes: args.max_line_bytes,

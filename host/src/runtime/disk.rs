@@ -8,10 +8,11 @@
 //! - bytes: `descriptor.write`, writes and zeroes through a file's output stream (also
 //!   `splice`, which writes through the same stream), and growth by `set-size`;
 //! - entries: creating a file (`open-at` with `create`), a directory or a link charges
-//!   [`ENTRY_BYTES`], so millions of empty files cannot exhaust inodes;
+//!   [`ENTRY_BYTES`] (a block and an inode, what the filesystem spends) and counts against
+//!   [`MAX_ENTRIES`], so thousands of tiny files cannot pass the quota nor exhaust inodes;
 //! - the dir is measured at the engine's first write (not at load, which is on every command's
 //!   path); charges are conservative (overwriting counts as new bytes); when they would pass the
-//!   quota, the dir is measured again for real (allocated blocks plus [`ENTRY_BYTES`] per entry, symlinks
+//!   quota, the dir is measured again for real (allocated blocks plus an inode per entry, symlinks
 //!   never followed) and the write goes ahead if the real usage allows it.
 //!
 //! Going over traps the call with an error naming the engine and the quota: the instance is
@@ -22,8 +23,7 @@
 //! guest cannot follow them anyway, but host tools and operators browsing the dir could.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
@@ -36,12 +36,41 @@ use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError, St
 use super::error::LimitExceeded;
 use super::state::StoreState;
 
-/// What one directory entry (file, directory, link) is charged, allocated blocks aside.
-pub(super) const ENTRY_BYTES: u64 = 256;
+/// What creating one directory entry (file, directory, link) is charged: the 4 KiB block a
+/// directory, or a file's first byte, takes on common filesystems (ext4, xfs, btrfs), plus its
+/// inode. An empty file is overcharged its block, which keeps the charge at least what the disk
+/// spends: thousands of one-byte files or empty directories cannot take 17x the quota.
+pub(super) const ENTRY_BYTES: u64 = BLOCK_BYTES + INODE_BYTES;
+
+/// The allocation unit of common filesystems.
+const BLOCK_BYTES: u64 = 4096;
+
+/// What an inode costs beside its blocks.
+const INODE_BYTES: u64 = 256;
+
+/// The most entries a state dir may hold, whatever its byte quota: inodes are a resource of
+/// the whole filesystem, and no engine's state needs more files than this.
+pub(super) const MAX_ENTRIES: u64 = 65_536;
 
 /// The `wasi:filesystem/types` instance wasmtime-wasi 48 defines (guests importing older 0.2.x
 /// versions resolve to it).
 const FS_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// What a state dir uses (or is charged): bytes on disk and entries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Usage {
+    pub(super) bytes: u64,
+    pub(super) entries: u64,
+}
+
+impl Usage {
+    fn plus(self, bytes: u64, entries: u64) -> Usage {
+        Usage {
+            bytes: self.bytes.saturating_add(bytes),
+            entries: self.entries.saturating_add(entries),
+        }
+    }
+}
 
 /// One engine's state dir and what it may use; shared by all its instances.
 #[derive(Debug)]
@@ -49,12 +78,10 @@ pub(super) struct DiskQuota {
     engine: String,
     dir: PathBuf,
     limit: u64,
-    /// Charged bytes: at least the real usage, reset to it whenever it is measured;
-    /// [`UNMEASURED`] until the first write (loading an engine does not walk its dir).
-    used: AtomicU64,
+    /// Charged usage: at least the real one, reset to it whenever it is measured; `None`
+    /// until the first write (loading an engine does not walk its dir).
+    charged: Mutex<Option<Usage>>,
 }
-
-const UNMEASURED: u64 = u64::MAX;
 
 impl DiskQuota {
     pub(super) fn new(engine: &str, dir: &Path, limit: u64) -> Arc<Self> {
@@ -62,46 +89,64 @@ impl DiskQuota {
             engine: engine.to_string(),
             dir: dir.to_path_buf(),
             limit,
-            used: AtomicU64::new(UNMEASURED),
+            charged: Mutex::new(None),
         })
     }
 
     /// Charges `bytes` about to be written; refuses when even the real usage leaves no room.
     pub(super) fn charge(&self, bytes: u64) -> Result<(), LimitExceeded> {
-        if self.used.load(Ordering::Relaxed) == UNMEASURED {
-            // Whoever measures first sets it; nobody adds to the sentinel.
-            let _ = self.used.compare_exchange(
-                UNMEASURED,
-                usage(&self.dir),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-        }
-        let before = self.used.fetch_add(bytes, Ordering::Relaxed);
-        if before.saturating_add(bytes) <= self.limit {
+        self.charge_usage(bytes, 0)
+    }
+
+    /// Charges an entry about to be created (its block and inode, and one of
+    /// [`MAX_ENTRIES`]).
+    pub(super) fn charge_entry(&self) -> Result<(), LimitExceeded> {
+        self.charge_usage(ENTRY_BYTES, 1)
+    }
+
+    fn charge_usage(&self, bytes: u64, entries: u64) -> Result<(), LimitExceeded> {
+        let fits = |usage: Usage| usage.bytes <= self.limit && usage.entries <= MAX_ENTRIES;
+        let mut charged = self.charged.lock().unwrap_or_else(|e| e.into_inner());
+        let after = charged
+            .get_or_insert_with(|| usage(&self.dir))
+            .plus(bytes, entries);
+        if fits(after) {
+            *charged = Some(after);
             return Ok(());
         }
+        // Charges are conservative (an overwrite counts as new bytes, a deletion is not
+        // refunded): measure for real before refusing.
         let real = usage(&self.dir);
-        self.used
-            .store(real.saturating_add(bytes), Ordering::Relaxed);
-        if real.saturating_add(bytes) <= self.limit {
+        *charged = Some(real);
+        if fits(real.plus(bytes, entries)) {
+            *charged = Some(real.plus(bytes, entries));
             return Ok(());
         }
-        self.used.store(real, Ordering::Relaxed);
+        let what = if real.plus(bytes, entries).bytes > self.limit {
+            format!(
+                "more than its state-dir quota of {} MiB ({} bytes in {}, {bytes} more asked; limits.stateDirQuotaMiB)",
+                self.limit >> 20,
+                real.bytes,
+                self.dir.display()
+            )
+        } else {
+            format!(
+                "more than {MAX_ENTRIES} files and directories in its state dir ({} in {})",
+                real.entries,
+                self.dir.display()
+            )
+        };
         Err(LimitExceeded::new(format!(
-            "engine `{}` would use more than its state-dir quota of {} MiB ({} bytes in {}, {bytes} more asked; limits.stateDirQuotaMiB)",
-            self.engine,
-            self.limit >> 20,
-            real,
-            self.dir.display()
+            "engine `{}` would use {what}",
+            self.engine
         )))
     }
 }
 
-/// Disk used under `dir`: allocated blocks plus [`ENTRY_BYTES`] per entry. Symlinks are counted
-/// as entries and never followed; unreadable parts count as nothing.
-pub(super) fn usage(dir: &Path) -> u64 {
-    let mut total = 0u64;
+/// Disk used under `dir`: allocated blocks plus [`INODE_BYTES`] per entry, and the entries.
+/// Symlinks are counted as entries and never followed; unreadable parts count as nothing.
+pub(super) fn usage(dir: &Path) -> Usage {
+    let mut total = Usage::default();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -112,7 +157,7 @@ pub(super) fn usage(dir: &Path) -> u64 {
             let Ok(meta) = entry.metadata() else {
                 continue;
             };
-            total = total.saturating_add(ENTRY_BYTES + allocated(&meta));
+            total = total.plus(INODE_BYTES + allocated(&meta), 1);
             if meta.is_dir() {
                 pending.push(entry.path());
             }
@@ -205,7 +250,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
         )| {
             Box::new(async move {
                 if open_flags.contains(OpenFlags::CREATE) {
-                    store.data().disk.charge(ENTRY_BYTES)?;
+                    store.data().disk.charge_entry()?;
                 }
                 let mut view = store.data_mut().filesystem();
                 let result =
@@ -219,7 +264,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
         "[method]descriptor.create-directory-at",
         |mut store: StoreContextMut<'_, StoreState>, (fd, path): (Resource<Descriptor>, String)| {
             Box::new(async move {
-                store.data().disk.charge(ENTRY_BYTES)?;
+                store.data().disk.charge_entry()?;
                 let mut view = store.data_mut().filesystem();
                 let result = HostDescriptor::create_directory_at(&mut view, fd, path).await;
                 Ok((fs_result(&mut view, result)?,))
@@ -237,7 +282,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
             String,
         )| {
             Box::new(async move {
-                store.data().disk.charge(ENTRY_BYTES)?;
+                store.data().disk.charge_entry()?;
                 let mut view = store.data_mut().filesystem();
                 let result =
                     HostDescriptor::link_at(&mut view, fd, old_flags, old_path, new_fd, new_path)
@@ -254,7 +299,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
                 if !contained_target(&target) {
                     return Ok((Err(ErrorCode::NotPermitted),));
                 }
-                store.data().disk.charge(ENTRY_BYTES)?;
+                store.data().disk.charge_entry()?;
                 let mut view = store.data_mut().filesystem();
                 let result = HostDescriptor::symlink_at(&mut view, fd, target, link).await;
                 Ok((fs_result(&mut view, result)?,))
@@ -406,12 +451,62 @@ mod tests {
     }
 
     #[test]
+    fn tiny_files_and_empty_dirs_are_charged_what_the_disk_spends() {
+        for kind in ["one-byte files", "empty dirs"] {
+            let dir = tempfile::tempdir().unwrap();
+            let quota = DiskQuota::new("e", dir.path(), 1 << 20);
+            // What an engine does through WASI: charge, then create (and write its byte).
+            let mut created = 0;
+            while created < 8192 && quota.charge_entry().is_ok() {
+                let path = dir.path().join(format!("e{created}"));
+                if kind == "empty dirs" {
+                    std::fs::create_dir(path).unwrap();
+                } else if quota.charge(1).is_ok() {
+                    std::fs::write(path, b"x").unwrap();
+                } else {
+                    break;
+                }
+                created += 1;
+            }
+            let spent = usage(dir.path());
+            assert_eq!(spent.entries, created);
+            assert!(
+                spent.bytes <= 1 << 20,
+                "{kind}: {created} of them spent {} bytes against a 1 MiB quota",
+                spent.bytes
+            );
+        }
+    }
+
+    #[test]
+    fn entries_are_capped_whatever_the_byte_quota() {
+        let dir = tempfile::tempdir().unwrap();
+        let quota = DiskQuota::new("e", dir.path(), u64::MAX / 2);
+        for n in 0..MAX_ENTRIES {
+            quota.charge_entry().unwrap();
+            std::fs::File::create(dir.path().join(n.to_string())).unwrap();
+        }
+        let err = quota.charge_entry().unwrap_err().to_string();
+        assert!(
+            err.contains("more than 65536 files and directories"),
+            "{err}"
+        );
+        // Deleting makes room again (found by measuring for real).
+        std::fs::remove_file(dir.path().join("0")).unwrap();
+        assert!(quota.charge_entry().is_ok());
+    }
+
+    #[test]
     fn usage_never_follows_symlinks() {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("huge"), vec![1u8; 4 << 20]).unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("huge"), dir.path().join("f")).unwrap();
-        assert!(usage(dir.path()) < 64 << 10, "{}", usage(dir.path()));
+        assert!(
+            usage(dir.path()).bytes < 64 << 10,
+            "{:?}",
+            usage(dir.path())
+        );
     }
 }

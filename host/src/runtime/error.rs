@@ -100,6 +100,10 @@ pub enum FaultKind {
     Limit,
     /// Another trap (e.g. out-of-bounds access, division by zero).
     Trap,
+    /// The host could not give the engine an instance (every instance slot of the pool in
+    /// use, no file descriptor left for its state dir): nothing the engine did, so it never
+    /// counts toward the engine's circuit breaker.
+    HostResources,
 }
 
 impl fmt::Display for FaultKind {
@@ -111,6 +115,7 @@ impl fmt::Display for FaultKind {
             Self::Panic => "panic",
             Self::Limit => "limit exceeded",
             Self::Trap => "trap",
+            Self::HostResources => "host out of resources",
         })
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::error::EngineError;
+use super::error::{EngineError, FaultKind};
 use super::limits::Function;
 
 #[derive(Debug)]
@@ -65,6 +65,11 @@ impl Health {
             Function::Instantiate | Function::Info | Function::Bootstrap
         );
         match result {
+            // One session's resource shortage must not disable every session.
+            Err(EngineError::Fault {
+                kind: FaultKind::HostResources,
+                ..
+            }) => {}
             Err(e @ EngineError::Fault { .. }) => {
                 let faults = self.consecutive_faults.fetch_add(1, Ordering::Relaxed) + 1;
                 if faults >= self.threshold {
@@ -99,7 +104,6 @@ impl Health {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::FaultKind;
 
     fn fault() -> Result<(), EngineError> {
         Err(EngineError::Fault {
@@ -109,6 +113,23 @@ mod tests {
             kind: FaultKind::Panic,
             detail: "boom".into(),
         })
+    }
+
+    #[test]
+    fn a_host_shortage_is_not_counted_against_the_engine() {
+        let health = Health::new(1);
+        let shortage: Result<(), EngineError> = Err(EngineError::Fault {
+            engine: "e".into(),
+            function: Function::Instantiate,
+            session: "s".into(),
+            kind: FaultKind::HostResources,
+            detail: "maximum concurrent component instance limit of 2 reached".into(),
+        });
+        for _ in 0..5 {
+            health.record(Function::Instantiate, &shortage);
+        }
+        assert!(health.check("e", Function::Assemble, "s").is_ok());
+        assert_eq!(health.status().consecutive_faults, 0);
     }
 
     #[test]

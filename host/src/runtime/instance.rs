@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 
+use super::clock::Watchdog;
 use super::contract::{
     AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
     CompactRequest, CompactResult, EngineInfo, EngineTool, EngineToolOutput, IngestResult, Message,
@@ -43,7 +44,9 @@ impl EngineInstance {
     }
 
     /// Arms the deadline and resets the per-call budgets; refuses while the circuit is open.
-    fn begin(&mut self, function: Function) -> Result<(), EngineError> {
+    /// The call runs inside the returned watchdog's [`Watchdog::bound`], so it ends on time
+    /// even while the guest waits on something the epoch never interrupts (a WASI sleep).
+    fn begin(&mut self, function: Function) -> Result<Watchdog, EngineError> {
         self.health
             .check(&self.spec.id, function, &self.session.key)?;
         let deadline = self.spec.limits.deadline(function);
@@ -54,7 +57,7 @@ impl EngineInstance {
         data.log.reset();
         self.store
             .set_epoch_deadline(epoch::ticks_for(deadline.min(epoch::CHECK_EVERY)));
-        Ok(())
+        Ok(self.store.data().clock.watchdog())
     }
 
     /// Maps a call's outcome into the host's terms.
@@ -110,8 +113,11 @@ impl EngineInstance {
 
     /// Asks the engine who it is; the answer's strings are cut to bounded lengths.
     pub async fn info(&mut self) -> Result<EngineInfo, EngineError> {
-        self.begin(Function::Info)?;
-        let outcome = self.bindings.info(&mut self.store).await.map(Ok);
+        let watch = self.begin(Function::Info)?;
+        let outcome = watch
+            .bound(self.bindings.info(&mut self.store))
+            .await
+            .map(Ok);
         // What an engine says of itself is stored and printed (doctor, plugins, replay).
         self.end(Function::Info, outcome).map(|info| EngineInfo {
             id: text::line(&info.id, text::MAX_INFO_ID),
@@ -126,8 +132,10 @@ impl EngineInstance {
         &mut self,
         request: &BootstrapRequest,
     ) -> Result<BootstrapResult, EngineError> {
-        self.begin(Function::Bootstrap)?;
-        let outcome = self.bindings.bootstrap(&mut self.store, request).await;
+        let watch = self.begin(Function::Bootstrap)?;
+        let outcome = watch
+            .bound(self.bindings.bootstrap(&mut self.store, request))
+            .await;
         self.end(Function::Bootstrap, outcome).map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result
@@ -140,11 +148,13 @@ impl EngineInstance {
         message: &Message,
         is_heartbeat: bool,
     ) -> Result<IngestResult, EngineError> {
-        self.begin(Function::Ingest)?;
+        let watch = self.begin(Function::Ingest)?;
         let session = self.session.clone();
-        let outcome = self
-            .bindings
-            .ingest(&mut self.store, &session, message, is_heartbeat)
+        let outcome = watch
+            .bound(
+                self.bindings
+                    .ingest(&mut self.store, &session, message, is_heartbeat),
+            )
             .await;
         self.end(Function::Ingest, outcome)
     }
@@ -155,11 +165,13 @@ impl EngineInstance {
         messages: &[Message],
         is_heartbeat: bool,
     ) -> Result<u32, EngineError> {
-        self.begin(Function::IngestBatch)?;
+        let watch = self.begin(Function::IngestBatch)?;
         let session = self.session.clone();
-        let outcome = self
-            .bindings
-            .ingest_batch(&mut self.store, &session, messages, is_heartbeat)
+        let outcome = watch
+            .bound(
+                self.bindings
+                    .ingest_batch(&mut self.store, &session, messages, is_heartbeat),
+            )
             .await;
         self.end(Function::IngestBatch, outcome)
     }
@@ -170,8 +182,10 @@ impl EngineInstance {
         &mut self,
         request: &AssembleRequest,
     ) -> Result<AssembleResult, EngineError> {
-        self.begin(Function::Assemble)?;
-        let outcome = self.bindings.assemble(&mut self.store, request).await;
+        let watch = self.begin(Function::Assemble)?;
+        let outcome = watch
+            .bound(self.bindings.assemble(&mut self.store, request))
+            .await;
         self.end(Function::Assemble, outcome)
     }
 
@@ -181,8 +195,10 @@ impl EngineInstance {
         &mut self,
         request: &CompactRequest,
     ) -> Result<CompactResult, EngineError> {
-        self.begin(Function::Compact)?;
-        let outcome = self.bindings.compact(&mut self.store, request).await;
+        let watch = self.begin(Function::Compact)?;
+        let outcome = watch
+            .bound(self.bindings.compact(&mut self.store, request))
+            .await;
         self.end(Function::Compact, outcome).map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result
@@ -191,8 +207,10 @@ impl EngineInstance {
 
     /// Tells the engine a turn ended.
     pub async fn after_turn(&mut self, request: &AfterTurnRequest) -> Result<(), EngineError> {
-        self.begin(Function::AfterTurn)?;
-        let outcome = self.bindings.after_turn(&mut self.store, request).await;
+        let watch = self.begin(Function::AfterTurn)?;
+        let outcome = watch
+            .bound(self.bindings.after_turn(&mut self.store, request))
+            .await;
         self.end(Function::AfterTurn, outcome)
     }
 
@@ -202,20 +220,21 @@ impl EngineInstance {
         &mut self,
         spawn: &SubagentSpawn,
     ) -> Result<Option<u64>, EngineError> {
-        self.begin(Function::PrepareSubagentSpawn)?;
-        let outcome = self
-            .bindings
-            .prepare_subagent_spawn(&mut self.store, spawn)
+        let watch = self.begin(Function::PrepareSubagentSpawn)?;
+        let outcome = watch
+            .bound(self.bindings.prepare_subagent_spawn(&mut self.store, spawn))
             .await;
         self.end(Function::PrepareSubagentSpawn, outcome)
     }
 
     /// Undoes a `prepare_subagent_spawn` whose spawn failed.
     pub async fn rollback_subagent_spawn(&mut self, handle: u64) -> Result<(), EngineError> {
-        self.begin(Function::RollbackSubagentSpawn)?;
-        let outcome = self
-            .bindings
-            .rollback_subagent_spawn(&mut self.store, handle)
+        let watch = self.begin(Function::RollbackSubagentSpawn)?;
+        let outcome = watch
+            .bound(
+                self.bindings
+                    .rollback_subagent_spawn(&mut self.store, handle),
+            )
             .await;
         self.end(Function::RollbackSubagentSpawn, outcome)
     }
@@ -226,10 +245,12 @@ impl EngineInstance {
         child_session_key: &str,
         reason: SubagentEndReason,
     ) -> Result<(), EngineError> {
-        self.begin(Function::OnSubagentEnded)?;
-        let outcome = self
-            .bindings
-            .on_subagent_ended(&mut self.store, child_session_key, reason)
+        let watch = self.begin(Function::OnSubagentEnded)?;
+        let outcome = watch
+            .bound(
+                self.bindings
+                    .on_subagent_ended(&mut self.store, child_session_key, reason),
+            )
             .await;
         self.end(Function::OnSubagentEnded, outcome)
     }
@@ -245,9 +266,9 @@ impl EngineInstance {
         if !self.offers_tools() {
             return Ok(Vec::new());
         }
-        self.begin(Function::ListTools)?;
+        let watch = self.begin(Function::ListTools)?;
         let outcome = match self.bindings.tools() {
-            Some(tools) => tools.list_tools(&mut self.store).await,
+            Some(tools) => watch.bound(tools.list_tools(&mut self.store)).await,
             None => Ok(Ok(Vec::new())),
         };
         self.end(Function::ListTools, outcome)
@@ -260,9 +281,13 @@ impl EngineInstance {
         name: &str,
         arguments: &str,
     ) -> Result<EngineToolOutput, EngineError> {
-        self.begin(Function::CallTool)?;
+        let watch = self.begin(Function::CallTool)?;
         let outcome = match self.bindings.tools() {
-            Some(tools) => tools.call_tool(&mut self.store, name, arguments).await,
+            Some(tools) => {
+                watch
+                    .bound(tools.call_tool(&mut self.store, name, arguments))
+                    .await
+            }
             None => Ok(Err(format!(
                 "this engine speaks a contract before 0.3 and offers no tools (asked for `{name}`)"
             ))),
@@ -275,9 +300,11 @@ impl EngineInstance {
 
     /// Tells the engine the instance is about to be dropped.
     pub async fn dispose(&mut self) -> Result<(), EngineError> {
-        self.begin(Function::Dispose)?;
+        let watch = self.begin(Function::Dispose)?;
         let session = self.session.clone();
-        let outcome = self.bindings.dispose(&mut self.store, &session).await;
+        let outcome = watch
+            .bound(self.bindings.dispose(&mut self.store, &session))
+            .await;
         self.end(Function::Dispose, outcome)
     }
 }

@@ -25,6 +25,7 @@ macro_rules! convert_enum {
 use convert_enum;
 
 mod cache;
+mod clock;
 pub mod contract;
 mod disk;
 mod epoch;
@@ -259,6 +260,62 @@ fn check_component_header(origin: &str, bytes: &[u8]) -> Result<(), RuntimeError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_full_instance_pool_is_the_hosts_shortage_not_the_engines_fault() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(&RuntimeOptions {
+            max_instances: 2,
+            ..RuntimeOptions::default()
+        })
+        .unwrap();
+        assert!(runtime.uses_pooling(), "this machine cannot reserve a pool");
+        let spec = EngineSpec {
+            id: "legacy".into(),
+            origin: "bundled:legacy".into(),
+            state_dir: dir.path().join("state"),
+            config_json: "{}".into(),
+            limits: Limits {
+                faults_before_circuit_opens: 1,
+                ..Limits::default()
+            },
+            grants: Grants::default(),
+        };
+        let engine = runtime
+            .prepare(spec, crate::plugins::LEGACY_WASM)
+            .await
+            .unwrap();
+        let session = || Session {
+            id: "s".into(),
+            key: "s".into(),
+        };
+        let first = engine.instantiate(session(), Arc::new(Detached)).await;
+        let _second = engine.instantiate(session(), Arc::new(Detached)).await;
+        let refused = engine
+            .instantiate(session(), Arc::new(Detached))
+            .await
+            .err()
+            .expect("the pool holds two");
+        assert!(
+            matches!(
+                refused,
+                EngineError::Fault {
+                    kind: FaultKind::HostResources,
+                    ..
+                }
+            ),
+            "{refused}"
+        );
+        // A breaker that opens at one fault is still closed: the next slot serves.
+        assert_eq!(engine.health().circuit_open, None);
+        drop(first);
+        assert!(
+            engine
+                .instantiate(session(), Arc::new(Detached))
+                .await
+                .is_ok()
+        );
+    }
 
     #[test]
     fn headers_tell_components_from_modules_and_junk() {

@@ -10,11 +10,12 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
+use super::clock::CallClock;
 use super::contract::{EngineInfo, Session};
 use super::epoch::{CHECK_EVERY, DeadlineExceeded, ticks_for};
 use super::guest_log::{GuestOutput, LogSink};
 use super::health::{Health, HealthStatus};
-use super::state::{CallClock, Grants, ImportBudget, Limiter, StoreState};
+use super::state::{Grants, ImportBudget, Limiter, StoreState};
 use super::{
     EngineError, EngineInstance, FaultKind, Function, Limits, LoadSource, SessionServices, disk,
     instance, versions,
@@ -118,11 +119,13 @@ impl Linked {
             session.key.clone(),
             spec.limits.log_bytes_per_call,
         );
+        // Opening the state dir fails when the process is out of descriptors: the host's
+        // shortage, not the engine's fault.
         let wasi = self.wasi_ctx(&log).map_err(|detail| EngineError::Fault {
             engine: spec.id.clone(),
             function: Function::Instantiate,
             session: session.key.clone(),
-            kind: FaultKind::Trap,
+            kind: FaultKind::HostResources,
             detail,
         })?;
         let state = StoreState {
@@ -166,15 +169,25 @@ impl Linked {
         store.set_epoch_deadline(ticks_for(
             spec.limits.deadline(Function::Instantiate).min(CHECK_EVERY),
         ));
-        let bindings = match self.pre.instantiate(&mut store).await {
+        // Bounded from outside too: a constructor blocked in WASI is never interrupted.
+        let watch = store.data().clock.watchdog();
+        let bindings = match watch.bound(self.pre.instantiate(&mut store)).await {
             Ok(bindings) => bindings,
             Err(e) => {
                 let memory_refused = store.data().limiter.memory_refused;
+                let kind = if e
+                    .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                    .is_some()
+                {
+                    FaultKind::HostResources
+                } else {
+                    instance::classify(&e, memory_refused)
+                };
                 return Err(EngineError::Fault {
                     engine: spec.id.clone(),
                     function: Function::Instantiate,
                     session: session.key.clone(),
-                    kind: instance::classify(&e, memory_refused),
+                    kind,
                     detail: format!("{e:#}"),
                 });
             }

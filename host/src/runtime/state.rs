@@ -2,12 +2,13 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::clock::CallClock;
 use super::contract::{
     CompactRequest, Compaction, CompletionRequest, Context, EntryRef, HostError, LogLevel, Message,
     SearchHit, SearchRequest,
@@ -94,57 +95,6 @@ impl ResourceLimiter for Limiter {
     }
     fn memories(&self) -> usize {
         self.limits.instances
-    }
-}
-
-/// Guest time of the current call: wall time since it started minus time spent in host
-/// imports, which have their own bounds and must not count against the engine. The wall time
-/// itself, imports included, has a hard cap of its own.
-#[derive(Debug)]
-pub(super) struct CallClock {
-    started: Instant,
-    in_host: Duration,
-    pub(super) deadline: Duration,
-    wall: Duration,
-}
-
-impl CallClock {
-    pub(super) fn new() -> Self {
-        Self {
-            started: Instant::now(),
-            in_host: Duration::ZERO,
-            deadline: Duration::MAX,
-            wall: Duration::MAX,
-        }
-    }
-    pub(super) fn start(&mut self, deadline: Duration, wall: Duration) {
-        self.started = Instant::now();
-        self.in_host = Duration::ZERO;
-        self.deadline = deadline;
-        self.wall = wall;
-    }
-    pub(super) fn guest_time(&self) -> Duration {
-        self.started.elapsed().saturating_sub(self.in_host)
-    }
-    /// Guest time left before the deadline.
-    pub(super) fn remaining(&self) -> Duration {
-        self.deadline.saturating_sub(self.guest_time())
-    }
-    /// Wall time left before the call's hard cap.
-    pub(super) fn wall_remaining(&self) -> Duration {
-        self.wall.saturating_sub(self.started.elapsed())
-    }
-    /// The trap that ends a call past its wall-time cap, saying where the time went.
-    pub(super) fn wall_exceeded(&self) -> LimitExceeded {
-        LimitExceeded::new(format!(
-            "ran for {:.1?} of wall time ({:.1?} of it in host imports), over its cap of {:?} (limits.wallTimeoutMs)",
-            self.started.elapsed(),
-            self.in_host,
-            self.wall
-        ))
-    }
-    fn add_host_time(&mut self, since: Instant) {
-        self.in_host += since.elapsed();
     }
 }
 
@@ -476,7 +426,7 @@ impl StoreState {
         window: SlowWindow,
         work: impl Future<Output = Result<T, HostError>>,
     ) -> Result<Result<T, HostError>, LimitExceeded> {
-        let since = Instant::now();
+        let since = self.clock.enter_host();
         let outcome = tokio::time::timeout(window.limit, work).await;
         self.clock.add_host_time(since);
         match outcome {
@@ -518,24 +468,5 @@ mod tests {
         }
         let err = budget.call("log").unwrap_err().message;
         assert!(err.contains("importCallsPerCall"), "{err}");
-    }
-
-    #[test]
-    fn the_wall_clock_counts_time_in_imports() {
-        let mut clock = CallClock::new();
-        clock.start(Duration::from_secs(10), Duration::from_millis(20));
-        let since = Instant::now();
-        std::thread::sleep(Duration::from_millis(30));
-        clock.add_host_time(since);
-        assert!(
-            clock.remaining() > Duration::from_secs(9),
-            "guest time excludes imports"
-        );
-        assert!(clock.wall_remaining().is_zero());
-        let err = clock.wall_exceeded().message;
-        assert!(
-            err.contains("in host imports") && err.contains("wallTimeoutMs"),
-            "{err}"
-        );
     }
 }

@@ -455,31 +455,45 @@ impl Engine {
 /// it spans, so validation and rendering see one shape whatever the version. A range whose ends
 /// are not in the request, or run backwards, is the engine's error.
 ///
-/// Ranges are found by scanning from where the previous one ended (plans go forward, so that is
-/// where the next one starts): a pass-through is two comparisons and one copy, with no index of
-/// the request built per call.
+/// Bounded before it is expanded: every keep a range expands into is charged as it is
+/// converted, and ranges keeping more entries than the request holds (so some entry twice,
+/// which validation refuses anyway) stop there, so two million ranges over the whole request cost one range's worth of work,
+/// not a copy of the request per range.
 fn items(
     request: &[d::ContextEntry],
     items: Vec<g::ContextItem>,
 ) -> Result<Vec<d::ContextItem>, String> {
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = Vec::with_capacity(items.len().min(request.len() + 64));
+    let mut lookup = Lookup::new(request);
     let mut cursor = 0;
+    let mut kept = 0usize;
+    let mut charge = |n: usize| {
+        kept += n;
+        if kept > request.len() {
+            return Err(format!(
+                "the plan keeps more entries than the {} of the request: some entry twice",
+                request.len()
+            ));
+        }
+        Ok(())
+    };
     for item in items {
         match item {
+            // Single keeps are not expanded: validation judges them (an entry kept twice).
             g::ContextItem::Keep(entry) => out.push(d::ContextItem::Keep(entry)),
             g::ContextItem::Insert(json) => out.push(d::ContextItem::Insert(json)),
             g::ContextItem::KeepRange(g::KeepRange { first, last }) => {
                 let outside = || {
                     format!("keep-range({first}, {last}) names an entry that is not in the request")
                 };
-                let from = position(request, first, cursor).ok_or_else(outside)?;
-                let to = position(request, last, from).ok_or_else(outside)?;
+                let from = lookup.position(first, cursor).ok_or_else(outside)?;
+                let to = lookup.position(last, from).ok_or_else(outside)?;
                 if to < from {
                     return Err(format!(
                         "keep-range({first}, {last}) runs backwards in the request's order"
                     ));
                 }
-                out.reserve(to - from + 1);
+                charge(to - from + 1)?;
                 out.extend(
                     request[from..=to]
                         .iter()
@@ -492,15 +506,47 @@ fn items(
     Ok(out)
 }
 
-/// Where `entry` is in the request: searched from `hint` on, then before it.
-fn position(request: &[d::ContextEntry], entry: d::EntryRef, hint: usize) -> Option<usize> {
-    let hint = hint.min(request.len());
-    let (before, after) = request.split_at(hint);
-    after
-        .iter()
-        .position(|e| e.entry == entry)
-        .map(|i| hint + i)
-        .or_else(|| before.iter().position(|e| e.entry == entry))
+/// Finds entries in the request. Plans go forward, so an entry is first looked for from where
+/// the previous range ended: a pass-through is two comparisons, with no index built. Scanning
+/// is charged, and past twice the request's length (a plan jumping back and forth) an index
+/// is built once, so no plan costs more than linear work.
+struct Lookup<'a> {
+    request: &'a [d::ContextEntry],
+    scanned: usize,
+    index: Option<std::collections::HashMap<d::EntryRef, usize>>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(request: &'a [d::ContextEntry]) -> Self {
+        Self {
+            request,
+            scanned: 0,
+            index: None,
+        }
+    }
+
+    /// Where `entry` is in the request, looked for from `hint` on first.
+    fn position(&mut self, entry: d::EntryRef, hint: usize) -> Option<usize> {
+        if let Some(index) = &self.index {
+            return index.get(&entry).copied();
+        }
+        let hint = hint.min(self.request.len());
+        if self.scanned <= 2 * self.request.len() {
+            let ahead = self.request[hint..].iter().position(|e| e.entry == entry);
+            self.scanned += ahead.map_or(self.request.len() - hint, |i| i + 1);
+            if let Some(i) = ahead {
+                return Some(hint + i);
+            }
+        }
+        let index = self.index.insert(
+            self.request
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.entry, i))
+                .collect(),
+        );
+        index.get(&entry).copied()
+    }
 }
 
 #[cfg(test)]
@@ -591,16 +637,52 @@ mod tests {
         let err = items(&request, range(3, 1)).unwrap_err();
         assert!(err.contains("backwards"), "{err}");
         assert!(items(&[], range(0, 0)).is_err());
-        // A range may also come back to entries before the previous one (validation then
-        // refuses keeping an entry twice, not this expansion).
-        let twice = vec![
-            g::ContextItem::KeepRange(g::KeepRange { first: 2, last: 3 }),
+        // A range may also come back to entries before the previous one.
+        let back = vec![
+            g::ContextItem::KeepRange(g::KeepRange { first: 3, last: 3 }),
             g::ContextItem::KeepRange(g::KeepRange { first: 1, last: 2 }),
         ];
         let keep = d::ContextItem::Keep;
         assert_eq!(
-            items(&request, twice).unwrap(),
-            vec![keep(2), keep(3), keep(1), keep(2)]
+            items(&request, back).unwrap(),
+            vec![keep(3), keep(1), keep(2)]
         );
+        // Keeping more than the request holds is refused while converting (some entry twice).
+        let twice = vec![
+            g::ContextItem::KeepRange(g::KeepRange { first: 2, last: 3 }),
+            g::ContextItem::KeepRange(g::KeepRange { first: 1, last: 2 }),
+        ];
+        let err = items(&request, twice).unwrap_err();
+        assert!(err.contains("some entry twice"), "{err}");
+    }
+
+    #[test]
+    fn a_plan_keeping_more_than_the_request_stops_before_expanding_it() {
+        let request: Vec<_> = (0..1000).map(entry).collect();
+        let whole = g::ContextItem::KeepRange(g::KeepRange {
+            first: 0,
+            last: 999,
+        });
+        let err = items(&request, vec![whole; 2_000_000]).unwrap_err();
+        assert!(err.contains("more entries than the 1000"), "{err}");
+    }
+
+    #[test]
+    fn ranges_jumping_back_and_forth_are_found_without_rescanning() {
+        // Each range looks back before the previous one: the index takes over from scanning.
+        let request: Vec<_> = (0..2000).map(entry).collect();
+        let plan: Vec<_> = (0..1000)
+            .map(|i| {
+                let at = if i % 2 == 0 { 1999 - i / 2 } else { i / 2 };
+                g::ContextItem::KeepRange(g::KeepRange {
+                    first: at,
+                    last: at,
+                })
+            })
+            .collect();
+        let kept = items(&request, plan).unwrap();
+        assert_eq!(kept.len(), 1000);
+        assert_eq!(kept[0], d::ContextItem::Keep(1999));
+        assert_eq!(kept[1], d::ContextItem::Keep(0));
     }
 }

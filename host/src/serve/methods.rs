@@ -6,6 +6,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::checks::{
+    Base, BootstrapParams, ShutdownParams, base_mismatch, check_initialize, check_session_id,
+};
 use super::mirror::{Commit, Mirror};
 use super::rpc::{self, RpcError, code};
 use crate::auto_compaction::AutoCompaction;
@@ -26,17 +29,22 @@ pub(super) enum Call {
 }
 
 pub(super) enum SessionMethod {
-    Bootstrap,
+    Bootstrap {
+        /// The runtime's own id for the session: the header id of a mirror created for it.
+        session_id: Option<String>,
+    },
     CommitTurn {
         advancement_key: String,
         messages: Vec<Box<RawValue>>,
         last_fingerprint: Option<String>,
+        base: Option<Base>,
     },
     Sync {
         from: usize,
         messages: Vec<Box<RawValue>>,
         last_fingerprint: Option<String>,
         reset: bool,
+        base: Option<Base>,
     },
     Assemble {
         message_count: usize,
@@ -103,6 +111,7 @@ struct CommitParams {
     advancement_key: String,
     messages: Vec<Box<RawValue>>,
     last_fingerprint: Option<String>,
+    base: Option<Base>,
 }
 
 #[derive(Deserialize)]
@@ -114,6 +123,7 @@ struct SyncParams {
     last_fingerprint: Option<String>,
     #[serde(default)]
     reset: bool,
+    base: Option<Base>,
 }
 
 #[derive(Deserialize)]
@@ -246,13 +256,29 @@ fn objects(messages: &[Box<RawValue>]) -> Result<(), RpcError> {
 
 /// Decodes a request's method and params.
 pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
-    let session = |key: String, call| Ok(Call::Session(Some(key), call));
+    // A key that cannot name a session is refused here, before any session state exists.
+    let session = |key: String, call| {
+        crate::host::encode_key(&key).map_err(RpcError::from)?;
+        Ok(Call::Session(Some(key), call))
+    };
     match method {
-        "initialize" => Ok(Call::Initialize),
-        "shutdown" => Ok(Call::Shutdown),
+        "initialize" => {
+            check_initialize(rpc::params(method, raw)?)?;
+            Ok(Call::Initialize)
+        }
+        "shutdown" => {
+            let ShutdownParams {} = rpc::params(method, raw)?;
+            Ok(Call::Shutdown)
+        }
         "session.bootstrap" => {
-            let p: KeyParams = rpc::params(method, raw)?;
-            session(p.session_key, SessionMethod::Bootstrap)
+            let p: BootstrapParams = rpc::params(method, raw)?;
+            check_session_id(p.session_id.as_deref())?;
+            session(
+                p.session_key,
+                SessionMethod::Bootstrap {
+                    session_id: p.session_id,
+                },
+            )
         }
         "session.close" => {
             let p: KeyParams = rpc::params(method, raw)?;
@@ -281,6 +307,7 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
                     advancement_key: p.advancement_key,
                     messages: p.messages,
                     last_fingerprint: p.last_fingerprint,
+                    base: p.base,
                 },
             )
         }
@@ -294,6 +321,7 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
                     messages: p.messages,
                     last_fingerprint: p.last_fingerprint,
                     reset: p.reset,
+                    base: p.base,
                 },
             )
         }
@@ -364,6 +392,9 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
         }
         "subagent.ended" => {
             let p: EndedParams = rpc::params(method, raw)?;
+            if let Some(key) = &p.session_key {
+                crate::host::encode_key(key).map_err(RpcError::from)?;
+            }
             let reason = match p.reason {
                 Reason::Deleted => SubagentEndReason::Deleted,
                 Reason::Completed => SubagentEndReason::Completed,
@@ -380,7 +411,10 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
         }
         other => Err(RpcError::new(
             code::METHOD_NOT_FOUND,
-            format!("unknown method `{other}` (see docs/serve-protocol.md for the methods)"),
+            format!(
+                "unknown method `{}` (see docs/serve-protocol.md for the methods)",
+                crate::error::excerpt(other, crate::error::QUOTE_BYTES)
+            ),
         )
         .with_data(json!({ "method": other }))),
     }
@@ -395,13 +429,14 @@ pub(super) async fn run(
     notify: &super::Notify,
 ) -> Result<Value, RpcError> {
     match call {
-        SessionMethod::Bootstrap => {
+        SessionMethod::Bootstrap { session_id } => {
             let mirror = match slot {
                 Some(mirror) => mirror,
-                None => slot.insert(Mirror::open(host, key).await?),
+                None => slot.insert(Mirror::open(host, key, session_id.as_deref()).await?),
             };
             Ok(json!({
                 "sessionKey": key,
+                "sessionId": mirror.session().id(),
                 "created": mirror.created(),
                 "ephemeral": mirror.is_ephemeral(),
                 "messageCount": mirror.state().message_count,
@@ -432,7 +467,12 @@ pub(super) async fn run(
             messages,
             last_fingerprint,
             reset,
+            base,
         } => {
+            // A reset replaces the history whatever it was; a tail must extend the mirror's.
+            if let (Some(base), false) = (&base, reset) {
+                check_base(open(slot, key)?, base)?;
+            }
             let mirror = slot.take().ok_or_else(|| RpcError::unknown_session(key))?;
             let (mirror, result) = mirror
                 .sync(host, from, &messages, last_fingerprint, reset)
@@ -449,8 +489,15 @@ pub(super) async fn run(
             advancement_key,
             messages,
             last_fingerprint,
+            base,
         } => {
             let mirror = open(slot, key)?;
+            // A commit already made answers `duplicate` whatever its base says now.
+            if let Some(base) = &base
+                && !mirror.is_committed(&advancement_key)
+            {
+                check_base(mirror, base)?;
+            }
             let status = mirror
                 .commit(&advancement_key, &messages, last_fingerprint)
                 .await?;
@@ -579,6 +626,19 @@ pub(super) async fn run(
 }
 
 /// The open mirror, or the error for a session that is not open.
+/// Refuses to extend a history other than the one the client says it extends.
+fn check_base(mirror: &Mirror, base: &Base) -> Result<(), RpcError> {
+    if mirror.in_sync(base.message_count, base.last_fingerprint.as_deref()) {
+        return Ok(());
+    }
+    let state = mirror.state();
+    Err(base_mismatch(
+        base,
+        state.message_count,
+        state.last_fingerprint.as_deref(),
+    ))
+}
+
 fn open<'a>(slot: &'a mut Option<Mirror>, key: &str) -> Result<&'a mut Mirror, RpcError> {
     slot.as_mut().ok_or_else(|| RpcError::unknown_session(key))
 }

@@ -19,6 +19,64 @@ use crate::session::{
 };
 use crate::timestamp::now_for_file_name;
 
+/// Names an ephemeral session's scratch directory (with the pid of the server that made it):
+/// `ctxhost-ephemeral-<pid>-<random>`.
+const SCRATCH_PREFIX: &str = "ctxhost-ephemeral-";
+
+/// A scratch directory younger than this is left alone even when its server looks dead: a
+/// process in another pid namespace sharing the temp dir would look dead too.
+const SCRATCH_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the scratch directories of ephemeral sessions whose server died without removing
+/// them (`kill -9`): those of processes that no longer exist, untouched for a minute. Where
+/// liveness cannot be checked (no `/proc`), nothing is removed. Best effort.
+pub(crate) fn remove_stale_scratch_dirs() {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(listing) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || proc.join(pid.to_string()).exists() {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= SCRATCH_STALE_AFTER);
+        if stale && let Err(e) = std::fs::remove_dir_all(entry.path()) {
+            tracing::warn!("cannot remove {}: {e}", entry.path().display());
+        }
+    }
+}
+
+/// Writes an empty mirror of `key` whose header id is the runtime's session id.
+fn create_with_id(path: &Path, key: &str, id: &str) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    }
+    let transcript = crate::host::new_transcript(id, key, path)?;
+    ctxhost_transcript::store::TranscriptFile::create(path, &transcript)?;
+    Ok(())
+}
+
 /// `customType` of the entry that closes every commit.
 pub(crate) const MARKER: &str = "ctxhost.mirror";
 
@@ -77,12 +135,13 @@ struct MarkerData {
 
 impl Mirror {
     /// Opens (creating when missing) the mirror of `key` on the host's active engine, after
-    /// setting aside a commit that a crash left half-written.
-    pub(crate) async fn open(host: &Host, key: &str) -> Result<Mirror> {
+    /// setting aside a commit that a crash left half-written. A mirror created here carries the
+    /// runtime's `session_id` as its header id, so the two name the session alike.
+    pub(crate) async fn open(host: &Host, key: &str, session_id: Option<&str>) -> Result<Mirror> {
         let scratch = if key.contains(EPHEMERAL_KEY_PART) {
             Some(
                 tempfile::Builder::new()
-                    .prefix("ctxhost-ephemeral-")
+                    .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
                     .tempdir()
                     .map_err(|source| Error::Io {
                         path: std::env::temp_dir(),
@@ -100,6 +159,8 @@ impl Mirror {
         let created = !path.exists();
         if !created {
             set_aside_torn_commit(&path)?;
+        } else if let Some(id) = session_id {
+            create_with_id(&path, key, id)?;
         }
         let configured = host.compaction_settings();
         let engine = host.active_engine().await?;
@@ -159,6 +220,11 @@ impl Mirror {
         Ok(Commit::Committed)
     }
 
+    /// Whether a commit with this advancement key is in the mirror.
+    pub(crate) fn is_committed(&self, advancement_key: &str) -> bool {
+        self.committed.contains(advancement_key)
+    }
+
     /// Brings the mirror to the runtime's history: appends its tail from `from`, or with
     /// `reset` starts a new mirror from the whole history (the old file kept whole).
     pub(crate) async fn sync(
@@ -171,6 +237,8 @@ impl Mirror {
     ) -> (Option<Mirror>, Result<()>) {
         if reset {
             let key = self.session.key().to_string();
+            // The reset mirror is still the runtime's session: it keeps the header id.
+            let id = self.session.id().to_string();
             let path = self.session.path().to_path_buf();
             let scratch = self.scratch.take();
             if let Err(e) = self.session.close().await {
@@ -180,7 +248,7 @@ impl Mirror {
             if let Err(source) = std::fs::rename(&path, &aside) {
                 return (None, Err(Error::Io { path, source }));
             }
-            let mut fresh = match Mirror::open(host, &key).await {
+            let mut fresh = match Mirror::open(host, &key, Some(&id)).await {
                 Ok(fresh) => fresh,
                 Err(e) => return (None, Err(e)),
             };

@@ -6,8 +6,11 @@
 //! requests one after another in the order they were read, so requests for different
 //! sessions run concurrently and requests for one session in order.
 
+mod checks;
+mod lock;
 mod methods;
 pub(crate) mod mirror;
+mod output;
 pub(crate) mod rpc;
 
 use std::collections::HashMap;
@@ -15,7 +18,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -23,6 +26,8 @@ use crate::host::Host;
 use methods::{Call, SessionMethod};
 use mirror::Mirror;
 use rpc::{Line, RpcError, code};
+
+pub use lock::{HomeLock, LockError};
 
 /// The protocol version `initialize` reports.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -55,6 +60,8 @@ struct Job {
 }
 
 struct Actor {
+    /// Tells this actor from a later one for the same key.
+    id: u64,
     jobs: mpsc::UnboundedSender<Job>,
     task: JoinHandle<()>,
 }
@@ -62,6 +69,8 @@ struct Actor {
 #[derive(Default)]
 struct Sessions {
     open: HashMap<String, Actor>,
+    /// The id of the next actor started.
+    next_actor: u64,
     /// Actors of closed sessions still finishing their queue; a new actor for the same key
     /// waits for its predecessor so one file never has two writers.
     retiring: HashMap<String, JoinHandle<()>>,
@@ -81,6 +90,7 @@ impl Server {
     /// A server for `host`'s sessions; [`Server::serve_stdio`], [`Server::serve_socket`] and
     /// [`Server::serve_connection`] serve connections that share the sessions it opens.
     pub fn new(host: Arc<Host>, options: ServeOptions) -> Arc<Self> {
+        mirror::remove_stale_scratch_dirs();
         Arc::new(Self {
             host,
             options,
@@ -145,12 +155,17 @@ impl Server {
         R: AsyncBufRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (lines, writer) = writer(output);
+        let (out, writer) = output::writer(output);
         let mut tasks = JoinSet::new();
         let mut stop = self.stop.subscribe();
         let mut buf = Vec::new();
         let mut shutdown_id = None;
         loop {
+            // Backpressure: a client that does not read its answers is not read either.
+            let permit = tokio::select! {
+                permit = out.admit() => permit,
+                _ = stop.wait_for(|stop| *stop) => break,
+            };
             let line = tokio::select! {
                 line = rpc::read_line(&mut input, &mut buf, self.options.max_line_bytes) => line,
                 _ = stop.wait_for(|stop| *stop) => break,
@@ -167,12 +182,12 @@ impl Server {
                         ),
                     )
                     .with_data(json!({ "bytes": bytes, "maxLineBytes": self.options.max_line_bytes }));
-                    send(&lines, &Value::Null, Err(error));
+                    out.send(&rpc::null_id(), Err(error), permit);
                     continue;
                 }
                 Ok(Line::NotUtf8) => {
                     let error = RpcError::new(code::PARSE_ERROR, "the line is not valid UTF-8");
-                    send(&lines, &Value::Null, Err(error));
+                    out.send(&rpc::null_id(), Err(error), permit);
                     continue;
                 }
                 Err(e) => {
@@ -186,12 +201,11 @@ impl Server {
             let request = match rpc::parse_request(&text) {
                 Ok(request) => request,
                 Err(rejected) => {
-                    send(&lines, &rejected.id, Err(rejected.error));
+                    out.send(&rejected.id, Err(rejected.error), permit);
                     continue;
                 }
             };
-            let reply = reply_to(&lines, request.id.clone());
-            let notify = notifier(&lines);
+            let reply = out.reply_to(request.id.clone(), permit);
             match methods::parse(&request.method, &request.params) {
                 Err(error) => reply(Err(error)),
                 Ok(Call::Initialize) => {
@@ -202,24 +216,7 @@ impl Server {
                     shutdown_id = Some(reply);
                     break;
                 }
-                Ok(Call::Session(Some(key), call)) => self.enqueue(key, call, reply, notify),
-                Ok(Call::Session(None, call)) => match &call {
-                    SessionMethod::Ended { child, .. } => match self.parent_of(child) {
-                        Some(parent) => self.enqueue(parent, call, reply, notify),
-                        None => reply(Err(RpcError::new(
-                            code::UNKNOWN_SESSION,
-                            format!(
-                                "no open session spawned `{child}`; pass its parent as sessionKey"
-                            ),
-                        )
-                        .with_data(json!({ "childSessionKey": child })))),
-                    },
-                    _ => reply(Err(RpcError::new(
-                        code::INVALID_PARAMS,
-                        "`sessionKey` is required",
-                    )
-                    .with_data(json!({ "path": "sessionKey" })))),
-                },
+                Ok(Call::Session(key, call)) => self.route(key, call, reply, out.notifier()),
             }
         }
         tasks.join_all().await;
@@ -228,8 +225,40 @@ impl Server {
             reply(Ok(json!({})));
             let _ = self.stop.send(true);
         }
-        drop(lines);
-        let _ = writer.await;
+        drop(out);
+        writer.finish().await;
+    }
+
+    /// Hands a session call to its session's actor; `subagent.ended` without `sessionKey`
+    /// goes to the parent whose `prepareSpawn` named the child.
+    fn route(
+        self: &Arc<Self>,
+        key: Option<String>,
+        call: SessionMethod,
+        reply: Reply,
+        notify: Notify,
+    ) {
+        if let Some(key) = key {
+            return self.enqueue(key, call, reply, notify);
+        }
+        match &call {
+            SessionMethod::Ended { child, .. } => match self.parent_of(child) {
+                Some(parent) => self.enqueue(parent, call, reply, notify),
+                None => reply(Err(RpcError::new(
+                    code::UNKNOWN_SESSION,
+                    format!(
+                        "no open session spawned `{}`; pass its parent as sessionKey",
+                        crate::error::excerpt(child, crate::error::QUOTE_BYTES)
+                    ),
+                )
+                .with_data(json!({ "childSessionKey": child })))),
+            },
+            _ => reply(Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "`sessionKey` is required",
+            )
+            .with_data(json!({ "path": "sessionKey" })))),
+        }
     }
 
     async fn initialize(&self) -> Result<Value, RpcError> {
@@ -262,7 +291,7 @@ impl Server {
         if let SessionMethod::PrepareSpawn { child, .. } = &call {
             sessions.children.insert(child.clone(), key.clone());
         }
-        let is_bootstrap = matches!(call, SessionMethod::Bootstrap);
+        let is_bootstrap = matches!(call, SessionMethod::Bootstrap { .. });
         let is_close = matches!(call, SessionMethod::Close);
         if !sessions.open.contains_key(&key) {
             if !is_bootstrap {
@@ -276,13 +305,16 @@ impl Server {
             }
             let predecessor = sessions.retiring.remove(&key);
             let (jobs, queue) = mpsc::unbounded_channel();
+            let id = sessions.next_actor;
+            sessions.next_actor += 1;
             let task = tokio::spawn(run_actor(
-                self.host.clone(),
+                Arc::downgrade(self),
+                id,
                 key.clone(),
                 predecessor,
                 queue,
             ));
-            sessions.open.insert(key.clone(), Actor { jobs, task });
+            sessions.open.insert(key.clone(), Actor { id, jobs, task });
         }
         let actor = sessions.open.get(&key).expect("inserted above");
         let job = Job {
@@ -323,12 +355,32 @@ impl Server {
     fn parent_of(&self, child: &str) -> Option<String> {
         self.sessions().children.get(child).cloned()
     }
+
+    /// How many sessions are open in this server (an actor each).
+    pub fn session_count(&self) -> usize {
+        self.sessions().open.len()
+    }
+
+    /// Removes actor `id` of `key` when it has nothing open and nothing queued, so a refused
+    /// `bootstrap` (a key that cannot be a file, a mirror that cannot open) or a call that
+    /// lost its session leaves nothing behind. Under the sessions lock, which `enqueue` holds
+    /// while it queues, so no request is queued to an actor that is going away.
+    fn retire_if_idle(&self, id: u64, key: &str, queue: &mpsc::UnboundedReceiver<Job>) -> bool {
+        let mut sessions = self.sessions();
+        if !queue.is_empty() || sessions.open.get(key).is_none_or(|actor| actor.id != id) {
+            return false;
+        }
+        sessions.open.remove(key);
+        sessions.children.retain(|_, parent| parent != key);
+        true
+    }
 }
 
 /// One session's requests, in order. The mirror opens on `bootstrap` and closes on `close` or
-/// when the server stops.
+/// when the server stops; an actor left without a mirror (its bootstrap refused) ends at once.
 async fn run_actor(
-    host: Arc<Host>,
+    server: std::sync::Weak<Server>,
+    id: u64,
     key: String,
     predecessor: Option<JoinHandle<()>>,
     mut queue: mpsc::UnboundedReceiver<Job>,
@@ -336,6 +388,9 @@ async fn run_actor(
     if let Some(predecessor) = predecessor {
         let _ = predecessor.await;
     }
+    let Some(host) = server.upgrade().map(|server| server.host.clone()) else {
+        return;
+    };
     let mut mirror: Option<Mirror> = None;
     while let Some(job) = queue.recv().await {
         // Each call runs as its own task so a bug that panics answers its request with an
@@ -363,53 +418,19 @@ async fn run_actor(
                 ))
             }
         };
+        // Retired before answering, so a client that reads the answer finds nothing left.
+        let retired = mirror.is_none()
+            && server
+                .upgrade()
+                .is_some_and(|server| server.retire_if_idle(id, &key, &queue));
         (job.reply)(result);
+        if retired {
+            return;
+        }
     }
     if let Some(mirror) = mirror
         && let Err(e) = mirror.close().await
     {
         tracing::warn!(session = %key, "closing: {e}");
     }
-}
-
-/// A task writing response lines in the order they are produced.
-fn writer<W>(mut output: W) -> (mpsc::UnboundedSender<String>, JoinHandle<()>)
-where
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let (lines, mut queue) = mpsc::unbounded_channel::<String>();
-    let task = tokio::spawn(async move {
-        while let Some(mut line) = queue.recv().await {
-            line.push('\n');
-            if output.write_all(line.as_bytes()).await.is_err() {
-                break; // the client went away; keep draining so senders never block
-            }
-            if queue.is_empty() && output.flush().await.is_err() {
-                break;
-            }
-        }
-        let _ = output.flush().await;
-    });
-    (lines, task)
-}
-
-fn send(lines: &mpsc::UnboundedSender<String>, id: &Value, result: Result<Value, RpcError>) {
-    let _ = lines.send(rpc::response(id, result));
-}
-
-fn notifier(lines: &mpsc::UnboundedSender<String>) -> Notify {
-    let lines = lines.clone();
-    Arc::new(move |method, params| {
-        let line = json!({ "jsonrpc": "2.0", "method": method, "params": params });
-        let _ = lines.send(line.to_string());
-    })
-}
-
-fn reply_to(lines: &mpsc::UnboundedSender<String>, id: Option<Value>) -> Reply {
-    let lines = lines.clone();
-    Box::new(move |result| {
-        if let Some(id) = id {
-            send(&lines, &id, result);
-        }
-    })
 }

@@ -1,13 +1,33 @@
 //! JSON-RPC 2.0 over newline-delimited JSON: reading capped lines, parsing requests, and the
 //! error codes of the protocol (`docs/serve-protocol.md`).
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-use crate::error::Error;
+use crate::error::{Error, QUOTE_BYTES, excerpt};
+
+/// The longest error message sent; a longer one ends in an excerpt marker.
+const MESSAGE_BYTES: usize = 4096;
+
+/// `value` with every string cut to an excerpt.
+fn capped(value: Value) -> Value {
+    match value {
+        Value::String(text) if text.len() > QUOTE_BYTES => {
+            Value::String(excerpt(&text, QUOTE_BYTES).into_owned())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(capped).collect()),
+        Value::Object(members) => Value::Object(
+            members
+                .into_iter()
+                .map(|(name, value)| (name, capped(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
 
 /// The protocol's error codes.
 pub(crate) mod code {
@@ -49,15 +69,21 @@ impl RpcError {
     pub(crate) fn unknown_session(key: &str) -> Self {
         Self::new(
             code::UNKNOWN_SESSION,
-            format!("session `{key}` is not open in this server; call session.bootstrap first"),
+            format!(
+                "session `{}` is not open in this server; call session.bootstrap first",
+                excerpt(key, QUOTE_BYTES)
+            ),
         )
         .with_data(json!({ "sessionKey": key }))
     }
 
+    /// The error object sent. What it quotes is capped here, where every error passes, so no
+    /// path (a serde message quoting a value, a key in `data`) echoes a huge input back.
     fn to_json(&self) -> Value {
-        let mut error = json!({ "code": self.code, "message": self.message });
+        let message = excerpt(&self.message, MESSAGE_BYTES);
+        let mut error = json!({ "code": self.code, "message": message });
         if let Some(data) = &self.data {
-            error["data"] = data.clone();
+            error["data"] = capped(data.clone());
         }
         error
     }
@@ -114,37 +140,56 @@ impl From<Error> for RpcError {
     }
 }
 
+/// A request id exactly as the client wrote it: echoed byte for byte, because a big or
+/// negative integer read into a number would come back as a float the client cannot match.
+pub(crate) type Id = Box<RawValue>;
+
+/// The id of an answer to a line whose own id could not be read.
+pub(crate) fn null_id() -> Id {
+    RawValue::NULL.to_owned()
+}
+
 /// One parsed request. `params` stays raw until the method knows its type.
 #[derive(Debug)]
 pub(crate) struct Request {
     /// None for a notification (no answer is sent).
-    pub(crate) id: Option<Value>,
+    pub(crate) id: Option<Id>,
     pub(crate) method: String,
     pub(crate) params: Box<RawValue>,
 }
 
+/// Every member raw, so a wrong-typed one is reported by name with the request's id instead
+/// of failing the whole object (and losing the id).
 #[derive(Deserialize)]
 struct Envelope {
-    jsonrpc: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    id: Option<Value>,
-    method: Option<Value>,
+    jsonrpc: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
     params: Option<Box<RawValue>>,
 }
 
-/// An `id` member that is present (even `null`) is `Some`.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
+/// A member that is present (even `null`) is `Some`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+/// The first byte of a raw JSON value says its type.
+fn first_byte(raw: &RawValue) -> u8 {
+    raw.get().as_bytes().first().copied().unwrap_or(b' ')
 }
 
 /// A line that is not a request: the error to answer with, and the id when it could be read.
 #[derive(Debug)]
 pub(crate) struct Rejected {
-    pub(crate) id: Value,
+    pub(crate) id: Id,
     pub(crate) error: RpcError,
 }
 
-fn rejected(id: Value, error: RpcError) -> Box<Rejected> {
+fn rejected(id: Id, error: RpcError) -> Box<Rejected> {
     Box::new(Rejected { id, error })
 }
 
@@ -154,7 +199,7 @@ pub(crate) fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
     // own text (messages are kept byte for byte).
     let value: &RawValue = serde_json::from_str(line).map_err(|e| {
         rejected(
-            Value::Null,
+            null_id(),
             RpcError::new(code::PARSE_ERROR, format!("the line is not JSON: {e}"))
                 .with_data(json!({ "column": e.column() })),
         )
@@ -168,37 +213,54 @@ pub(crate) fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
             "not a JSON-RPC request object"
         };
         return Err(rejected(
-            Value::Null,
+            null_id(),
             RpcError::new(code::INVALID_REQUEST, format!("the line is {what}")),
         ));
     }
     let envelope: Envelope = serde_json::from_str(value.get()).map_err(|e| {
         rejected(
-            Value::Null,
+            null_id(),
             RpcError::new(code::INVALID_REQUEST, format!("bad request object: {e}")),
         )
     })?;
-    let id = envelope.id.clone().unwrap_or(Value::Null);
-    let invalid =
-        |message: String| rejected(id.clone(), RpcError::new(code::INVALID_REQUEST, message));
     if let Some(id) = &envelope.id
-        && !(id.is_string() || id.is_number() || id.is_null())
+        && !matches!(first_byte(id), b'"' | b'-' | b'0'..=b'9' | b'n')
     {
         return Err(rejected(
-            Value::Null,
+            null_id(),
             RpcError::new(code::INVALID_REQUEST, "`id` must be a string or a number"),
         ));
     }
-    if envelope.jsonrpc.as_deref() != Some("2.0") {
-        return Err(invalid("`jsonrpc` must be \"2.0\"".into()));
+    let id = envelope.id.clone().unwrap_or_else(null_id);
+    let invalid = |kind: i64, message: &str| rejected(id.clone(), RpcError::new(kind, message));
+    let version = envelope.jsonrpc.as_ref();
+    if version.and_then(|v| serde_json::from_str::<String>(v.get()).ok()) != Some("2.0".into()) {
+        return Err(invalid(code::INVALID_REQUEST, "`jsonrpc` must be \"2.0\""));
     }
-    let method = match envelope.method {
-        Some(Value::String(method)) => method,
-        Some(_) => return Err(invalid("`method` must be a string".into())),
-        None => return Err(invalid("the request has no `method`".into())),
+    let method = match &envelope.method {
+        Some(raw) => serde_json::from_str::<String>(raw.get())
+            .map_err(|_| invalid(code::INVALID_REQUEST, "`method` must be a string"))?,
+        None => {
+            return Err(invalid(
+                code::INVALID_REQUEST,
+                "the request has no `method`",
+            ));
+        }
     };
     let params = match envelope.params {
-        Some(params) => params,
+        Some(params) if first_byte(&params) == b'{' => params,
+        Some(params) if first_byte(&params) == b'[' => {
+            return Err(invalid(
+                code::INVALID_PARAMS,
+                "positional `params` (an array) are not supported; pass an object of named members",
+            ));
+        }
+        Some(_) => {
+            return Err(invalid(
+                code::INVALID_REQUEST,
+                "`params` must be an object (or left out)",
+            ));
+        }
         None => RawValue::from_string("{}".into()).expect("valid JSON"),
     };
     Ok(Request {
@@ -227,13 +289,29 @@ pub(crate) fn params<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Resul
     })
 }
 
+#[derive(Serialize)]
+struct Response<'a> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+}
+
 /// The response line for a request id.
-pub(crate) fn response(id: &Value, result: Result<Value, RpcError>) -> String {
-    let body = match result {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() }),
+pub(crate) fn response(id: &RawValue, result: Result<Value, RpcError>) -> String {
+    let (result, error) = match result {
+        Ok(result) => (Some(result), None),
+        Err(error) => (None, Some(error.to_json())),
     };
-    body.to_string()
+    let body = Response {
+        jsonrpc: "2.0",
+        id,
+        result,
+        error,
+    };
+    serde_json::to_string(&body).expect("a response serializes")
 }
 
 /// What reading one line produced.
@@ -332,10 +410,10 @@ mod tests {
     #[test]
     fn requests_parse_and_bad_ones_name_the_problem() {
         let request = parse_request(r#"{"jsonrpc":"2.0","id":7,"method":"initialize"}"#).unwrap();
-        assert_eq!(request.id, Some(json!(7)));
+        assert_eq!(request.id.unwrap().get(), "7");
         assert_eq!(request.params.get(), "{}");
         let notification = parse_request(r#"{"jsonrpc":"2.0","method":"x","params":{}}"#).unwrap();
-        assert_eq!(notification.id, None);
+        assert!(notification.id.is_none());
 
         let e = parse_request("{nope").unwrap_err().error;
         assert_eq!(e.code, code::PARSE_ERROR);
@@ -343,7 +421,67 @@ mod tests {
         assert_eq!(e.code, code::INVALID_REQUEST);
         assert!(e.message.contains("batch"), "{}", e.message);
         let r = parse_request(r#"{"jsonrpc":"1.0","id":"a","method":"m"}"#).unwrap_err();
-        assert_eq!((r.id, r.error.code), (json!("a"), code::INVALID_REQUEST));
+        assert_eq!((r.id.get(), r.error.code), ("\"a\"", code::INVALID_REQUEST));
+    }
+
+    /// The id a rejected line is answered with, as written.
+    fn rejected_id(line: &str) -> String {
+        parse_request(line).unwrap_err().id.get().to_string()
+    }
+
+    #[test]
+    fn ids_come_back_exactly_as_sent_even_when_the_request_is_refused() {
+        for id in [
+            "18446744073709551616000",
+            "-9223372036854775809",
+            "-12",
+            "1.50",
+            "\"a\\u0062\"",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+            let request = parse_request(&line).unwrap();
+            let answer = response(request.id.as_deref().unwrap(), Ok(json!({})));
+            assert!(answer.contains(&format!(r#""id":{id},"#)), "{answer}");
+            // A wrong-typed `jsonrpc` (or `method`) must not lose the id either.
+            let wrong = format!(r#"{{"jsonrpc":2,"id":{id},"method":"m"}}"#);
+            assert_eq!(rejected_id(&wrong), id);
+            let wrong = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":7}}"#);
+            assert_eq!(rejected_id(&wrong), id);
+        }
+        let e = parse_request(r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#).unwrap_err();
+        assert_eq!((e.id.get(), e.error.code), ("null", code::INVALID_REQUEST));
+    }
+
+    #[test]
+    fn params_must_be_named() {
+        let e =
+            parse_request(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":["s"]}"#).unwrap_err();
+        assert_eq!(e.error.code, code::INVALID_PARAMS);
+        assert!(
+            e.error.message.contains("positional"),
+            "{}",
+            e.error.message
+        );
+        for params in ["3", "\"s\"", "null", "true"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{params}}}"#);
+            let e = parse_request(&line).unwrap_err();
+            assert_eq!(e.error.code, code::INVALID_REQUEST, "{params}");
+        }
+    }
+
+    #[test]
+    fn an_error_never_quotes_a_huge_input_back() {
+        let huge = "k".repeat(10 << 20);
+        let answers = [
+            RpcError::unknown_session(&huge),
+            RpcError::new(code::INVALID_PARAMS, format!("bad `{huge}`"))
+                .with_data(json!({ "method": &huge, "nested": [&huge] })),
+        ];
+        for error in answers {
+            let line = response(RawValue::NULL, Err(error));
+            assert!(line.len() < 8 * 1024, "{} bytes", line.len());
+            assert!(line.contains("(10485760 bytes)"), "{}", &line[..200]);
+        }
     }
 
     #[test]

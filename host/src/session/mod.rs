@@ -186,10 +186,8 @@ impl Session {
                     source,
                 })?;
             }
-            let cwd = std::env::current_dir()
-                .map(|d| d.display().to_string())
-                .unwrap_or_default();
-            let transcript = Transcript::new(&uuid::Uuid::new_v4().to_string(), &cwd, &now_iso());
+            let id = uuid::Uuid::new_v4().to_string();
+            let transcript = crate::host::new_transcript(&id, key, path)?;
             (TranscriptFile::create(path, &transcript)?, transcript)
         };
         if report_load {
@@ -350,7 +348,7 @@ impl Session {
         let (index, contract_message) = {
             let mut transcript = self.shared.write();
             let index = transcript.append_message(message, &now_iso())?;
-            self.file.append(&transcript, index)?;
+            write_or_undo(&mut self.file, &mut transcript, index)?;
             (index, convert::message(index, &transcript.entries()[index]))
         };
         ready.map_err(|e| self.saved_but(index, e))?;
@@ -391,13 +389,24 @@ impl Session {
             let mut transcript = self.shared.write();
             let first = transcript.entries().len();
             let mut indices = Vec::with_capacity(messages.len());
-            for text in messages {
-                indices.push(transcript.append_message_text(text, &now_iso())?);
+            let appended = messages
+                .iter()
+                .map(|text| transcript.append_message_text(text, &now_iso()))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .and_then(|appended| {
+                    indices = appended;
+                    match trailer {
+                        Some((entry_type, members)) => transcript
+                            .append_other(entry_type, members, &now_iso())
+                            .map(|_| ()),
+                        None => Ok(()),
+                    }
+                });
+            if let Err(e) = appended {
+                transcript.truncate(first);
+                return Err(e.into());
             }
-            if let Some((entry_type, members)) = trailer {
-                transcript.append_other(entry_type, members, &now_iso())?;
-            }
-            self.file.append(&transcript, first)?;
+            write_or_undo(&mut self.file, &mut transcript, first)?;
             let entries = transcript.entries();
             let batch: Vec<_> = indices
                 .iter()
@@ -621,9 +630,13 @@ impl Session {
                 },
                 &now_iso(),
             )?;
-            self.file.append(&transcript, index)?;
+            write_or_undo(&mut self.file, &mut transcript, index)?;
             first_kept_entry_id
         };
+        // Told now that it is written, never about a proposal that was refused.
+        for warning in &record.warnings {
+            tracing::warn!(session = %self.key(), "compaction: {warning}");
+        }
         Ok(CompactOutcome {
             compacted: true,
             reason: result.reason,
@@ -726,4 +739,18 @@ impl From<compaction::Trigger> for CompactionTrigger {
             compaction::Trigger::Overflow => Self::Overflow,
         }
     }
+}
+
+/// Writes the entries appended from `first` on; when the write fails (a full disk, the file
+/// size limit) they are dropped again, so the session never shows or builds on what the file
+/// does not hold (the file itself is cut back to its last good length by the append).
+fn write_or_undo(
+    file: &mut TranscriptFile,
+    transcript: &mut Transcript,
+    first: usize,
+) -> Result<()> {
+    file.append(transcript, first).map_err(|e| {
+        transcript.truncate(first);
+        e.into()
+    })
 }

@@ -127,10 +127,9 @@ impl Shared {
             tracing::warn!(session = %self.session.key, "{e}; using the extractive summarizer");
             Box::new(compaction::Extractive)
         });
+        // Its warnings travel in `details` and are told when the compaction is written: this
+        // is only a proposal, which the engine or the host may still refuse.
         let plan = job.run(summarizer.as_ref());
-        for warning in &plan.warnings {
-            tracing::warn!(session = %self.session.key, "{warning}");
-        }
         Some(Compaction {
             summary: plan.summary,
             first_kept_entry: plan.first_kept_index as u32,

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod http;
+pub(crate) mod serve;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -10,7 +10,7 @@ pub mod runtime;
 pub mod summarizer;
 
 pub use crate::record::{CompactionRecord, Degradation, Layer, Risk, Tier, Trigger};
-pub use runtime::{Estimate, Job, Policy, Request, Skip, degradation, prepare};
+pub use runtime::{Estimate, Job, Policy, Request, Skip, degradation, degradation_at, prepare};
 pub use summarizer::{Extractive, SummarizeError, Summarizer, SummaryRequest};
 
 /// Compaction thresholds (pi / OpenClaw `compaction` settings) and the layered policy. Which

@@ -112,6 +112,24 @@ pub fn degradation(count: u64) -> Degradation {
     }
 }
 
+/// The verdict for a context at `utilisation` (tokens / window) after `count` summarizing
+/// compactions: a context past its window is critical whatever the count says, since the next
+/// model call cannot be sent until it is compacted.
+pub fn degradation_at(count: u64, utilisation: f64) -> Degradation {
+    let by_count = degradation(count);
+    if utilisation <= 1.0 || by_count.risk == Risk::Critical {
+        return by_count;
+    }
+    Degradation {
+        count,
+        risk: Risk::Critical,
+        recommendation: format!(
+            "the context is {:.0}% of the window and cannot be sent: compact it now (`ctxhost compact --session S`)",
+            utilisation * 100.0
+        ),
+    }
+}
+
 /// What a compaction was asked for.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {

@@ -8,12 +8,14 @@
 //!   `system-prompt-addition` is the JSON array of the texts this instance has seen (rebuilt in
 //!   `bootstrap` from the transcript), so a test can check what a session saw.
 //! - `loop-ingest`, `loop-assemble`, `loop-compact`, `loop-bootstrap`: spin forever in that hook.
+//! - `sleep-assemble`: `assemble` sleeps 20 s in WASI (blocked in the host, running no code).
 //! - `memory-bomb`: `assemble` grows memory 1 MiB at a time until refused.
 //! - `stack-overflow`: `assemble` recurses without bound (wasm stack);
 //!   `stack-overflow-frames` with 4 KiB frames on the shadow stack in linear memory.
 //! - `panic`: `assemble` panics; `panic-compact`: `compact` panics.
 //! - `huge-string`: `assemble` returns a 1 GiB system-prompt addition.
 //! - `huge-list`: `assemble` returns a plan of 10^8 items.
+//! - `range-flood`: `assemble` returns 200,000 `keep-range`s, each over the whole request.
 //! - `big-addition`: `assemble` returns a 2 MiB system-prompt addition (fits in memory).
 //! - `big-inserts`: `assemble` inserts 4096 messages of 512 bytes (2 MiB in all).
 //! - `log-flood`: `assemble` logs (import, stdout and stderr) forever.
@@ -29,7 +31,8 @@
 //!   entry); `read-loop`: asks for 1,000 of them, over and over.
 //! - `delegate-loop`: `compact` calls `delegate-compaction` forever.
 //! - `disk-hog`: `bootstrap` writes 1 MiB at a time into its state dir until refused;
-//!   `disk-files`: creates empty files until refused.
+//!   `disk-files`: creates empty files until refused; `disk-tiny-files`: one-byte files;
+//!   `disk-dirs`: empty directories.
 //! - `bad-figures`: `compact` returns a compaction keeping the last message whose tokens-after
 //!   exceeds its tokens-before.
 //! - `info`: with `config.hugeInfo` = N, the name and version are N bytes (with a terminal
@@ -50,8 +53,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ctxhost_sdk::{
     AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult, CompactRequest,
-    CompactResult, Compaction, ContextEngine, ContextItem, EngineInfo, IngestResult, Message, Plan,
-    Result, Role, Session, Tools, custom_message, host, log, serde_json,
+    CompactResult, Compaction, ContextEngine, ContextItem, EngineInfo, IngestResult, KeepRange,
+    Message, Plan, Result, Role, Session, Tools, custom_message, host, log, serde_json,
 };
 
 /// Marks the text of files the tests plant outside the state dir.
@@ -418,6 +421,18 @@ impl ContextEngine for Hostile {
                         .map_err(|e| format!("blocked: file {i}: {e}"))?;
                 }
             }
+            "disk-tiny-files" => {
+                for i in 0.. {
+                    std::fs::write(format!("/tiny-{i}"), b"x")
+                        .map_err(|e| format!("blocked: file {i}: {e}"))?;
+                }
+            }
+            "disk-dirs" => {
+                for i in 0.. {
+                    std::fs::create_dir(format!("/dir-{i}"))
+                        .map_err(|e| format!("blocked: dir {i}: {e}"))?;
+                }
+            }
             _ => {}
         }
         // A well-mannered engine rebuilds its state from the transcript.
@@ -453,6 +468,11 @@ impl ContextEngine for Hostile {
     fn assemble(&mut self, request: AssembleRequest) -> Result<AssembleResult> {
         match request.session.key.as_str() {
             "loop-assemble" => spin("assemble"),
+            "sleep-assemble" => {
+                // Blocked in a WASI poll: no guest code runs for the epoch to interrupt.
+                std::thread::sleep(std::time::Duration::from_secs(20));
+                Ok(Plan::new().build())
+            }
             "memory-bomb" => {
                 let mut hoard: Vec<Vec<u8>> = Vec::new();
                 loop {
@@ -508,6 +528,18 @@ impl ContextEngine for Hostile {
             "fs-symlink" => probe_fs_symlink(&self.seen),
             "env" => probe_env(),
             "net" => probe_net(&self.seen),
+            "range-flood" => {
+                // 200,000 ranges, each over the whole request: 2.4 MB here, tens of millions
+                // of keeps if the host expanded them before checking.
+                let first = request.entries.first().map_or(0, |e| e.entry);
+                let last = request.entries.last().map_or(0, |e| e.entry);
+                let range = ContextItem::KeepRange(KeepRange { first, last });
+                Ok(AssembleResult {
+                    items: vec![range; 200_000],
+                    estimated_tokens: 0,
+                    system_prompt_addition: None,
+                })
+            }
             "forged-ids" => {
                 let past_end = request.entries.iter().map(|e| e.entry).max().unwrap_or(0) + 1_000;
                 Ok(Plan::with_capacity(request.entries.len() + 1)

@@ -235,6 +235,19 @@ fn degradation_levels() {
     assert!(degradation(5).recommendation.contains("export"));
 }
 
+#[test]
+fn a_context_past_its_window_is_never_low_risk() {
+    assert_eq!(degradation_at(0, 0.99).risk, Risk::Low);
+    let over = degradation_at(0, 65.5);
+    assert_eq!(over.risk, Risk::Critical);
+    assert!(
+        over.recommendation.contains("6550%"),
+        "{}",
+        over.recommendation
+    );
+    assert_eq!(degradation_at(6, 2.0), degradation(6));
+}
+
 /// A summarizer that counts the calls it passes on.
 struct Counting<S> {
     inner: S,
