@@ -237,9 +237,25 @@ impl RecallIndex {
     ) -> Result<Vec<Hit>, RecallError> {
         let terms = query.terms()?;
         let limit = query.limit()?;
-        let hits = self
-            .ranked(&match_expression(&terms), query, limit)
+        // Entries holding every word first; when those are too few, the best of those holding
+        // any of them. Matching all first also keeps a search of common words fast: ranking
+        // scores every match.
+        let mut hits = self
+            .ranked(&match_expression(&terms, true), query, limit)
             .map_err(|e| self.error(e))?;
+        if hits.len() < limit as usize && terms.len() > 1 {
+            let more = self
+                .ranked(&match_expression(&terms, false), query, limit)
+                .map_err(|e| self.error(e))?;
+            for row in more {
+                if hits.len() == limit as usize {
+                    break;
+                }
+                if !hits.iter().any(|h| h.seq == row.seq) {
+                    hits.push(row);
+                }
+            }
+        }
         let in_context = context_positions(transcript);
         let entries = transcript.entries();
         Ok(hits
@@ -271,6 +287,14 @@ impl RecallIndex {
         query: &SearchQuery,
         limit: u32,
     ) -> rusqlite::Result<Vec<Row>> {
+        let filtered = query.role.is_some()
+            || query.tool.is_some()
+            || query.is_error.is_some()
+            || query.after_ms.is_some()
+            || query.before_ms.is_some();
+        if !filtered {
+            return self.ranked_unfiltered(expression, limit);
+        }
         let mut statement = self.conn.prepare_cached(
             "SELECT e.seq, e.id, e.role, e.tool, e.is_error FROM body \
              JOIN entries e ON e.seq = body.rowid \
@@ -303,6 +327,33 @@ impl RecallIndex {
             },
         )?;
         rows.collect()
+    }
+
+    /// Without filters the full-text table ranks alone (FTS5's own `ORDER BY rank ... LIMIT`),
+    /// and only the hits are looked up.
+    fn ranked_unfiltered(&self, expression: &str, limit: u32) -> rusqlite::Result<Vec<Row>> {
+        let mut ranked = self
+            .conn
+            .prepare_cached("SELECT rowid FROM body WHERE body MATCH ?1 ORDER BY rank LIMIT ?2")?;
+        let seqs = ranked
+            .query_map(params![expression, limit], |row| row.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()?;
+        let mut facts = self
+            .conn
+            .prepare_cached("SELECT id, role, tool, is_error FROM entries WHERE seq = ?1")?;
+        seqs.into_iter()
+            .map(|seq| {
+                facts.query_row([seq], |row| {
+                    Ok(Row {
+                        seq: seq as usize,
+                        id: row.get(0)?,
+                        role: row.get(1)?,
+                        tool: row.get(2)?,
+                        is_error: row.get(3)?,
+                    })
+                })
+            })
+            .collect()
     }
 
     /// Bytes the index takes on disk.

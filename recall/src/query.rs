@@ -82,14 +82,14 @@ pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-/// The FTS5 expression for `terms`: any of them (`OR`), each quoted so no word is read as an
-/// operator (`AND`, `NEAR`, a column filter), so ranking decides what holds most of them.
-pub(crate) fn match_expression(terms: &[String]) -> String {
+/// The FTS5 expression for `terms`: all of them (`AND`) or any (`OR`), each quoted so no word
+/// is read as an operator (`AND`, `NEAR`, a column filter).
+pub(crate) fn match_expression(terms: &[String], all: bool) -> String {
     terms
         .iter()
         .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
         .collect::<Vec<_>>()
-        .join(" OR ")
+        .join(if all { " AND " } else { " OR " })
 }
 
 #[cfg(test)]
@@ -118,11 +118,13 @@ mod tests {
     #[test]
     fn operators_and_quotes_are_only_words() {
         let q = SearchQuery::words("NEAR(a b) AND \"x\" OR col:y*");
-        let expr = match_expression(&q.terms().unwrap());
+        let expr = match_expression(&q.terms().unwrap(), false);
         assert_eq!(
             expr,
             "\"near\" OR \"a\" OR \"b\" OR \"and\" OR \"x\" OR \"or\" OR \"col\" OR \"y\""
         );
+        let all = match_expression(&["a".into(), "b".into()], true);
+        assert_eq!(all, "\"a\" AND \"b\"");
     }
 
     #[test]
