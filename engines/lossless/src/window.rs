@@ -66,13 +66,18 @@ pub struct Cut {
 pub fn cut(context: &Context, tree: &Tree, recent: u64) -> Cut {
     let n = context.len();
     let leaves = tree.leaves().len() as u32;
-    let open_start = match tree.open().first() {
-        Some(first) => context.position(first.entry),
-        None => Some(n),
+    // Context messages from `open_start` on are in no leaf: the open ones, and any the tree
+    // has not taken in (they are the newest, so they always stay in the tail).
+    let first_unsummarized = match tree.open().first() {
+        Some(first) => first.entry,
+        None => tree.covered_through().map_or(0, |last| last + 1),
     };
-    if let Some(open_start) = open_start
-        && context.tail_tokens(open_start) <= recent
-    {
+    let open_start = context.refs.partition_point(|&r| r < first_unsummarized);
+    let open_in_context = tree
+        .open()
+        .first()
+        .is_none_or(|first| context.position(first.entry).is_some());
+    if open_in_context && context.tail_tokens(open_start) <= recent {
         // Everything open fits: reach back over whole leaves while they fit too.
         let mut cut = Cut {
             tail_start: open_start,
@@ -92,15 +97,14 @@ pub fn cut(context: &Context, tree: &Tree, recent: u64) -> Cut {
     }
     // The open messages do not all fit (or some left the context): keep the newest that do,
     // starting at a message that is not a tool result, and seal the rest.
-    let first_open = tree.open().first().map_or(EntryRef::MAX, |m| m.entry);
-    let from = context.refs.partition_point(|&r| r < first_open);
     let starts_turn = |i: usize| {
-        let entry = context.refs[i];
         let open = tree.open();
-        open.binary_search_by_key(&entry, |m| m.entry)
-            .is_ok_and(|at| open[at].role != Role::ToolResult)
+        match open.binary_search_by_key(&context.refs[i], |m| m.entry) {
+            Ok(at) => open[at].role != Role::ToolResult,
+            Err(_) => true,
+        }
     };
-    let tail_start = (from..n)
+    let tail_start = (open_start..n)
         .find(|&i| context.tail_tokens(i) <= recent && starts_turn(i))
         .unwrap_or(n);
     let seal_before = context
@@ -232,6 +236,21 @@ mod tests {
 
     fn serde_json_path() -> ctxhost_sdk::serde_json::Value {
         ctxhost_sdk::serde_json::json!({"path": "a.rs"})
+    }
+
+    #[test]
+    fn messages_the_tree_has_not_taken_in_stay_in_the_tail() {
+        let tree = tree_of(8); // leaf 0–3 closed when 4 arrived; 4–7 open
+        let refs: Vec<u32> = (0..12).collect();
+        let context = Context::new(&refs, &[10; 12]);
+        let cut = cut(&context, &tree, 1_000);
+        assert_eq!((cut.tail_start, cut.leaves), (0, 0), "all fits");
+        let tight = super::cut(&context, &tree, 80);
+        assert_eq!(
+            (tight.tail_start, tight.leaves),
+            (4, 1),
+            "8–11 follow the open 4–7"
+        );
     }
 
     #[test]
