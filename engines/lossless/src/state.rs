@@ -43,6 +43,13 @@ impl SessionState {
         };
         let loaded = state.store.load();
         state.warnings.extend(loaded.problem);
+        if loaded.refused
+            && let Err(e) = state.store.reset()
+        {
+            state
+                .warnings
+                .push(format!("{}: {e}", state.store.path().display()));
+        }
         match Tree::from_nodes(config.fan_in, loaded.nodes) {
             Ok(tree) => state.tree = tree,
             Err(problem) => state.warn_and_restart(format!(

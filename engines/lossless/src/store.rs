@@ -40,6 +40,8 @@ pub struct Loaded {
     /// Why the log could not be used as it was (a torn tail dropped, or the whole log
     /// refused), for the engine's log.
     pub problem: Option<String>,
+    /// The whole log was refused: it must be started afresh before anything is appended.
+    pub refused: bool,
 }
 
 /// One session's log.
@@ -154,7 +156,11 @@ impl Store {
                 path.display()
             ));
         }
-        Loaded { nodes, problem }
+        Loaded {
+            nodes,
+            problem,
+            refused: false,
+        }
     }
 
     /// Starts the log afresh: the header alone, written atomically.
@@ -188,6 +194,7 @@ fn refused(problem: String) -> Loaded {
     Loaded {
         nodes: Vec::new(),
         problem: Some(format!("{problem}; rebuilding from the transcript")),
+        refused: true,
     }
 }
 
@@ -259,7 +266,7 @@ mod tests {
         let text = fs::read_to_string(store.path()).unwrap();
         fs::write(store.path(), text.replacen("\"level\"", "\"lvl\"", 1)).unwrap();
         let loaded = store.load();
-        assert!(loaded.nodes.is_empty());
+        assert!(loaded.nodes.is_empty() && loaded.refused);
         let problem = loaded.problem.unwrap();
         assert!(problem.contains("line 2") && problem.ends_with("rebuilding from the transcript"));
 

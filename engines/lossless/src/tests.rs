@@ -255,6 +255,19 @@ fn the_tree_survives_a_fresh_instance_and_is_rebuilt_when_lost_or_foreign() {
             "{warnings:?}"
         );
         assert_eq!(assemble(&mut repaired, &history, 2_000), before);
+
+        // A line that is not a node refuses the log; the rebuilt one reads cleanly next time.
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::write(&log, text.replacen("\"level\"", "\"depth\"", 1)).unwrap();
+        let mut state = SessionState::open(dir.path(), "sess-1", config(), count);
+        let warnings = state.take_warnings();
+        assert!(
+            warnings.iter().any(|w| w.contains("line 2")),
+            "{warnings:?}"
+        );
+        let mut clean = SessionState::open(dir.path(), "sess-1", config(), count);
+        assert_eq!(clean.take_warnings(), Vec::<String>::new());
+        assert_eq!(clean.tree.node_count(), state.tree.node_count());
     });
 }
 
