@@ -6,6 +6,7 @@
 
 pub mod continuity;
 pub mod instances;
+pub mod lossless;
 pub mod serve;
 
 use std::hint::black_box;
