@@ -285,8 +285,9 @@ impl Model {
     }
 
     /// A summary of `material` within `max_chars`; `None` when the model is not granted,
-    /// fails or answers nothing (the caller falls back to the extractive text).
-    fn summarize(&mut self, material: &str, max_chars: usize) -> Option<String> {
+    /// fails or answers nothing (the caller falls back to the extractive text). The material
+    /// is built only when the model will be asked.
+    fn summarize(&mut self, material: impl FnOnce() -> String, max_chars: usize) -> Option<String> {
         if self.denied || self.calls_left == 0 {
             return None;
         }
@@ -299,7 +300,7 @@ impl Model {
                  preamble."
                     .into(),
             ),
-            prompt: material.to_string(),
+            prompt: material(),
             max_tokens: Some(400),
         };
         match host::complete(&request) {
@@ -352,7 +353,7 @@ pub struct Written {
 /// The summary of a leaf.
 pub fn write_leaf(messages: &[Message], facts: &mut Facts, model: &mut Model) -> Written {
     let extractive = facts.render_within(LEAF_CHARS);
-    match model.summarize(&leaf_material(messages), LEAF_CHARS) {
+    match model.summarize(|| leaf_material(messages), LEAF_CHARS) {
         Some(text) => Written {
             text,
             author: Author::Model,
@@ -374,7 +375,7 @@ pub fn write_parent(children: &[&str], facts: &mut Facts, model: &mut Model) -> 
         }
         text
     };
-    match model.summarize(&material(), PARENT_CHARS) {
+    match model.summarize(material, PARENT_CHARS) {
         Some(text) => Written {
             text,
             author: Author::Model,
