@@ -11,11 +11,20 @@ const BUNDLED: &[Guest] = &[
         package: "ctxhost-checkpoint-manager",
         dir: "engines/checkpoint-manager",
     },
+    Guest {
+        package: "ctxhost-lossless",
+        dir: "engines/lossless",
+    },
 ];
 
 fn main() {
     let out_dir =
         std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // `lossless` links the transcript crate's extractive helpers: a change there changes it.
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace_root().join("transcript/src").display()
+    );
     let built = build_guests(&workspace_root(), BUNDLED);
     for (guest, path) in BUNDLED.iter().zip(built) {
         let dest = out_dir.join(guest.artifact_name());

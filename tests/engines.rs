@@ -114,7 +114,7 @@ fn slot_defaults_to_legacy_and_names_unknown_engines() {
     let err = block_on(host.active_engine()).err().unwrap().to_string();
     assert!(err.contains("`no-such-engine`"), "{err}");
     assert!(
-        err.contains("available: checkpoint-manager, legacy, sliding-window"),
+        err.contains("available: checkpoint-manager, legacy, lossless, sliding-window"),
         "{err}"
     );
     assert!(err.contains("plugins.slots.contextEngine"), "{err}");

@@ -176,10 +176,28 @@ fn transcripts(c: &mut Criterion) {
     g.finish();
 }
 
+/// The lossless engine's `assemble` on the same 2,000 entries: natively (its logic alone) and
+/// through `Session::assemble` (the bundled guest, the host's side included).
+fn lossless(c: &mut Criterion) {
+    let fx = Fixture::new().unwrap();
+    let mut built = b::lossless::Built::new(&fx).unwrap();
+    c.bench_function("assemble/2000_entries_lossless_native", |b| {
+        b.iter(|| black_box(built.assemble()))
+    });
+    let rt = b::tokio_runtime();
+    let mut session = rt
+        .block_on(fx.generated_session("lossless", "criterion-lossless"))
+        .unwrap();
+    c.bench_function("assemble/2000_entries_lossless_session", |b| {
+        b.iter(|| rt.block_on(session.assemble(&Default::default())).unwrap())
+    });
+}
+
 criterion_group!(
     benches,
     load,
     engine_calls,
+    lossless,
     compaction_and_checkpoints,
     transcripts
 );

@@ -7,6 +7,7 @@
 pub mod compacting;
 pub mod continuity;
 pub mod instances;
+pub mod lossless;
 pub mod probes;
 pub mod recall;
 pub mod serve;

@@ -24,13 +24,21 @@ fn doctor_json_succeeds_on_an_empty_home() {
             "engine checkpoint-manager state-dir",
             "engine legacy",
             "engine legacy state-dir",
+            "engine lossless",
+            "engine lossless capabilities",
+            "engine lossless state-dir",
             "component cache"
         ]
     );
     assert!(home.path().join("state/legacy").is_dir());
-    // The two bundled engines were compiled into the cache by the checks above.
-    let cache = report["checks"][6]["detail"].as_str().unwrap();
-    assert!(cache.starts_with("2 compiled component(s), "), "{cache}");
+    // Optional for a bundled engine: a passed check that says how to grant it, no warning.
+    let capabilities = &report["checks"][7];
+    assert_eq!(capabilities["status"], "ok");
+    let detail = capabilities["detail"].as_str().unwrap();
+    assert!(detail.starts_with("optional, not granted: llm"), "{detail}");
+    // The three bundled engines were compiled into the cache by the checks above.
+    let cache = report["checks"][9]["detail"].as_str().unwrap();
+    assert!(cache.starts_with("3 compiled component(s), "), "{cache}");
 }
 
 #[test]
@@ -59,7 +67,8 @@ fn doctor_names_an_unknown_engine_and_the_available_ones() {
     assert_eq!(slot["ok"], false);
     let detail = slot["detail"].as_str().unwrap();
     assert!(
-        detail.contains("`ghost`") && detail.contains("available: checkpoint-manager, legacy"),
+        detail.contains("`ghost`")
+            && detail.contains("available: checkpoint-manager, legacy, lossless"),
         "{detail}"
     );
 }

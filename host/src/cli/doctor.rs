@@ -225,8 +225,17 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
             ),
         }
         let ungranted = host.ungranted(&id, available.capabilities());
-        if !ungranted.is_empty() {
-            let names: Vec<&str> = ungranted.iter().map(|c| c.name()).collect();
+        let names: Vec<&str> = ungranted.iter().map(|c| c.name()).collect();
+        if !ungranted.is_empty() && available.is_bundled() {
+            // A bundled engine works without them; granting is the operator's opt-in.
+            report.pass(
+                format!("engine {id} capabilities"),
+                format!(
+                    "optional, not granted: {} (grant in plugins.entries.{id}.grants to use)",
+                    names.join(", ")
+                ),
+            );
+        } else if !ungranted.is_empty() {
             report.warn(
                 format!("engine {id} capabilities"),
                 format!("requested but not granted: {}", names.join(", ")),

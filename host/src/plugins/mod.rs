@@ -26,11 +26,24 @@ pub const LEGACY_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ctxhost
 pub const CHECKPOINT_MANAGER_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ctxhost_checkpoint_manager.wasm"));
 
+/// The lossless engine, built from `engines/lossless` by the build script.
+pub const LOSSLESS_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ctxhost_lossless.wasm"));
+
 /// Engines embedded in this binary, by id.
 pub const BUNDLED: &[(&str, &[u8])] = &[
     ("legacy", LEGACY_WASM),
     ("checkpoint-manager", CHECKPOINT_MANAGER_WASM),
+    ("lossless", LOSSLESS_WASM),
 ];
+
+/// What a bundled engine can use when the operator grants it. Optional by design: each works
+/// without them (`lossless` summarizes extractively until `llm` is granted).
+fn bundled_capabilities(id: &str) -> &'static [Capability] {
+    match id {
+        "lossless" => &[Capability::Llm],
+        _ => &[],
+    }
+}
 
 /// The config schema of a bundled engine.
 fn bundled_schema(id: &str) -> Value {
@@ -40,6 +53,10 @@ fn bundled_schema(id: &str) -> Value {
             "../../../engines/checkpoint-manager/config.schema.json"
         ))
         .expect("the bundled checkpoint-manager schema is valid JSON"),
+        "lossless" => {
+            serde_json::from_str(include_str!("../../../engines/lossless/config.schema.json"))
+                .expect("the bundled lossless schema is valid JSON")
+        }
         _ => json!({"type": "object"}),
     }
 }
@@ -271,11 +288,13 @@ impl AvailableEngine {
         }
     }
 
-    /// The capabilities its manifest asks for (none for bundled engines).
+    /// The capabilities its manifest asks for; for a bundled engine, the optional ones it
+    /// uses when granted.
     pub fn capabilities(&self) -> &[Capability] {
-        self.manifest
-            .as_ref()
-            .map_or(&[], |m| m.capabilities.as_slice())
+        match &self.manifest {
+            Some(manifest) => manifest.capabilities.as_slice(),
+            None => bundled_capabilities(&self.id),
+        }
     }
 
     /// The component's bytes: borrowed for a bundled engine, read from the package otherwise.
@@ -426,13 +445,19 @@ mod tests {
             .to_string();
         assert!(err.contains("`nope`"), "{err}");
         assert!(
-            err.contains("available: checkpoint-manager, legacy"),
+            err.contains("available: checkpoint-manager, legacy, lossless"),
             "{err}"
         );
         assert!(LEGACY_WASM.starts_with(b"\0asm"));
         for (id, _) in BUNDLED {
             assert!(check_schema(&bundled_schema(id)).is_ok(), "{id}");
         }
+        let lossless = registry.get("lossless").expect("bundled");
+        assert_eq!(lossless.capabilities(), [Capability::Llm]);
+        assert!(
+            validate_config(&lossless.config_schema(), &json!({"fanIn": 1})).is_err(),
+            "the engine's own schema is enforced"
+        );
     }
 
     #[test]
@@ -455,7 +480,7 @@ mod tests {
         let registry = Registry::discover(&plugins);
         assert_eq!(
             registry.ids().collect::<Vec<_>>(),
-            ["checkpoint-manager", "good", "legacy"]
+            ["checkpoint-manager", "good", "legacy", "lossless"]
         );
         let broken: Vec<String> = registry.broken.iter().map(|(f, _)| f.clone()).collect();
         assert_eq!(broken, ["bad", "elsewhere"]);
