@@ -45,6 +45,7 @@ pub(crate) fn open_transcript(path: &Path) -> Result<File, TranscriptError> {
     File::open(path).map_err(io(path, "cannot open transcript"))
 }
 
+#[cfg(unix)]
 fn describe_file_type(kind: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_dir() {
@@ -55,6 +56,16 @@ fn describe_file_type(kind: &std::fs::FileType) -> &'static str {
         "a socket"
     } else if kind.is_block_device() || kind.is_char_device() {
         "a device"
+    } else {
+        "not a file"
+    }
+}
+
+/// Elsewhere (the crate also builds for wasm guests) only directories are told apart.
+#[cfg(not(unix))]
+fn describe_file_type(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a directory"
     } else {
         "not a file"
     }

@@ -222,6 +222,7 @@ const CHUNK: usize = 1 << 20;
 
 /// The rewritten file gets the permissions of the one it replaces (a `chmod 600` transcript
 /// stays private), and its owner and group where this process may set them.
+#[cfg(unix)]
 fn keep_access(path: &Path, new: &File) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let Ok(old) = std::fs::metadata(path) else {
@@ -230,6 +231,15 @@ fn keep_access(path: &Path, new: &File) -> std::io::Result<()> {
     new.set_permissions(old.permissions())?;
     // Only root may give a file away; anyone else's rewrite is theirs already.
     let _ = std::os::unix::fs::fchown(new, Some(old.uid()), Some(old.gid()));
+    Ok(())
+}
+
+/// Elsewhere (the crate also builds for wasm guests): the permissions, no owner.
+#[cfg(not(unix))]
+fn keep_access(path: &Path, new: &File) -> std::io::Result<()> {
+    if let Ok(old) = std::fs::metadata(path) {
+        new.set_permissions(old.permissions())?;
+    }
     Ok(())
 }
 
