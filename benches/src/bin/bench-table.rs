@@ -349,7 +349,7 @@ fn probe_table(window: u64, only: Option<&str>) -> Result<String> {
         probes::KINDS.join(" | ")
     );
     let _ = writeln!(s, "|---|---|---|{}---|", "---|".repeat(probes::KINDS.len()));
-    for engine in ["legacy", "checkpoint-manager"] {
+    for engine in ["legacy", "checkpoint-manager", "lossless"] {
         let prepared = rt.block_on(fx.engine(engine))?;
         for subject in &subjects {
             step(&format!("probes: {engine} on {}", subject.name));
