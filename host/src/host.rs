@@ -345,8 +345,8 @@ impl Host {
 
 /// Where a session key's transcript lives under `sessions/`: keys of the form
 /// `agent:<agent>:...` (OpenClaw's) under `agents/<agent>/`, others directly; the key itself
-/// `%`-encoded into the file name, or its short form when that would be too long (see
-/// [`file_stem`]).
+/// `%`-encoded into the file name, or its short form when that would be too long (a prefix
+/// and a hash of the key, which the transcript records whole).
 pub fn session_file(sessions_dir: &Path, key: &str) -> Result<PathBuf> {
     let agent = key
         .strip_prefix("agent:")
