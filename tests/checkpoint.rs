@@ -3,11 +3,11 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use ctxhost::replay::replay;
-use ctxhost::runtime::contract::CompactionTrigger;
-use ctxhost::{AssembleOptions, AssembledItem, Assembly, CompactOptions, SessionTarget};
+use ctxhost::{
+    AssembleOptions, AssembledItem, Assembly, CompactOptions, SessionTarget, TurnRequest,
+};
 use ctxhost_tests::{
     Scratch, block_on, last_compaction, open_session, recorded_messages, shared_transcript,
 };
@@ -308,15 +308,10 @@ fn restore_messages_on_the_shared_transcript_stay_lean() {
     block_on(async {
         let engine = host.active_engine().await.unwrap();
         let settings = host.compaction_settings().for_window(WINDOW);
-        let budget = u32::try_from(settings.threshold()).unwrap();
-        let options = AssembleOptions {
-            token_budget: Some(budget),
-            available_tools: Vec::new(),
-        };
         let mut session = host
             .open_session(
                 &SessionTarget::Path(scratch.path("measure.jsonl")),
-                &ctxhost::SessionOptions::on(engine).with_settings(settings.clone()),
+                &ctxhost::SessionOptions::on(engine).with_settings(settings),
             )
             .await
             .unwrap();
@@ -324,21 +319,16 @@ fn restore_messages_on_the_shared_transcript_stay_lean() {
         session.set_estimates_only(true);
         for message in recorded_messages(&source) {
             if message["role"] == "assistant" {
-                let mut assembly = session.assemble(&options).await.unwrap();
-                if settings.should_compact(u64::from(assembly.estimated_tokens)) {
-                    let started = Instant::now();
-                    let outcome = session
-                        .compact(&CompactOptions {
-                            trigger: CompactionTrigger::Auto,
-                            token_budget: Some(budget),
-                            ..CompactOptions::default()
-                        })
-                        .await
-                        .unwrap();
-                    compact_ms.push(started.elapsed().as_secs_f64() * 1e3);
-                    if outcome.compacted {
-                        assembly = session.assemble(&options).await.unwrap();
-                        let inserted = inserted_texts(&assembly);
+                let turn = session
+                    .assemble_turn(&TurnRequest::default(), &mut |_| {})
+                    .await
+                    .unwrap();
+                if let Some(compaction) = &turn.compaction {
+                    // The turn's engine time: checkpoint + runtime compaction, and the assemble
+                    // around them.
+                    compact_ms.push(turn.engine_time.as_secs_f64() * 1e3);
+                    if compaction.compacted().is_some() {
+                        let inserted = inserted_texts(&turn.assembly);
                         assert_eq!(inserted.len(), 1, "a restore after each compaction");
                         restores.extend(inserted);
                     }

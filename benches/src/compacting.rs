@@ -1,7 +1,7 @@
-//! The replay the compaction measurements share: a session driven the way `ctxhost replay`
-//! drives an engine (append each message; before each assistant turn assemble, and compact
-//! when the context passes the threshold), with a callback right after each compaction, given
-//! the session and the assembly that followed it.
+//! The replay the compaction measurements share: a session driven the way `ctxhost replay` and
+//! `serve` drive an engine (append each message; before each assistant turn, the session's turn
+//! driver), with a callback right after each compaction, given the session and the assembly
+//! that followed it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use ctxhost::runtime::PreparedEngine;
-use ctxhost::runtime::contract::CompactionTrigger;
-use ctxhost::{AssembleOptions, Assembly, CompactOptions, Host, Session, SessionTarget};
+use ctxhost::{Assembly, Host, Session, SessionTarget, TurnRequest};
 
 use crate::continuity::Subject;
 
@@ -66,11 +65,6 @@ pub async fn replay(
         .await?;
     session.set_estimates_only(true);
     session.set_sync(false);
-    let budget = u32::try_from(settings.threshold()).unwrap_or(u32::MAX);
-    let options = AssembleOptions {
-        token_budget: Some(budget),
-        available_tools: Vec::new(),
-    };
     let mut result = Replay {
         engine: engine.id().to_string(),
         session: subject.name.clone(),
@@ -79,34 +73,27 @@ pub async fn replay(
     };
     for (appended, message) in subject.messages.iter().enumerate() {
         if message["role"] == "assistant" {
-            let mut tokens = session.assemble(&options).await?.estimated_tokens;
-            if settings.should_compact(u64::from(tokens)) {
-                let outcome = session
-                    .compact(&CompactOptions {
-                        trigger: CompactionTrigger::Auto,
-                        token_budget: Some(budget),
-                        ..CompactOptions::default()
-                    })
-                    .await?;
-                if outcome.compacted {
-                    let assembly = session.assemble(&options).await?;
-                    tokens = assembly.estimated_tokens;
+            let turn = session
+                .assemble_turn(&TurnRequest::default(), &mut |_| {})
+                .await?;
+            match turn.compaction.as_ref().map(|c| &c.outcome) {
+                Some(Ok(outcome)) if outcome.compacted => {
                     result.compactions += 1;
                     after_compaction(Compacted {
                         session: &session,
-                        assembly: &assembly,
+                        assembly: &turn.assembly,
                         first_kept: outcome.first_kept_entry_id.as_deref(),
                         appended,
                     });
-                } else if outcome
-                    .reason
-                    .as_deref()
-                    .is_some_and(|r| r.contains("no cut point"))
+                }
+                Some(Ok(outcome))
+                    if (outcome.reason.as_deref()).is_some_and(|r| r.contains("no cut point")) =>
                 {
                     result.no_cut_point += 1;
                 }
+                _ => {}
             }
-            if u64::from(tokens) > window {
+            if u64::from(turn.assembly.estimated_tokens) > window {
                 result.overflowing_turns += 1;
             }
         }

@@ -163,6 +163,11 @@ impl Host {
             .collect()
     }
 
+    /// An engine by id when this host has loaded it (never loads one).
+    pub async fn loaded_engine(&self, id: &str) -> Option<Arc<PreparedEngine>> {
+        self.loaded.lock().await.get(id).cloned()
+    }
+
     /// An engine by id, loaded once per host: it must exist, be enabled, have a config its
     /// schema accepts, and answer `info` with its own id.
     pub async fn engine(&self, id: &str) -> Result<Arc<PreparedEngine>> {

@@ -30,6 +30,7 @@ pub mod config;
 pub mod error;
 mod fsutil;
 mod host;
+pub mod ledger;
 pub mod model;
 pub mod plugins;
 pub mod prompt;
@@ -45,5 +46,6 @@ pub use error::{Error, Result};
 pub use host::{Host, SessionOptions, SessionTarget, encode_key, session_file};
 pub use session::{
     AfterTurnOptions, AgentTool, AssembleOptions, AssembledItem, Assembly, CompactOptions,
-    CompactOutcome, Session, SpawnOptions, ToolOutput, ToolSource,
+    CompactOutcome, Prefix, Session, SpawnOptions, ToolOutput, ToolSource, Turn, TurnCompaction,
+    TurnRequest,
 };

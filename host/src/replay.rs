@@ -1,6 +1,7 @@
 //! Replays a recorded transcript through an engine the way an agent runtime drives it:
-//! append each message; before each assistant turn, assemble, and compact first when the
-//! assembled context passes the window's threshold.
+//! append each message; before each assistant turn, run the session's turn driver
+//! ([`crate::Session::assemble_turn`]: assemble, and compact when the context passes the
+//! threshold), the same one `serve` runs.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,8 +15,7 @@ use crate::error::Result;
 use crate::host::{Host, SessionTarget};
 use crate::prompt::PromptSettings;
 use crate::runtime::PreparedEngine;
-use crate::runtime::contract::CompactionTrigger;
-use crate::session::{AssembleOptions, CompactOptions, TurnOptions};
+use crate::session::{Prefix, Turn, TurnOptions, TurnRequest};
 
 /// A compaction that ran during a replay.
 #[derive(Debug, Clone, Serialize)]
@@ -27,6 +27,20 @@ pub struct CompactionEvent {
     pub tokens_before: u64,
     /// The context after it, in tokens.
     pub tokens_after: u64,
+}
+
+/// One assistant turn of a replay: what the model would have been sent.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnPoint {
+    /// The message number (1-based) before which the turn ran.
+    pub message: usize,
+    /// The context measured (after any compaction), in tokens.
+    pub tokens: u32,
+    /// How much of the engine's request repeats the previous turn's from its first byte.
+    pub prefix: Prefix,
+    /// Wall time in the engine this turn (assemble, and compact when it ran), in microseconds.
+    pub engine_micros: u64,
 }
 
 /// What a replay found, as `ctxhost replay` prints it (or its `--json`).
@@ -75,6 +89,15 @@ pub struct ReplayReport {
     pub system_prompt_additions: Vec<(String, usize)>,
     /// Messages the engine inserted (not from the transcript), over all turns.
     pub inserted_messages: usize,
+    /// Turns between compactions whose request extended the previous one exactly (a prompt
+    /// cache keeps all of it), out of `turns_between_compactions`.
+    pub prefix_kept_turns: usize,
+    /// Turns after the first that neither ran nor followed a compaction.
+    pub turns_between_compactions: usize,
+    /// The median share of a request that repeats the previous one from its first byte.
+    pub prefix_share_median: f64,
+    /// Every turn in order.
+    pub turn_points: Vec<TurnPoint>,
     /// Wall time of the replay, in milliseconds.
     pub elapsed_ms: f64,
 }
@@ -118,19 +141,16 @@ struct Measured {
 /// (system prompt, bootstrap files, skills), through the same path as `context inspect`.
 async fn measure(
     session: &mut crate::Session,
-    options: &AssembleOptions,
+    turn: &Turn,
     prompt: Option<&PromptSettings>,
 ) -> Result<Measured> {
     Ok(match prompt {
-        None => {
-            let assembly = session.assemble(options).await?;
-            Measured {
-                tokens: assembly.estimated_tokens,
-                inserted: assembly.inserted(),
-                addition: assembly.system_prompt_addition,
-                overflow_compaction: None,
-            }
-        }
+        None => Measured {
+            tokens: turn.assembly.estimated_tokens,
+            inserted: turn.assembly.inserted(),
+            addition: turn.assembly.system_prompt_addition.clone(),
+            overflow_compaction: None,
+        },
         Some(settings) => {
             // A request that still overflows is measured, not fatal: the report counts it.
             let request = session
@@ -186,13 +206,6 @@ pub async fn replay_with(
     session.set_estimates_only(true);
     session.set_sync(false);
     let started = Instant::now();
-    // The engine assembles within what the window leaves after the response reserve; when
-    // automatic compaction fires is a separate question (`AutoCompaction::due_at`).
-    let budget = u32::try_from(settings.threshold()).unwrap_or(u32::MAX);
-    let options = AssembleOptions {
-        token_budget: Some(budget),
-        available_tools: Vec::new(),
-    };
     let mut assembled = Vec::new();
     let mut compactions = Vec::new();
     let mut additions: Vec<(String, usize)> = Vec::new();
@@ -200,50 +213,67 @@ pub async fn replay_with(
     let mut overflowing_turns = 0;
     let mut first_overflow_at = None;
     let mut auto_notices = 0;
+    let mut turn_points = Vec::new();
+    let mut prefix_kept_turns = 0;
+    let mut turns_between_compactions = 0;
+    let mut compacted_last_turn = true;
     for (n, message) in messages.iter().enumerate() {
         if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
-            let mut turn = measure(&mut session, &options, prompt).await?;
-            if let Some((before, after)) = turn.overflow_compaction {
+            let runtime_tokens = prompt.map_or(0, |settings| {
+                session.runtime_tokens(settings, &TurnOptions::default())
+            });
+            let request = TurnRequest {
+                runtime_tokens,
+                ..TurnRequest::default()
+            };
+            let mut notices = Vec::new();
+            let turn = session
+                .assemble_turn(&request, &mut |due| notices.push(due.clone()))
+                .await?;
+            for due in &notices {
+                progress.before_auto_compaction(due);
+            }
+            auto_notices += notices.len();
+            let measured = measure(&mut session, &turn, prompt).await?;
+            let compacted = turn.compaction.as_ref().and_then(|c| c.compacted());
+            if let Some(compaction) = turn.compaction.as_ref().filter(|_| compacted.is_some()) {
+                compactions.push(CompactionEvent {
+                    at_message: n + 1,
+                    tokens_before: compaction.measured_tokens,
+                    tokens_after: u64::from(measured.tokens),
+                });
+            }
+            if let Some((before, after)) = measured.overflow_compaction {
                 compactions.push(CompactionEvent {
                     at_message: n + 1,
                     tokens_before: before,
                     tokens_after: after,
                 });
             }
-            if let Some(due) = AutoCompaction::due_at(&session, u64::from(turn.tokens)) {
-                if due.notify {
-                    progress.before_auto_compaction(&due);
-                }
-                auto_notices += usize::from(due.notify);
-                let outcome = session
-                    .compact(&CompactOptions {
-                        trigger: CompactionTrigger::Auto,
-                        token_budget: Some(budget),
-                        ..CompactOptions::default()
-                    })
-                    .await?;
-                if outcome.compacted {
-                    let before = u64::from(turn.tokens);
-                    turn = measure(&mut session, &options, prompt).await?;
-                    compactions.push(CompactionEvent {
-                        at_message: n + 1,
-                        tokens_before: before,
-                        tokens_after: u64::from(turn.tokens),
-                    });
-                }
+            let compacted_now = compacted.is_some() || measured.overflow_compaction.is_some();
+            if !compacted_now && !compacted_last_turn {
+                turns_between_compactions += 1;
+                prefix_kept_turns += usize::from(turn.prefix.kept_previous);
             }
-            if u64::from(turn.tokens) > window {
+            compacted_last_turn = compacted_now;
+            if u64::from(measured.tokens) > window {
                 overflowing_turns += 1;
                 first_overflow_at.get_or_insert(n + 1);
             }
-            assembled.push(turn.tokens);
-            inserted += turn.inserted;
-            if let Some(addition) = turn.addition {
+            assembled.push(measured.tokens);
+            inserted += measured.inserted;
+            if let Some(addition) = measured.addition {
                 match additions.last_mut() {
                     Some((last, count)) if *last == addition => *count += 1,
                     _ => additions.push((addition, 1)),
                 }
             }
+            turn_points.push(TurnPoint {
+                message: n + 1,
+                tokens: measured.tokens,
+                prefix: turn.prefix,
+                engine_micros: u64::try_from(turn.engine_time.as_micros()).unwrap_or(u64::MAX),
+            });
         }
         session.append(message).await?;
         progress.advance(n + 1, messages.len());
@@ -275,6 +305,10 @@ pub async fn replay_with(
         assembled_max: peak,
         system_prompt_additions: additions,
         inserted_messages: inserted,
+        prefix_kept_turns,
+        turns_between_compactions,
+        prefix_share_median: median_share(&turn_points),
+        turn_points,
         elapsed_ms: duration_ms(elapsed),
     })
 }
@@ -284,6 +318,15 @@ pub async fn replay_with(
 /// so are branch summaries.
 fn replayed(entry_type: &str) -> bool {
     matches!(entry_type, "message" | "custom_message" | "branch_summary")
+}
+
+/// The median prefix share over the turns after the first.
+fn median_share(turns: &[TurnPoint]) -> f64 {
+    let mut shares: Vec<f64> = (turns.iter().skip(1))
+        .map(|turn| turn.prefix.share())
+        .collect();
+    shares.sort_unstable_by(f64::total_cmp);
+    shares.get(shares.len() / 2).copied().unwrap_or(1.0)
 }
 
 fn duration_ms(d: Duration) -> f64 {

@@ -582,3 +582,130 @@ fn the_socket_serves_several_clients_sharing_sessions() {
     assert!(stdout.is_empty(), "socket mode wrote to stdout: {stdout}");
     assert!(!socket.exists(), "the socket file is removed on shutdown");
 }
+
+/// Commits `turns` turns of ~2,000 tokens and assembles after each (at an 8,000-token budget);
+/// returns the assemble answers.
+fn commit_and_assemble(server: &mut Server, key: &str, turns: usize) -> Vec<Value> {
+    let filler = "lorem ipsum dolor sit amet ".repeat(150);
+    let mut answers = Vec::new();
+    for turn in 0..turns {
+        server.call(
+            "session.commitTurn",
+            json!({ "sessionKey": key, "advancementKey": format!("t{turn}"),
+                    "messages": [user(&format!("request {turn}: {filler}")), assistant(&format!("done {turn}: {filler}"))] }),
+        );
+        answers.push(server.call(
+            "session.assemble",
+            json!({ "sessionKey": key, "messageCount": 2 * (turn + 1), "tokenBudget": 8000 }),
+        ));
+    }
+    answers
+}
+
+#[test]
+fn every_turn_is_in_the_ledger_and_health_sums_them_up() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &[]);
+    let key = "agent:main:ledger";
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+    let answers = commit_and_assemble(&mut server, key, 10);
+    let compacted_at: Vec<usize> = (answers.iter().enumerate())
+        .filter(|(_, a)| a["compaction"]["compacted"] == true)
+        .map(|(n, _)| n)
+        .collect();
+    assert!(!compacted_at.is_empty(), "the budget forces a compaction");
+
+    let health = server.call("health", json!({ "sessionKey": key }));
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["sessions"]["turns"], 10, "{health}");
+    assert_eq!(health["sessions"]["degradedTurns"], 0, "{health}");
+    assert_eq!(health["session"]["known"], true);
+    assert_eq!(health["session"]["health"]["engine"], "legacy");
+    let unknown = server.call("health", json!({ "sessionKey": "agent:main:never" }));
+    assert_eq!(unknown["session"]["known"], false, "{unknown}");
+    assert!(
+        unknown["session"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("agent:main:never"),
+        "{unknown}"
+    );
+    server.finish();
+
+    // The ledger beside the mirror: one record a turn, the compaction with its figures, and
+    // legacy's request extending the previous one on every turn that did not compact.
+    let mirror = mirror_file(&boot);
+    let ledger = std::fs::read_to_string(format!("{}.ledger.jsonl", mirror.display())).unwrap();
+    let records: Vec<Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 10);
+    for (n, record) in records.iter().enumerate() {
+        assert_eq!(record["outcome"], "ok", "{record}");
+        assert_eq!(record["engine"], "legacy");
+        assert!(
+            record["bridgeMicros"].as_u64().unwrap() >= record["engineMicros"].as_u64().unwrap()
+        );
+        let compacted = compacted_at.contains(&n);
+        assert_eq!(
+            record["compaction"]["compacted"] == true,
+            compacted,
+            "{record}"
+        );
+        if compacted {
+            let c = &record["compaction"];
+            assert!(
+                c["tokensAfter"].as_u64() < c["tokensBefore"].as_u64(),
+                "{record}"
+            );
+        } else if n > 0 {
+            assert_eq!(record["prefix"]["keptPrevious"], true, "turn {n}: {record}");
+        }
+    }
+
+    let output = common::ctxhost(
+        home.path(),
+        &["context", "history", "--session", key, "--json"],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let history: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(history["turns"]["turns"], 10, "{history}");
+    assert_eq!(history["turns"]["degradedTurns"], 0);
+    let text = common::ctxhost(home.path(), &["context", "history", "--session", key]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("turns: 10 recorded, 0 degraded"), "{text}");
+}
+
+#[test]
+fn a_quarantined_engine_reads_degraded_in_health_and_the_ledger() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        "{ plugins: { slots: { contextEngine: 'ghost' }, contextEngineFallback: 'legacy' } }",
+    )
+    .unwrap();
+    let mut server = Server::start(home.path(), &[]);
+    let key = "agent:main:fallback";
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+    commit_and_assemble(&mut server, key, 2);
+    let health = server.call("health", json!({}));
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["quarantined"][0]["engine"], "ghost", "{health}");
+    assert_eq!(health["sessions"]["degradedTurns"], 2, "{health}");
+    assert_eq!(health["degradedSessions"][0]["sessionKey"], key, "{health}");
+    server.finish();
+    let mirror = mirror_file(&boot);
+    let ledger = std::fs::read_to_string(format!("{}.ledger.jsonl", mirror.display())).unwrap();
+    let first: Value = serde_json::from_str(ledger.lines().next().unwrap()).unwrap();
+    assert_eq!(first["outcome"], "fallback", "{first}");
+    assert_eq!(first["configuredEngine"], "ghost");
+    assert!(
+        first["error"].as_str().unwrap().contains("quarantined"),
+        "{first}"
+    );
+}

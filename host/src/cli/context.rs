@@ -41,7 +41,7 @@ pub(super) enum ContextCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Every compaction on the active branch.
+    /// Every compaction on the active branch, and every turn `serve` answered (the ledger).
     History {
         #[command(flatten)]
         session: SessionFlag,
@@ -285,6 +285,8 @@ impl Report for StatusReport {
 struct HistoryReport {
     session: String,
     compactions: Vec<HistoryRow>,
+    /// Every turn `serve` answered, from the session's ledger.
+    turns: super::turns::TurnLedger,
 }
 
 /// One compaction on the active branch.
@@ -332,15 +334,19 @@ fn history(host: &Host, session: &SessionFlag) -> anyhow::Result<HistoryReport> 
     Ok(HistoryReport {
         session: path.display().to_string(),
         compactions,
+        turns: super::turns::TurnLedger::read(&path)?,
     })
 }
 
 impl Report for HistoryReport {
     fn lines(&self) -> Vec<String> {
-        if self.compactions.is_empty() {
-            return vec![format!("{}: no compactions", self.session)];
-        }
-        history_table(&self.compactions)
+        let mut lines = if self.compactions.is_empty() {
+            vec![format!("{}: no compactions", self.session)]
+        } else {
+            history_table(&self.compactions)
+        };
+        lines.extend(self.turns.lines());
+        lines
     }
 }
 

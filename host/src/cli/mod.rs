@@ -11,6 +11,7 @@ mod plugins;
 mod recall;
 mod replay;
 mod serve;
+mod turns;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -32,6 +32,13 @@ pub(super) struct ClientInfo {
 #[serde(deny_unknown_fields)]
 pub(super) struct ShutdownParams {}
 
+/// `health`: the whole server, and one session when `sessionKey` names it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct HealthParams {
+    pub(super) session_key: Option<String>,
+}
+
 /// The longest `sessionId` kept (the header id of a mirror); the same bound as a key.
 const MAX_SESSION_ID_BYTES: usize = 200;
 

@@ -7,14 +7,16 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::checks::{
-    Base, BootstrapParams, ShutdownParams, base_mismatch, check_initialize, check_session_id,
+    Base, BootstrapParams, HealthParams, ShutdownParams, base_mismatch, check_initialize,
+    check_session_id,
 };
+use super::health::HealthBoard;
 use super::mirror::{Commit, Mirror};
 use super::rpc::{self, RpcError, code};
 use crate::auto_compaction::AutoCompaction;
 use crate::host::Host;
 use crate::runtime::contract::{CompactionTrigger, ContextMode, SubagentEndReason};
-use crate::session::{CompactOptions, CompactOutcome, PendingCall};
+use crate::session::{CompactOptions, CompactOutcome, PendingCall, TurnRequest};
 
 /// The notification sent before an automatic compaction when `notifyBeforeAuto` is on.
 pub(super) const COMPACTION_PENDING: &str = "session.compactionPending";
@@ -23,6 +25,8 @@ pub(super) const COMPACTION_PENDING: &str = "session.compactionPending";
 pub(super) enum Call {
     Initialize,
     Shutdown,
+    /// `health`, optionally about one session.
+    Health(Option<String>),
     /// A call to one session's actor; the key is `None` only for `subagent.ended` without
     /// `sessionKey` (the parent is looked up from `prepareSpawn`).
     Session(Option<String>, SessionMethod),
@@ -270,6 +274,10 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
             let ShutdownParams {} = rpc::params(method, raw)?;
             Ok(Call::Shutdown)
         }
+        "health" => {
+            let HealthParams { session_key } = rpc::params(method, raw)?;
+            Ok(Call::Health(session_key))
+        }
         "session.bootstrap" => {
             let p: BootstrapParams = rpc::params(method, raw)?;
             check_session_id(p.session_id.as_deref())?;
@@ -427,6 +435,7 @@ pub(super) async fn run(
     slot: &mut Option<Mirror>,
     call: SessionMethod,
     notify: &super::Notify,
+    health: &HealthBoard,
 ) -> Result<Value, RpcError> {
     match call {
         SessionMethod::Bootstrap { session_id } => {
@@ -525,10 +534,7 @@ pub(super) async fn run(
             }
             // `notifyBeforeAuto`: the client hears of an automatic compaction before the
             // assemble that runs it answers.
-            mirror.set_budget(token_budget);
-            if let Some(due) = AutoCompaction::due(mirror.session())
-                && due.notify
-            {
+            let mut before_compaction = |due: &AutoCompaction| {
                 notify(
                     COMPACTION_PENDING,
                     json!({
@@ -540,10 +546,19 @@ pub(super) async fn run(
                         "message": due.to_string(),
                     }),
                 );
-            }
+            };
+            let request = TurnRequest {
+                available_tools,
+                pending,
+                runtime_tokens: 0,
+            };
+            let started = std::time::Instant::now();
             let assembly = mirror
-                .assemble(token_budget, available_tools, &pending)
-                .await?;
+                .assemble(token_budget, &request, &mut before_compaction)
+                .await;
+            let record = mirror.record_turn(host, assembly.as_ref(), started.elapsed());
+            health.record(key, &record);
+            let assembly = assembly?;
             let mut result = json!({
                 "status": "ok",
                 "items": assembly.items,

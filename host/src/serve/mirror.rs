@@ -11,12 +11,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use crate::auto_compaction::AutoCompaction;
 use crate::error::{Error, Result};
 use crate::host::{Host, SessionTarget, session_file};
-use crate::runtime::contract::CompactionTrigger;
-use crate::session::{
-    AssembleOptions, AssembledItem, CompactOptions, CompactOutcome, PendingCall, Session,
-};
+use crate::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
+use crate::session::{AssembledItem, CompactOutcome, Session, Turn, TurnCompaction, TurnRequest};
 use crate::timestamp::now_for_file_name;
 
 /// Names an ephemeral session's scratch directory (with the pid of the server that made it):
@@ -105,6 +104,8 @@ pub(crate) struct ClientAssembly {
     pub(crate) estimated_tokens: u32,
     pub(crate) system_prompt_addition: Option<String>,
     pub(crate) compaction: Option<CompactOutcome>,
+    /// The turn as the session's driver ran it (for the ledger).
+    pub(crate) turn: Turn,
 }
 
 pub(crate) struct Mirror {
@@ -116,6 +117,8 @@ pub(crate) struct Mirror {
     created: bool,
     /// Keeps an ephemeral session's directory alive; removed when the mirror is dropped.
     scratch: Option<tempfile::TempDir>,
+    /// Every turn answered, beside the mirror.
+    ledger: Ledger,
 }
 
 #[derive(Deserialize)]
@@ -180,6 +183,7 @@ impl Mirror {
         session.set_estimates_only(true);
         let (state, committed) = scan(&session.transcript());
         Ok(Mirror {
+            ledger: Ledger::new(session.path()),
             session,
             configured,
             state,
@@ -325,36 +329,20 @@ impl Mirror {
         }
     }
 
-    /// Compacts first when the context passed the threshold, then assembles, and answers in
-    /// positions of the runtime's array.
+    /// One turn through the session's turn driver (assemble, and compact first when the context
+    /// passed the threshold), answered in positions of the runtime's array.
     pub(crate) async fn assemble(
         &mut self,
         token_budget: Option<u32>,
-        available_tools: Vec<String>,
-        pending: &PendingCall,
+        request: &TurnRequest,
+        before_compaction: &mut (dyn FnMut(&AutoCompaction) + Send),
     ) -> Result<ClientAssembly> {
         self.set_budget(token_budget);
-        let settings = self.session.settings();
-        let mut compaction = None;
-        if settings.should_compact(self.session.context_tokens()) {
-            let options = CompactOptions {
-                trigger: CompactionTrigger::Auto,
-                token_budget: Some(crate::session::tokens_u32(settings.context_window)),
-                ..CompactOptions::default()
-            };
-            match self.session.compact(&options).await {
-                Ok(outcome) => compaction = Some(outcome),
-                Err(Error::CompactionFailed { reason, .. }) => {
-                    tracing::warn!(session = %self.session.key(), "automatic compaction did not run: {reason}");
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let options = AssembleOptions {
-            token_budget: Some(crate::session::tokens_u32(settings.threshold())),
-            available_tools,
-        };
-        let assembly = self.session.assemble_for(&options, pending).await?;
+        let turn = self
+            .session
+            .assemble_turn(request, before_compaction)
+            .await?;
+        let assembly = &turn.assembly;
         let transcript = self.session.transcript();
         let positions = message_positions(&transcript);
         let mut items = Items::default();
@@ -377,12 +365,106 @@ impl Mirror {
             }
         }
         let items = items.finish();
+        drop(transcript);
         Ok(ClientAssembly {
             items,
-            estimated_tokens: assembly.estimated_tokens,
-            system_prompt_addition: assembly.system_prompt_addition,
-            compaction,
+            estimated_tokens: turn.assembly.estimated_tokens,
+            system_prompt_addition: turn.assembly.system_prompt_addition.clone(),
+            compaction: turn
+                .compaction
+                .as_ref()
+                .and_then(|c| c.outcome.clone().ok()),
+            turn,
         })
+    }
+
+    /// Records an assemble the runtime asked for in the session's ledger (a failure to write
+    /// the ledger is logged, never the turn's failure) and returns the record.
+    pub(crate) fn record_turn(
+        &mut self,
+        host: &Host,
+        assembly: std::result::Result<&ClientAssembly, &Error>,
+        bridge_time: std::time::Duration,
+    ) -> LedgerRecord {
+        let engine = self.session.engine();
+        let configured = host.config().active_engine();
+        let fallback = (engine.id() != configured).then(|| configured.to_string());
+        let mut record = LedgerRecord {
+            at: crate::timestamp::now_iso(),
+            engine: engine.id().to_string(),
+            contract: engine.contract_version().to_string(),
+            outcome: TurnOutcome::Ok,
+            error: None,
+            assembled_tokens: 0,
+            prefix: Default::default(),
+            compaction: None,
+            engine_micros: 0,
+            bridge_micros: micros(bridge_time),
+            configured_engine: fallback,
+        };
+        if record.configured_engine.is_some() {
+            record.outcome = TurnOutcome::Fallback;
+            record.error = Some(format!(
+                "the configured engine `{configured}` is quarantined; `{}` serves (plugins.contextEngineFallback)",
+                record.engine
+            ));
+        }
+        match assembly {
+            Ok(assembly) => {
+                let turn = &assembly.turn;
+                record.assembled_tokens = turn.assembly.estimated_tokens;
+                record.prefix = turn.prefix;
+                record.engine_micros = micros(turn.engine_time);
+                record.compaction = turn.compaction.as_ref().map(|c| self.ledger_compaction(c));
+            }
+            Err(e) => {
+                record.outcome = TurnOutcome::Failed;
+                record.error = Some(crate::error::chain(e));
+            }
+        }
+        if let Err(e) = self.ledger.append(&record) {
+            tracing::warn!(session = %self.session.key(), "the turn ledger was not written: {e}");
+        }
+        record
+    }
+
+    /// A turn's compaction as the ledger keeps it, with the layer the transcript recorded.
+    fn ledger_compaction(&self, compaction: &TurnCompaction) -> LedgerCompaction {
+        match &compaction.outcome {
+            Ok(outcome) => {
+                let layer = outcome
+                    .compacted
+                    .then(|| self.last_compaction_layer())
+                    .flatten();
+                LedgerCompaction {
+                    compacted: outcome.compacted,
+                    layer,
+                    tokens_before: compaction.measured_tokens,
+                    tokens_after: if outcome.compacted {
+                        outcome.tokens_after
+                    } else {
+                        compaction.measured_tokens
+                    },
+                    reason: outcome.reason.clone().filter(|_| !outcome.compacted),
+                }
+            }
+            Err(reason) => LedgerCompaction {
+                compacted: false,
+                layer: None,
+                tokens_before: compaction.measured_tokens,
+                tokens_after: compaction.measured_tokens,
+                reason: Some(reason.clone()),
+            },
+        }
+    }
+
+    fn last_compaction_layer(&self) -> Option<String> {
+        let transcript = self.session.transcript();
+        let entry = (transcript.entries().iter().rev()).find(|e| e.entry_type() == "compaction")?;
+        let layer = entry.compaction_record()?.layer?;
+        serde_json::to_value(layer)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
     }
 
     /// The runtime position of a transcript entry id (a compaction's first kept entry).
@@ -622,6 +704,10 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(format!(".{suffix}"));
     PathBuf::from(name)
+}
+
+fn micros(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! sessions run concurrently and requests for one session in order.
 
 mod checks;
+mod health;
 mod lock;
 mod methods;
 pub(crate) mod mirror;
@@ -83,6 +84,8 @@ pub struct Server {
     host: Arc<Host>,
     options: ServeOptions,
     sessions: Mutex<Sessions>,
+    /// Every session's turns, for `health`.
+    health: Arc<health::HealthBoard>,
     stop: watch::Sender<bool>,
 }
 
@@ -95,6 +98,7 @@ impl Server {
             host,
             options,
             sessions: Mutex::default(),
+            health: Arc::default(),
             stop: watch::channel(false).0,
         })
     }
@@ -212,6 +216,12 @@ impl Server {
                     let server = self.clone();
                     tasks.spawn(async move { reply(server.initialize().await) });
                 }
+                Ok(Call::Health(session_key)) => {
+                    let server = self.clone();
+                    tasks.spawn(
+                        async move { reply(Ok(server.health(session_key.as_deref()).await)) },
+                    );
+                }
                 Ok(Call::Shutdown) => {
                     shutdown_id = Some(reply);
                     break;
@@ -283,6 +293,52 @@ impl Server {
                 "maxLineBytes": self.options.max_line_bytes,
             },
         }))
+    }
+
+    /// `health`: the engine the config selects and the one serving, quarantines and the
+    /// circuit breaker, turns served and degraded over every session, and one session's when
+    /// `session_key` names it (`known: false` when no turn of it was recorded).
+    async fn health(&self, session_key: Option<&str>) -> Value {
+        let configured = self.host.config().active_engine().to_string();
+        let quarantined: Vec<Value> = (self.host.quarantined().await.into_iter())
+            .map(|(engine, cause)| json!({ "engine": engine, "cause": cause }))
+            .collect();
+        let serving = self.host.loaded_engine(&configured).await;
+        let circuit_open = serving
+            .as_ref()
+            .and_then(|engine| engine.health().circuit_open);
+        let (sessions, turns, degraded_turns) = self.health.totals();
+        let degraded: Vec<Value> = (self.health.degraded().into_iter())
+            .map(|(key, health)| json!({ "sessionKey": key, "health": health }))
+            .collect();
+        let ok = quarantined.is_empty() && circuit_open.is_none() && degraded.is_empty();
+        let mut answer = json!({
+            "status": if ok { "ok" } else { "degraded" },
+            "engine": {
+                "configured": configured,
+                "contract": serving.as_ref().map(|e| e.contract_version().to_string()),
+                "circuitOpen": circuit_open,
+            },
+            "quarantined": quarantined,
+            "sessions": {
+                "open": self.session_count(),
+                "recorded": sessions,
+                "turns": turns,
+                "degradedTurns": degraded_turns,
+            },
+            "degradedSessions": degraded,
+        });
+        if let Some(key) = session_key {
+            answer["session"] = match self.health.session(key) {
+                Some(health) => json!({ "sessionKey": key, "known": true, "health": health }),
+                None => json!({
+                    "sessionKey": key,
+                    "known": false,
+                    "message": format!("no turn of session `{}` was recorded by this server", crate::error::excerpt(key, crate::error::QUOTE_BYTES)),
+                }),
+            };
+        }
+        answer
     }
 
     /// Hands a session call to its actor (starting one for `bootstrap`), in read order.
@@ -388,7 +444,10 @@ async fn run_actor(
     if let Some(predecessor) = predecessor {
         let _ = predecessor.await;
     }
-    let Some(host) = server.upgrade().map(|server| server.host.clone()) else {
+    let Some((host, health)) = server
+        .upgrade()
+        .map(|server| (server.host.clone(), server.health.clone()))
+    else {
         return;
     };
     let mut mirror: Option<Mirror> = None;
@@ -396,11 +455,19 @@ async fn run_actor(
         // Each call runs as its own task so a bug that panics answers its request with an
         // error (and drops the session, which the client bootstraps again) instead of leaving
         // the client waiting.
-        let (task_host, task_key) = (host.clone(), key.clone());
+        let (task_host, task_key, task_health) = (host.clone(), key.clone(), health.clone());
         let mut slot = mirror.take();
         let notify = job.notify.clone();
         let call = tokio::spawn(async move {
-            let result = methods::run(&task_host, &task_key, &mut slot, job.call, &notify).await;
+            let result = methods::run(
+                &task_host,
+                &task_key,
+                &mut slot,
+                job.call,
+                &notify,
+                &task_health,
+            )
+            .await;
             (slot, result)
         });
         let result = match call.await {

@@ -5,6 +5,7 @@ mod convert;
 mod request;
 mod shared;
 mod tools;
+mod turn;
 mod validate;
 
 use std::collections::HashSet;
@@ -21,6 +22,7 @@ use crate::timestamp::now_iso;
 pub use crate::error::ContextOverflow;
 pub use request::{Breakdown, FlushSignal, ModelRequest, TurnOptions};
 pub use tools::{AgentTool, ToolOutput, ToolSource};
+pub use turn::{Prefix, Turn, TurnCompaction, TurnRequest};
 pub use validate::{AssembledItem, Assembly};
 
 use crate::error::{Error, Result};
@@ -163,6 +165,8 @@ pub struct Session {
     recall_tools: bool,
     /// The engine's tools as checked, asked once per instance.
     engine_tools: Option<Vec<tools::CheckedTool>>,
+    /// The previous turn's request, to measure how much of the next one a prompt cache keeps.
+    prefix: turn::PrefixTracker,
 }
 
 impl Session {
@@ -225,6 +229,7 @@ impl Session {
             assembled_offset: None,
             recall_tools: true,
             engine_tools: None,
+            prefix: turn::PrefixTracker::default(),
         };
         session.instance().await?;
         Ok(session)

@@ -234,6 +234,28 @@ impl Session {
         }
     }
 
+    /// Tokens the runtime's own part of a request takes (system prompt, bootstrap files,
+    /// skills, tool schemas, the prompt): what a [`super::TurnRequest`] counts toward the
+    /// threshold besides the engine's context.
+    pub fn runtime_tokens(&self, settings: &PromptSettings, options: &TurnOptions) -> u64 {
+        let material = WorkspaceMaterial::read(settings);
+        let runtime = RuntimeFacts::current(settings.model.as_deref());
+        let base_parts = base_parts(settings, options, &runtime, &material);
+        let (fixed, current) = Self::runtime_parts(&base_parts, options);
+        fixed + current
+    }
+
+    /// The system prompt without the engine's addition, and the prompt, in tokens.
+    fn runtime_parts(base_parts: &system::PromptParts<'_>, options: &TurnOptions) -> (u64, u64) {
+        let fixed = (system::sections(base_parts).iter())
+            .map(|s| u64::from(s.tokens))
+            .sum();
+        let current = options.current_message.as_ref().map_or(0, |m| {
+            u64::from(ctxhost_transcript::tokens::estimate_message(m))
+        });
+        (fixed, current)
+    }
+
     /// [`Session::prepare_request`] for diagnostics (`context inspect`, replays): a request that
     /// does not fit even after compacting is returned whole, with `overflow` set, because the
     /// sessions that overflow are the ones whose request needs looking at.
@@ -244,20 +266,8 @@ impl Session {
     ) -> Result<ModelRequest> {
         let material = WorkspaceMaterial::read(settings);
         let runtime = RuntimeFacts::current(settings.model.as_deref());
-        let base_parts = system::PromptParts {
-            mode: &options.mode,
-            runtime: &runtime,
-            bootstrap: &material.bootstrap,
-            skills: &material.skills,
-            tools: &options.tools,
-            extra: settings.extra_system_prompt.as_deref(),
-            engine_addition: None,
-        };
-        let base = system::sections(&base_parts);
-        let fixed: u64 = base.iter().map(|s| u64::from(s.tokens)).sum();
-        let current = options.current_message.as_ref().map_or(0, |m| {
-            u64::from(ctxhost_transcript::tokens::estimate_message(m))
-        });
+        let base_parts = base_parts(settings, options, &runtime, &material);
+        let (fixed, current) = Self::runtime_parts(&base_parts, options);
         let window = self.context_window();
         // The response reserve is the session's compaction reserve (reserveTokens, never below
         // its floor): what compaction keeps free is what the model's answer may use.
@@ -436,6 +446,24 @@ impl Session {
             context_tokens,
             threshold,
         })
+    }
+}
+
+/// The runtime's part of the system prompt (everything but the engine's addition).
+fn base_parts<'a>(
+    settings: &'a PromptSettings,
+    options: &'a TurnOptions,
+    runtime: &'a RuntimeFacts,
+    material: &'a WorkspaceMaterial,
+) -> system::PromptParts<'a> {
+    system::PromptParts {
+        mode: &options.mode,
+        runtime,
+        bootstrap: &material.bootstrap,
+        skills: &material.skills,
+        tools: &options.tools,
+        extra: settings.extra_system_prompt.as_deref(),
+        engine_addition: None,
     }
 }
 

@@ -1,0 +1,271 @@
+//! One model turn's context, the way every runtime drives it: assemble; when automatic
+//! compaction is on and that context passes its threshold, compact and assemble again. `serve`,
+//! `replay`, the benches and embedders all call [`Session::assemble_turn`], so what is measured
+//! is the policy that runs.
+
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome, PendingCall,
+};
+use super::{Session, tokens_u32};
+use crate::auto_compaction::AutoCompaction;
+use crate::error::{Error, Result};
+use crate::runtime::contract::CompactionTrigger;
+
+/// What the runtime asks of one turn.
+#[derive(Debug, Clone, Default)]
+pub struct TurnRequest {
+    /// Names of the tools the model may call on this turn.
+    pub available_tools: Vec<String>,
+    /// What the runtime knows of the coming model call.
+    pub pending: PendingCall,
+    /// Tokens the runtime sends besides the engine's context (its system prompt, tool schemas,
+    /// the prompt): counted toward the threshold, since the window holds them too.
+    pub runtime_tokens: u64,
+}
+
+/// One turn's context and what it took to build it.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The context to send.
+    pub assembly: Assembly,
+    /// The automatic compaction the turn asked for, when the context passed the threshold.
+    pub compaction: Option<TurnCompaction>,
+    /// How much of this request repeats the previous turn's from its first byte.
+    pub prefix: Prefix,
+    /// Wall time spent in the engine (assemble, and compact when it ran).
+    pub engine_time: Duration,
+}
+
+/// An automatic compaction a turn asked for.
+#[derive(Debug, Clone)]
+pub struct TurnCompaction {
+    /// The context measured before it, in tokens (the engine's assembly plus the runtime's part).
+    pub measured_tokens: u64,
+    /// What the engine did: compacted, declined (with its reason), or failed to (`Err`, the
+    /// engine's reason; the turn goes on with the context as it is).
+    pub outcome: std::result::Result<CompactOutcome, String>,
+}
+
+impl TurnCompaction {
+    /// The outcome when a compaction entry was written.
+    pub fn compacted(&self) -> Option<&CompactOutcome> {
+        self.outcome.as_ref().ok().filter(|o| o.compacted)
+    }
+}
+
+/// How much of a request is a byte-identical prefix of the previous turn's request: what a
+/// provider's prompt cache can bill at the cached rate. Measured over what the engine controls
+/// (its system-prompt addition, then the messages in order); the runtime's own prompt is taken
+/// as stable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Prefix {
+    /// The previous request is an exact prefix of this one (false on a session's first turn).
+    pub kept_previous: bool,
+    /// Tokens of the leading part shared with the previous request.
+    pub shared_tokens: u64,
+    /// Tokens of this request's engine part.
+    pub request_tokens: u64,
+}
+
+impl Prefix {
+    /// `shared_tokens` as a share of `request_tokens` (1.0 for an empty request).
+    pub fn share(&self) -> f64 {
+        if self.request_tokens == 0 {
+            1.0
+        } else {
+            self.shared_tokens as f64 / self.request_tokens as f64
+        }
+    }
+}
+
+/// The previous request, one fingerprint per part: a kept entry is rendered from the append-only
+/// transcript, so its index and pruned flag stand for its bytes; anything else is hashed.
+#[derive(Debug, Default)]
+pub(super) struct PrefixTracker {
+    /// None before a session's first turn.
+    previous: Option<Vec<u64>>,
+}
+
+impl PrefixTracker {
+    /// Compares `parts` (fingerprint, tokens) with the previous request and keeps them.
+    fn observe(&mut self, parts: Vec<(u64, u32)>) -> Prefix {
+        let previous = self.previous.take();
+        let previous = previous.as_deref();
+        let shared = (parts.iter().zip(previous.unwrap_or_default()))
+            .take_while(|((fingerprint, _), previous)| fingerprint == *previous)
+            .count();
+        let request_tokens = parts.iter().map(|(_, t)| u64::from(*t)).sum();
+        let shared_tokens = parts[..shared].iter().map(|(_, t)| u64::from(*t)).sum();
+        let kept_previous = previous.is_some_and(|previous| shared == previous.len());
+        self.previous = Some(
+            parts
+                .into_iter()
+                .map(|(fingerprint, _)| fingerprint)
+                .collect(),
+        );
+        Prefix {
+            kept_previous,
+            shared_tokens,
+            request_tokens,
+        }
+    }
+}
+
+fn fingerprint(value: impl Hash) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl Session {
+    /// One turn: assembles within the threshold; when automatic compaction is on and the
+    /// context (the engine's assembly, the session's usage-based count when that is higher, and
+    /// the runtime's own tokens) passes the threshold, calls `before_compaction` (the
+    /// `notifyBeforeAuto` notice), compacts to fit the threshold and assembles again.
+    ///
+    /// A compaction the engine fails to make is reported in the turn, not an error: the turn
+    /// goes on with the context as it is, as a runtime would.
+    pub async fn assemble_turn(
+        &mut self,
+        request: &TurnRequest,
+        before_compaction: &mut (dyn FnMut(&AutoCompaction) + Send),
+    ) -> Result<Turn> {
+        let settings = self.settings();
+        let budget = tokens_u32(settings.threshold());
+        let options = AssembleOptions {
+            token_budget: Some(budget),
+            available_tools: request.available_tools.clone(),
+        };
+        let started = Instant::now();
+        let mut assembly = self.assemble_for(&options, &request.pending).await?;
+        let mut engine_time = started.elapsed();
+        let mut compaction = None;
+        let measured = self.turn_tokens(&assembly, request.runtime_tokens);
+        if let Some(due) = AutoCompaction::due_at(self, measured) {
+            if due.notify {
+                before_compaction(&due);
+            }
+            let started = Instant::now();
+            let outcome = self
+                .compact(&CompactOptions {
+                    trigger: CompactionTrigger::Auto,
+                    token_budget: Some(budget),
+                    ..CompactOptions::default()
+                })
+                .await;
+            let outcome = match outcome {
+                Ok(outcome) => Ok(outcome),
+                Err(Error::CompactionFailed { reason, .. }) => {
+                    tracing::warn!(session = %self.key(), "automatic compaction did not run: {reason}");
+                    Err(reason)
+                }
+                Err(e) => return Err(e),
+            };
+            if outcome.as_ref().is_ok_and(|o| o.compacted) {
+                assembly = self.assemble_for(&options, &request.pending).await?;
+            }
+            engine_time += started.elapsed();
+            compaction = Some(TurnCompaction {
+                measured_tokens: measured,
+                outcome,
+            });
+        }
+        let prefix = self.observe_prefix(&assembly);
+        Ok(Turn {
+            assembly,
+            compaction,
+            prefix,
+            engine_time,
+        })
+    }
+
+    /// The context a turn sends, by the count automatic compaction decides with.
+    fn turn_tokens(&self, assembly: &Assembly, runtime_tokens: u64) -> u64 {
+        let assembled = u64::from(assembly.estimated_tokens);
+        // With real usage recorded, the count the provider reported is the better figure
+        // for what was sent; a replay at another window has only estimates.
+        let engine_part = if self.estimates_only {
+            assembled
+        } else {
+            assembled.max(self.context_tokens())
+        };
+        engine_part.saturating_add(runtime_tokens)
+    }
+
+    /// The prefix this assembly shares with the previous turn's.
+    fn observe_prefix(&mut self, assembly: &Assembly) -> Prefix {
+        let parts = {
+            let transcript = self.shared.read();
+            let entries = transcript.entries();
+            let addition = assembly.system_prompt_addition.iter().map(|text| {
+                (
+                    fingerprint(("addition", text)),
+                    ctxhost_transcript::tokens::estimate_text(text),
+                )
+            });
+            let items = assembly.items.iter().map(|item| match item {
+                AssembledItem::Entry(index) => {
+                    let entry = &entries[*index];
+                    (
+                        fingerprint(("entry", index, entry.is_pruned())),
+                        entry.tokens(),
+                    )
+                }
+                AssembledItem::Inserted(json) => (
+                    fingerprint(("inserted", json)),
+                    ctxhost_transcript::tokens::estimate_text(json),
+                ),
+            });
+            addition.chain(items).collect()
+        };
+        self.prefix.observe(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(fingerprints: &[u64]) -> Vec<(u64, u32)> {
+        fingerprints.iter().map(|&f| (f, 10)).collect()
+    }
+
+    #[test]
+    fn an_appended_turn_keeps_the_previous_request() {
+        let mut tracker = PrefixTracker::default();
+        let first = tracker.observe(parts(&[1, 2]));
+        assert!(!first.kept_previous, "nothing to keep on the first turn");
+        assert_eq!(first.shared_tokens, 0);
+        let second = tracker.observe(parts(&[1, 2, 3]));
+        assert!(second.kept_previous);
+        assert_eq!((second.shared_tokens, second.request_tokens), (20, 30));
+    }
+
+    #[test]
+    fn a_changed_early_part_breaks_the_prefix_where_it_changed() {
+        let mut tracker = PrefixTracker::default();
+        tracker.observe(parts(&[9, 1, 2]));
+        let changed = tracker.observe(parts(&[8, 1, 2, 3]));
+        assert!(!changed.kept_previous);
+        assert_eq!(changed.shared_tokens, 0);
+        let tail = tracker.observe(parts(&[8, 1, 7]));
+        assert!(
+            !tail.kept_previous,
+            "a shorter request cannot extend the previous"
+        );
+        assert_eq!(tail.shared_tokens, 20);
+    }
+
+    #[test]
+    fn an_empty_first_request_is_kept_by_the_next() {
+        let mut tracker = PrefixTracker::default();
+        assert!(!tracker.observe(Vec::new()).kept_previous);
+        assert!(tracker.observe(parts(&[1])).kept_previous);
+    }
+}
