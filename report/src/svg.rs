@@ -171,16 +171,22 @@ impl Plot {
         );
     }
 
-    /// A dashed horizontal rule at `value` with a label at its right end: above the rule, or
-    /// below it when another rule's label already stands there.
+    /// A dashed horizontal rule at `value` with a label at its right end: just above the rule,
+    /// else just below it, else further away, wherever no other rule's label stands.
     pub(crate) fn rule(&mut self, value: f64, class: &str, label: &str) {
         let y = self.y.at(value);
-        let crowded = |at: f64, taken: &[f64]| taken.iter().any(|t| (t - at).abs() < 12.0);
-        let label_y = if crowded(y - 4.0, &self.rule_labels) {
-            y + 13.0
-        } else {
-            y - 4.0
-        };
+        let free = |at: &f64| self.rule_labels.iter().all(|t| (t - at).abs() >= 12.0);
+        let step = |k: i32| 12.0 * f64::from(k / 2);
+        let label_y = (0..8)
+            .map(|k| {
+                if k % 2 == 0 {
+                    y - 4.0 - step(k)
+                } else {
+                    y + 13.0 + step(k)
+                }
+            })
+            .find(free)
+            .unwrap_or(y - 4.0);
         self.rule_labels.push(label_y);
         let svg = &mut self.svg;
         let _ = write!(svg, r#"<g class="rule {class}"><path d="M{LEFT},"#);
@@ -325,6 +331,16 @@ mod tests {
             vec![0.0, 10_000.0, 20_000.0, 30_000.0, 40_000.0]
         );
         assert_eq!(ticks_from_zero(0.0, 5), vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
+    }
+
+    #[test]
+    fn close_rules_keep_their_labels_apart() {
+        let mut plot = Plot::new("tokens", "t", (0.0, 1.0), (0.0, 240.0));
+        // One unit is one pixel here: rules 10 pixels apart.
+        plot.rule(100.0, "a", "first");
+        plot.rule(110.0, "b", "second");
+        plot.rule(200.0, "c", "far");
+        assert_eq!(plot.rule_labels, vec![152.0, 130.0, 52.0]);
     }
 
     #[test]
