@@ -844,6 +844,33 @@ mod tests {
     }
 
     #[test]
+    fn long_tables_fold_and_degraded_rows_are_capped() {
+        let mut r = run("legacy", 200);
+        for t in &mut r.turns {
+            t.outcome = Outcome::Quarantined;
+        }
+        let html = render_html(&report(vec![r]));
+        assert!(html.contains("<details><summary>100 degraded turns</summary>"));
+        assert_eq!(html.matches("<td>quarantined</td>").count(), DEGRADED_ROWS);
+        assert!(
+            html.contains("Not listed: 100 more for legacy (all are marked in the tokens plot).")
+        );
+        // Four compactions stay open; the tick path still marks all 200 degraded turns.
+        assert!(!html.contains("compactions</summary>"));
+        let ticks = html
+            .split("class=\"degraded s0\"")
+            .nth(1)
+            .expect("degraded ticks");
+        assert_eq!(
+            ticks[..ticks.find("<title>").expect("title")]
+                .matches('M')
+                .count(),
+            200
+        );
+        assert!(html.contains("<title>legacy: 200 degraded turns</title>"));
+    }
+
+    #[test]
     fn hover_data_is_sorted_by_message_and_counts_every_turn() {
         let mut r = report(vec![run("legacy", 3)]);
         r.runs[0].turns.swap(0, 2);
