@@ -28,11 +28,7 @@ pub fn render_html(report: &Report) -> String {
     let stats: Vec<RunStats> = report.runs.iter().map(RunStats::of).collect();
     let turns: usize = report.runs.iter().map(|r| r.turns.len()).sum();
     let mut page = String::with_capacity(16 * 1024 + turns * 64);
-    let title = if report.title.is_empty() {
-        "ctxhost report"
-    } else {
-        report.title.as_str()
-    };
+    let title = report.heading();
     let _ = write!(
         page,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -104,6 +100,15 @@ fn colour(index: usize) -> String {
     format!("s{}", index % COLOURS)
 }
 
+/// A run's name after a swatch of its colour, as every table and legend labels a run.
+fn run_label(index: usize, run: &Run) -> String {
+    format!(
+        "<span class=\"swatch {}\"></span>{}",
+        colour(index),
+        escape(&run.engine)
+    )
+}
+
 fn figures_table(page: &mut String, report: &Report, stats: &[RunStats]) {
     page.push_str("<section><h2>Summary</h2>");
     if report.runs.is_empty() {
@@ -112,12 +117,7 @@ fn figures_table(page: &mut String, report: &Report, stats: &[RunStats]) {
     }
     page.push_str("<table class=\"figures\"><thead><tr><th></th>");
     for (i, run) in report.runs.iter().enumerate() {
-        let _ = write!(
-            page,
-            "<th><span class=\"swatch {}\"></span>{}</th>",
-            colour(i),
-            escape(&run.engine)
-        );
+        let _ = write!(page, "<th>{}</th>", run_label(i, run));
     }
     page.push_str("</tr></thead><tbody>");
     for row in figure_rows(report, stats) {
@@ -154,12 +154,7 @@ fn figure(
         escape(heading)
     );
     for (i, run) in report.runs.iter().enumerate() {
-        let _ = write!(
-            page,
-            "<li><span class=\"swatch {}\"></span>{}</li>",
-            colour(i),
-            escape(&run.engine)
-        );
+        let _ = write!(page, "<li>{}</li>", run_label(i, run));
     }
     for key in keys {
         let _ = write!(page, "<li>{}</li>", escape(key));
@@ -426,9 +421,8 @@ fn compactions_section(page: &mut String, report: &Report) {
             };
             let _ = write!(
                 page,
-                "<tr><td><span class=\"swatch {}\"></span>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ({share})</td><td>{}</td></tr>",
-                colour(i),
-                escape(&run.engine),
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ({share})</td><td>{}</td></tr>",
+                run_label(i, run),
                 c.message,
                 thousands(c.tokens_before),
                 thousands(c.tokens_after),
@@ -463,12 +457,7 @@ fn probes_section(page: &mut String, report: &Report) {
     }
     page.push_str("<section><h2>Recall probes</h2><table><thead><tr><th>probe</th>");
     for (i, run) in &probed {
-        let _ = write!(
-            page,
-            "<th><span class=\"swatch {}\"></span>{}</th>",
-            colour(*i),
-            escape(&run.engine)
-        );
+        let _ = write!(page, "<th>{}</th>", run_label(*i, run));
     }
     page.push_str("</tr></thead><tbody>");
     for label in &labels {
@@ -528,9 +517,8 @@ fn degraded_section(page: &mut String, report: &Report) {
         for t in degraded.iter().take(DEGRADED_ROWS) {
             let _ = write!(
                 page,
-                "<tr><td><span class=\"swatch {}\"></span>{}</td><td>{}</td><td>{}</td><td class=\"why\">{}</td></tr>",
-                colour(i),
-                escape(&run.engine),
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"why\">{}</td></tr>",
+                run_label(i, run),
                 t.message,
                 escape(t.outcome.as_str()),
                 escape(t.note.as_deref().unwrap_or("")),

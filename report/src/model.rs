@@ -27,6 +27,17 @@ pub struct Report {
     pub runs: Vec<Run>,
 }
 
+impl Report {
+    /// The title, or a plain one when the host gave none.
+    pub(crate) fn heading(&self) -> &str {
+        if self.title.is_empty() {
+            "ctxhost report"
+        } else {
+            &self.title
+        }
+    }
+}
+
 /// One engine's run over the session: every turn it assembled and every compaction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -7,11 +7,7 @@ use crate::stats::{RunStats, figure_rows};
 /// row per figure and one right-aligned column per run. Ends with a newline.
 pub fn render_summary(report: &Report) -> String {
     let mut out = String::new();
-    let title = if report.title.is_empty() {
-        "ctxhost report"
-    } else {
-        report.title.as_str()
-    };
+    let title = report.heading();
     out.push_str(title);
     out.push('\n');
     if !report.session.is_empty() {
