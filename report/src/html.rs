@@ -1,0 +1,874 @@
+//! The page: one HTML file with its CSS, its plots as inline SVG, its tables, the per-turn
+//! numbers the hover reads, and a short script. It loads nothing: a Content-Security-Policy
+//! forbids every fetch, so a page that tried would fail visibly in a browser test.
+
+use std::fmt::Write as _;
+
+use crate::model::{Report, Run, Turn};
+use crate::stats::{PREFIX_KEPT, RunStats, clean_share, figure_rows};
+use crate::svg::{Plot, ticks_from_zero};
+use crate::text::{escape, json_string, percent, thousands, tick};
+
+/// How many series colours the stylesheet defines; more runs than this reuse them.
+const COLOURS: usize = 6;
+
+/// Degraded turns listed per run in the table; the plot marks all of them.
+const DEGRADED_ROWS: usize = 100;
+
+/// Tables longer than this start folded, so the plots stay near each other.
+const FOLD_ROWS: usize = 30;
+
+/// Renders the report as one self-contained HTML page.
+///
+/// The page holds three plots, each an `<svg data-plot="tokens|prefix|engine-time">` with one
+/// `<polyline data-run="{engine}" data-points="{n}">` per run (every turn is drawn, none is
+/// sampled away), then the compactions, the recall probes when any run has them, and the
+/// degraded turns. The output depends only on `report`, so the same report gives the same bytes.
+pub fn render_html(report: &Report) -> String {
+    let stats: Vec<RunStats> = report.runs.iter().map(RunStats::of).collect();
+    let turns: usize = report.runs.iter().map(|r| r.turns.len()).sum();
+    let mut page = String::with_capacity(16 * 1024 + turns * 64);
+    let title = report.heading();
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\
+         <title>{}</title><style>{STYLE}</style></head>\n<body>\n<header><h1>{}</h1>",
+        escape(title),
+        escape(title)
+    );
+    let mut meta = Vec::new();
+    if !report.session.is_empty() {
+        meta.push(format!("session <code>{}</code>", escape(&report.session)));
+    }
+    if !report.generated_at.is_empty() {
+        meta.push(format!("generated {}", escape(&report.generated_at)));
+    }
+    meta.push(match report.runs.len() {
+        1 => "1 run".to_owned(),
+        n => format!("{n} runs"),
+    });
+    let _ = writeln!(page, "<p class=\"meta\">{}</p></header>", meta.join(" · "));
+
+    figures_table(&mut page, report, &stats);
+    figure(
+        &mut page,
+        "Tokens per turn",
+        "Tokens in each assembled request, against the context window (dashed) and the compaction threshold (dotted). A vertical bar is a compaction, from the tokens before it down to the crossbar after it; ticks on the x axis are turns where the engine did not answer (fallback or quarantine).",
+        &tokens_plot(report),
+        report,
+        &[
+            "dashed: window",
+            "dotted: threshold",
+            "bar: compaction",
+            "axis tick: degraded turn",
+        ],
+    );
+    figure(
+        &mut page,
+        "Cache-prefix share per turn",
+        "The share of each request that is a byte-identical prefix of the previous turn's request: what a provider's prompt cache can reuse. The dashed rule is 99%.",
+        &prefix_plot(report),
+        report,
+        &[],
+    );
+    figure(
+        &mut page,
+        "Engine time per turn",
+        "Time spent inside the engine for each turn.",
+        &engine_time_plot(report),
+        report,
+        &[],
+    );
+    compactions_section(&mut page, report);
+    probes_section(&mut page, report);
+    degraded_section(&mut page, report);
+    page.push_str(
+        "<div id=\"tip\" hidden></div>\n<script type=\"application/json\" id=\"report-data\">",
+    );
+    hover_data(&mut page, report);
+    let _ = write!(
+        page,
+        "</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
+    );
+    page
+}
+
+/// The CSS class that gives run `index` its colour.
+fn colour(index: usize) -> String {
+    format!("s{}", index % COLOURS)
+}
+
+/// A run's name after a swatch of its colour, as every table and legend labels a run.
+fn run_label(index: usize, run: &Run) -> String {
+    format!(
+        "<span class=\"swatch {}\"></span>{}",
+        colour(index),
+        escape(&run.engine)
+    )
+}
+
+fn figures_table(page: &mut String, report: &Report, stats: &[RunStats]) {
+    page.push_str("<section><h2>Summary</h2>");
+    if report.runs.is_empty() {
+        page.push_str("<p class=\"empty\">No runs in this report.</p></section>\n");
+        return;
+    }
+    page.push_str("<table class=\"figures\"><thead><tr><th></th>");
+    for (i, run) in report.runs.iter().enumerate() {
+        let _ = write!(page, "<th>{}</th>", run_label(i, run));
+    }
+    page.push_str("</tr></thead><tbody>");
+    for row in figure_rows(report, stats) {
+        // An indented label qualifies the row above it.
+        let class = if row.label.starts_with(' ') {
+            " class=\"sub\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            page,
+            "<tr><th{class}>{}</th>",
+            escape(row.label.trim_start())
+        );
+        for cell in &row.cells {
+            let _ = write!(page, "<td>{}</td>", escape(cell));
+        }
+        page.push_str("</tr>");
+    }
+    page.push_str("</tbody></table></section>\n");
+}
+
+fn figure(
+    page: &mut String,
+    heading: &str,
+    caption: &str,
+    svg: &str,
+    report: &Report,
+    keys: &[&str],
+) {
+    let _ = write!(
+        page,
+        "<section><h2>{}</h2><figure>{svg}<ul class=\"legend\">",
+        escape(heading)
+    );
+    for (i, run) in report.runs.iter().enumerate() {
+        let _ = write!(page, "<li>{}</li>", run_label(i, run));
+    }
+    for key in keys {
+        let _ = write!(page, "<li>{}</li>", escape(key));
+    }
+    let _ = writeln!(
+        page,
+        "</ul><figcaption>{}</figcaption></figure></section>",
+        escape(caption)
+    );
+}
+
+/// The x axis every plot shares: the message numbers any run or compaction mentions.
+fn message_domain(report: &Report) -> (f64, f64) {
+    let messages = report.runs.iter().flat_map(|r| {
+        r.turns
+            .iter()
+            .map(|t| t.message)
+            .chain(r.compactions.iter().map(|c| c.message))
+    });
+    let (lo, hi) = messages.fold((usize::MAX, 0), |(lo, hi), m| (lo.min(m), hi.max(m)));
+    if lo > hi {
+        (0.0, 1.0)
+    } else if lo == hi {
+        (lo as f64 - 1.0, hi as f64 + 1.0)
+    } else {
+        (lo as f64, hi as f64)
+    }
+}
+
+/// Says in the plot which runs have nothing to draw in it (or that none has).
+fn missing_note(plot: &mut Plot, report: &Report, what: &str, has: impl Fn(&Turn) -> bool) {
+    let missing: Vec<&str> = report
+        .runs
+        .iter()
+        .filter(|r| !r.turns.iter().any(&has))
+        .map(|r| r.engine.as_str())
+        .collect();
+    if report.runs.is_empty() || missing.len() == report.runs.len() {
+        plot.note(&format!("no {what} recorded"));
+    } else if !missing.is_empty() {
+        plot.note(&format!("no {what} recorded for {}", missing.join(", ")));
+    }
+}
+
+/// A plot over the shared message axis whose y axis runs from 0 to the last of `y_ticks`.
+fn open_plot(
+    report: &Report,
+    kind: &str,
+    y_ticks: &[f64],
+    y_title: &str,
+    y_label: fn(f64) -> String,
+) -> Plot {
+    let top = y_ticks.last().copied().unwrap_or(1.0);
+    let mut plot = Plot::new(
+        kind,
+        &format!("{y_title} per turn"),
+        message_domain(report),
+        (0.0, top),
+    );
+    plot.axes("message", y_title, y_ticks, y_label);
+    plot
+}
+
+fn tokens_plot(report: &Report) -> String {
+    let runs = &report.runs;
+    let highest = runs
+        .iter()
+        .flat_map(|r| {
+            let turns = r.turns.iter().map(|t| t.tokens);
+            let cuts = r
+                .compactions
+                .iter()
+                .map(|c| c.tokens_before.max(c.tokens_after));
+            turns.chain(cuts).chain([r.context_window, r.threshold])
+        })
+        .max()
+        .unwrap_or(0);
+    // A little headroom, so a window line at the top keeps its label inside the plot.
+    let y_ticks = ticks_from_zero(highest as f64 * 1.04, 6);
+    let mut plot = open_plot(report, "tokens", &y_ticks, "tokens", tick);
+    let lines: [(&str, PerRun); 2] = [
+        ("window", |r| r.context_window),
+        ("threshold", |r| r.threshold),
+    ];
+    for (kind, of) in lines {
+        for (value, label) in rule_labels(runs, kind, of) {
+            plot.rule(value as f64, kind, &label);
+        }
+    }
+    for (i, run) in runs.iter().enumerate() {
+        plot.series(
+            &colour(i),
+            &run.engine,
+            run.turns
+                .iter()
+                .map(|t| (t.message as f64, t.tokens as f64)),
+        );
+    }
+    for (i, run) in runs.iter().enumerate() {
+        let marks: Vec<_> = run
+            .compactions
+            .iter()
+            .map(|c| {
+                let title = format!(
+                    "{}: compaction before message {}: {} → {} tokens{}",
+                    run.engine,
+                    c.message,
+                    thousands(c.tokens_before),
+                    thousands(c.tokens_after),
+                    c.layer
+                        .as_deref()
+                        .map(|l| format!(" ({l})"))
+                        .unwrap_or_default()
+                );
+                (
+                    c.message as f64,
+                    c.tokens_before as f64,
+                    c.tokens_after as f64,
+                    title,
+                )
+            })
+            .collect();
+        if !marks.is_empty() {
+            plot.strokes(&format!("cuts {}", colour(i)), &run.engine, &marks);
+        }
+        let degraded: Vec<f64> = run
+            .turns
+            .iter()
+            .filter(|t| t.outcome.is_degraded())
+            .map(|t| t.message as f64)
+            .collect();
+        let title = format!("{}: {} degraded turns", run.engine, degraded.len());
+        plot.floor_ticks(
+            &format!("degraded {}", colour(i)),
+            &run.engine,
+            &degraded,
+            &title,
+        );
+    }
+    missing_note(&mut plot, report, "turns", |_| true);
+    plot.finish()
+}
+
+/// Reads one per-run number (the window or the threshold).
+type PerRun = fn(&Run) -> u64;
+
+/// The distinct values of a per-run line (window or threshold), each labelled; a value only
+/// some runs share names them.
+fn rule_labels(runs: &[Run], kind: &str, of: PerRun) -> Vec<(u64, String)> {
+    let mut values: Vec<u64> = runs.iter().map(of).filter(|&v| v > 0).collect();
+    values.sort_unstable();
+    values.dedup();
+    values
+        .into_iter()
+        .map(|value| {
+            let sharing: Vec<&str> = runs
+                .iter()
+                .filter(|r| of(r) == value)
+                .map(|r| r.engine.as_str())
+                .collect();
+            let mut label = format!("{kind} {}", thousands(value));
+            if sharing.len() < runs.len() {
+                let _ = write!(label, " ({})", sharing.join(", "));
+            }
+            (value, label)
+        })
+        .collect()
+}
+
+fn prefix_plot(report: &Report) -> String {
+    let y_ticks = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0];
+    let mut plot = open_plot(report, "prefix", &y_ticks, "prefix share", |v| {
+        format!("{:.0}%", v * 100.0)
+    });
+    plot.rule(PREFIX_KEPT, "kept", "99%");
+    for (i, run) in report.runs.iter().enumerate() {
+        let points = run
+            .turns
+            .iter()
+            .filter_map(|t| clean_share(t.prefix_share).map(|s| (t.message as f64, s)));
+        plot.series(&colour(i), &run.engine, points);
+    }
+    missing_note(&mut plot, report, "prefix shares", |t| {
+        clean_share(t.prefix_share).is_some()
+    });
+    plot.finish()
+}
+
+fn engine_time_plot(report: &Report) -> String {
+    let millis = |t: &Turn| t.engine_micros.map(|m| m as f64 / 1000.0);
+    let highest = report
+        .runs
+        .iter()
+        .flat_map(|r| r.turns.iter().filter_map(millis))
+        .fold(0.0, f64::max);
+    let y_ticks = ticks_from_zero(highest, 6);
+    let mut plot = open_plot(report, "engine-time", &y_ticks, "engine time (ms)", tick);
+    for (i, run) in report.runs.iter().enumerate() {
+        let points = run
+            .turns
+            .iter()
+            .filter_map(|t| millis(t).map(|ms| (t.message as f64, ms)));
+        plot.series(&colour(i), &run.engine, points);
+    }
+    missing_note(&mut plot, report, "engine times", |t| {
+        t.engine_micros.is_some()
+    });
+    plot.finish()
+}
+
+fn table_open(page: &mut String, rows: usize, what: &str, head: &[&str]) {
+    if rows > FOLD_ROWS {
+        let _ = write!(
+            page,
+            "<details><summary>{} {what}</summary>",
+            thousands(rows as u64)
+        );
+    }
+    let _ = write!(
+        page,
+        "<table class=\"{}\"><thead><tr>",
+        what.replace(' ', "-")
+    );
+    for h in head {
+        let _ = write!(page, "<th>{}</th>", escape(h));
+    }
+    page.push_str("</tr></thead><tbody>");
+}
+
+fn table_close(page: &mut String, rows: usize) {
+    page.push_str("</tbody></table>");
+    if rows > FOLD_ROWS {
+        page.push_str("</details>");
+    }
+}
+
+fn compactions_section(page: &mut String, report: &Report) {
+    page.push_str("<section><h2>Compactions</h2>");
+    let rows: usize = report.runs.iter().map(|r| r.compactions.len()).sum();
+    if rows == 0 {
+        page.push_str("<p class=\"empty\">No compactions.</p></section>\n");
+        return;
+    }
+    table_open(
+        page,
+        rows,
+        "compactions",
+        &[
+            "run",
+            "before message",
+            "tokens before",
+            "after",
+            "cut",
+            "layer",
+        ],
+    );
+    for (i, run) in report.runs.iter().enumerate() {
+        for c in &run.compactions {
+            let cut = c.tokens_before.saturating_sub(c.tokens_after);
+            let share = if c.tokens_before > 0 {
+                percent(cut as f64 / c.tokens_before as f64)
+            } else {
+                "n/a".into()
+            };
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ({share})</td><td>{}</td></tr>",
+                run_label(i, run),
+                c.message,
+                thousands(c.tokens_before),
+                thousands(c.tokens_after),
+                thousands(cut),
+                escape(c.layer.as_deref().unwrap_or("")),
+            );
+        }
+    }
+    table_close(page, rows);
+    page.push_str("</section>\n");
+}
+
+/// The probe rows side by side: one row per label (in the order first seen), one column per run
+/// that has probes.
+fn probes_section(page: &mut String, report: &Report) {
+    let probed: Vec<(usize, &Run)> = report
+        .runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.probes.is_some())
+        .collect();
+    if probed.is_empty() {
+        return;
+    }
+    let mut labels: Vec<&str> = Vec::new();
+    for (_, run) in &probed {
+        for row in run.probes.iter().flat_map(|p| &p.rows) {
+            if !labels.contains(&row.label.as_str()) {
+                labels.push(&row.label);
+            }
+        }
+    }
+    page.push_str("<section><h2>Recall probes</h2><table><thead><tr><th>probe</th>");
+    for (i, run) in &probed {
+        let _ = write!(page, "<th>{}</th>", run_label(*i, run));
+    }
+    page.push_str("</tr></thead><tbody>");
+    for label in &labels {
+        let _ = write!(page, "<tr><td>{}</td>", escape(label));
+        for (_, run) in &probed {
+            let row = run
+                .probes
+                .iter()
+                .flat_map(|p| &p.rows)
+                .find(|r| r.label == *label);
+            let cell = match row {
+                Some(r) if r.total > 0 => format!(
+                    "{} / {} ({})",
+                    r.reachable,
+                    r.total,
+                    percent(f64::from(r.reachable) / f64::from(r.total))
+                ),
+                Some(r) => format!("{} / {}", r.reachable, r.total),
+                None => "n/a".to_owned(),
+            };
+            let _ = write!(page, "<td>{cell}</td>");
+        }
+        page.push_str("</tr>");
+    }
+    page.push_str("</tbody></table></section>\n");
+}
+
+fn degraded_section(page: &mut String, report: &Report) {
+    let rows: usize = report
+        .runs
+        .iter()
+        .map(|r| {
+            r.turns
+                .iter()
+                .filter(|t| t.outcome.is_degraded())
+                .count()
+                .min(DEGRADED_ROWS)
+        })
+        .sum();
+    if rows == 0 {
+        return;
+    }
+    page.push_str("<section><h2>Degraded turns</h2>");
+    table_open(
+        page,
+        rows,
+        "degraded turns",
+        &["run", "message", "outcome", "why"],
+    );
+    let mut more = Vec::new();
+    for (i, run) in report.runs.iter().enumerate() {
+        let degraded: Vec<&Turn> = run
+            .turns
+            .iter()
+            .filter(|t| t.outcome.is_degraded())
+            .collect();
+        for t in degraded.iter().take(DEGRADED_ROWS) {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"why\">{}</td></tr>",
+                run_label(i, run),
+                t.message,
+                escape(t.outcome.as_str()),
+                escape(t.note.as_deref().unwrap_or("")),
+            );
+        }
+        if degraded.len() > DEGRADED_ROWS {
+            more.push(format!(
+                "{} more for {}",
+                thousands((degraded.len() - DEGRADED_ROWS) as u64),
+                run.engine
+            ));
+        }
+    }
+    table_close(page, rows);
+    if !more.is_empty() {
+        let _ = write!(
+            page,
+            "<p class=\"empty\">Not listed: {} (all are marked in the tokens plot).</p>",
+            escape(&more.join("; "))
+        );
+    }
+    page.push_str("</section>\n");
+}
+
+/// The per-turn numbers the hover shows, as JSON: per run its name and parallel arrays sorted by
+/// message (m: message, t: tokens, p: prefix share in tenths of a percent, e: engine µs,
+/// o: index into `outcomes`). Integers only, so 10,000 turns stay a few hundred kilobytes.
+fn hover_data(page: &mut String, report: &Report) {
+    let mut outcomes: Vec<String> = vec!["ok".to_owned()];
+    page.push_str("{\"runs\":[");
+    for (i, run) in report.runs.iter().enumerate() {
+        let mut turns: Vec<&Turn> = run.turns.iter().collect();
+        turns.sort_by_key(|t| t.message);
+        if i > 0 {
+            page.push(',');
+        }
+        let _ = write!(page, "{{\"name\":{}", json_string(&run.engine));
+        let mut column = |key: &str, cell: &mut dyn FnMut(&Turn) -> Option<u64>| {
+            let _ = write!(page, ",\"{key}\":[");
+            for (j, t) in turns.iter().enumerate() {
+                if j > 0 {
+                    page.push(',');
+                }
+                match cell(t) {
+                    Some(v) => {
+                        let _ = write!(page, "{v}");
+                    }
+                    None => page.push_str("null"),
+                }
+            }
+            page.push(']');
+        };
+        column("m", &mut |t| Some(t.message as u64));
+        column("t", &mut |t| Some(t.tokens));
+        column("p", &mut |t| {
+            clean_share(t.prefix_share).map(|s| (s * 1000.0).round() as u64)
+        });
+        column("e", &mut |t| t.engine_micros);
+        column("o", &mut |t| {
+            let word = t.outcome.as_str();
+            let index = outcomes.iter().position(|o| o == word).unwrap_or_else(|| {
+                outcomes.push(word.to_owned());
+                outcomes.len() - 1
+            });
+            Some(index as u64)
+        });
+        page.push('}');
+    }
+    page.push_str("],\"outcomes\":[");
+    let words: Vec<String> = outcomes.iter().map(|o| json_string(o)).collect();
+    page.push_str(&words.join(","));
+    page.push_str("]}");
+}
+
+const STYLE: &str = include_str!("page.css");
+const SCRIPT: &str = include_str!("page.js");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Compaction, Outcome, ProbeRow, ProbeSummary};
+
+    /// A run of `turns` turns with every figure filled in but the first turn's prefix share
+    /// and every seventh turn's engine time, and a compaction every 50 turns.
+    fn run(engine: &str, turns: usize) -> Run {
+        let mut run = Run {
+            engine: engine.into(),
+            context_window: 32_000,
+            threshold: 24_000,
+            ..Run::default()
+        };
+        for k in 0..turns {
+            let message = 2 * k + 2;
+            run.turns.push(Turn {
+                message,
+                tokens: 1_000 + (k as u64 * 7_919) % 23_000,
+                prefix_share: match k {
+                    0 => None,
+                    _ if k % 50 == 0 => Some(0.1),
+                    _ => Some(1.0 - (k % 3) as f64 * 0.004),
+                },
+                engine_micros: (k % 7 != 0).then_some(100 + (k as u64 * 131) % 2_000),
+                outcome: if k % 97 == 0 {
+                    Outcome::Fallback
+                } else {
+                    Outcome::Ok
+                },
+                note: (k % 97 == 0).then(|| "assemble timed out".to_owned()),
+            });
+            if k % 50 == 49 {
+                run.compactions.push(Compaction {
+                    message,
+                    tokens_before: 24_500,
+                    tokens_after: 8_000,
+                    layer: Some("runtime".into()),
+                });
+            }
+        }
+        run
+    }
+
+    fn report(runs: Vec<Run>) -> Report {
+        Report {
+            title: "t".into(),
+            session: "s.jsonl".into(),
+            generated_at: "now".into(),
+            runs,
+        }
+    }
+
+    /// Each series of one plot: its data-run, its data-points and the pairs its points hold.
+    fn series(html: &str, plot: &str) -> Vec<(String, usize, usize)> {
+        let start = html
+            .find(&format!("data-plot=\"{plot}\""))
+            .expect("the plot is there");
+        let svg = &html[start..start + html[start..].find("</svg>").expect("the svg closes")];
+        svg.split("<polyline")
+            .skip(1)
+            .map(|tag| {
+                let attr = |name: &str| {
+                    let from =
+                        tag.find(&format!(" {name}=\"")).expect("attribute") + name.len() + 3;
+                    tag[from..from + tag[from..].find('"').expect("quoted")].to_owned()
+                };
+                let pairs = attr("points")
+                    .split(' ')
+                    .filter(|p| p.contains(','))
+                    .count();
+                (
+                    attr("data-run"),
+                    attr("data-points").parse().expect("a count"),
+                    pairs,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_runs_share_each_plot_with_their_true_point_counts() {
+        let html = render_html(&report(vec![
+            run("legacy", 120),
+            run("checkpoint-manager", 80),
+        ]));
+        let expect = |plot: &str, a: usize, b: usize| {
+            assert_eq!(
+                series(&html, plot),
+                vec![
+                    ("legacy".to_owned(), a, a),
+                    ("checkpoint-manager".to_owned(), b, b)
+                ],
+                "{plot}"
+            );
+        };
+        expect("tokens", 120, 80);
+        // The first turn has no prefix share; every seventh has no engine time.
+        expect("prefix", 119, 79);
+        expect("engine-time", 120 - 18, 80 - 12);
+        assert!(
+            html.contains("window 32,000"),
+            "one window line for both runs"
+        );
+        assert_eq!(html.matches("class=\"rule window\"").count(), 1);
+        assert!(html.contains("<h2>Compactions</h2>") && html.contains("24,500"));
+        assert!(html.contains("<h2>Degraded turns</h2>") && html.contains("assemble timed out"));
+    }
+
+    #[test]
+    fn a_run_without_turns_renders_empty_plots_with_a_note() {
+        let empty = Run {
+            engine: "lossless".into(),
+            ..Run::default()
+        };
+        let html = render_html(&report(vec![empty.clone()]));
+        for plot in ["tokens", "prefix", "engine-time"] {
+            assert_eq!(
+                series(&html, plot),
+                vec![("lossless".to_owned(), 0, 0)],
+                "{plot}"
+            );
+        }
+        assert!(html.contains(">no turns recorded<"));
+        assert!(html.contains(">No compactions.<"));
+        assert!(
+            !html.contains("class=\"rule window\""),
+            "an unknown window draws no line"
+        );
+
+        let html = render_html(&report(vec![run("legacy", 10), empty]));
+        assert!(html.contains(">no turns recorded for lossless<"));
+        assert!(html.contains(">no engine times recorded for lossless<"));
+
+        let html = render_html(&Report::default());
+        assert!(
+            html.contains("No runs in this report.")
+                && html.contains("<title>ctxhost report</title>")
+        );
+        assert_eq!(series(&html, "tokens"), vec![]);
+    }
+
+    #[test]
+    fn all_text_is_escaped() {
+        let mut hostile = run("<script>alert('x')</script>&\"", 3);
+        hostile.turns[0].note = Some("</td><img src=x onerror=alert(1)>".into());
+        hostile.turns[0].outcome = Outcome::Other("<b>odd</b>".into());
+        hostile.compactions.push(Compaction {
+            message: 4,
+            tokens_before: 9,
+            tokens_after: 3,
+            layer: Some("<i>".into()),
+        });
+        hostile.probes = Some(ProbeSummary {
+            rows: vec![ProbeRow {
+                label: "<u>".into(),
+                reachable: 1,
+                total: 2,
+            }],
+        });
+        let mut report = report(vec![hostile]);
+        report.title = "<h1>title</h1>".into();
+        report.session = "a&b<c>.jsonl".into();
+        let html = render_html(&report);
+        for raw in [
+            "<script>alert",
+            "<img",
+            "<b>odd",
+            "<i>",
+            "<u>",
+            "<h1>title",
+            "a&b<c>",
+        ] {
+            assert!(!html.contains(raw), "{raw} reached the page unescaped");
+        }
+        assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"));
+        assert!(html.contains("&lt;/td&gt;&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(html.contains("a&amp;b&lt;c&gt;.jsonl"));
+        // The hover data names the run too, in a form that cannot close its script element.
+        assert!(
+            html.contains(r#""name":"\u003cscript\u003ealert('x')\u003c/script\u003e\u0026\"""#)
+        );
+        assert_eq!(
+            html.matches("</script>").count(),
+            2,
+            "only the page's own two scripts close"
+        );
+    }
+
+    #[test]
+    fn ten_thousand_turns_by_two_runs_fit_in_two_megabytes_with_every_point() {
+        let html = render_html(&report(vec![
+            run("legacy", 10_000),
+            run("checkpoint-manager", 10_000),
+        ]));
+        assert!(html.len() <= 2 * 1024 * 1024, "{} bytes", html.len());
+        for (_, stated, drawn) in series(&html, "tokens") {
+            assert_eq!((stated, drawn), (10_000, 10_000));
+        }
+    }
+
+    #[test]
+    fn the_page_refers_to_nothing_outside_itself() {
+        let mut r = report(vec![run("legacy", 200), run("lossless", 200)]);
+        r.runs[0].probes = Some(ProbeSummary {
+            rows: vec![ProbeRow {
+                label: "in context".into(),
+                reachable: 3,
+                total: 4,
+            }],
+        });
+        let html = render_html(&r);
+        for reference in ["http://", "https://", "src=", "href=", "@import", "url("] {
+            assert!(!html.contains(reference), "the page mentions {reference}");
+        }
+        assert!(
+            html.contains("default-src 'none'"),
+            "the page forbids fetches"
+        );
+    }
+
+    #[test]
+    fn output_is_deterministic() {
+        let r = report(vec![run("legacy", 500), run("checkpoint-manager", 300)]);
+        let first = render_html(&r);
+        assert_eq!(first, render_html(&r.clone()));
+        assert_eq!(
+            first,
+            render_html(&report(vec![
+                run("legacy", 500),
+                run("checkpoint-manager", 300)
+            ]))
+        );
+    }
+
+    #[test]
+    fn long_tables_fold_and_degraded_rows_are_capped() {
+        let mut r = run("legacy", 200);
+        for t in &mut r.turns {
+            t.outcome = Outcome::Quarantined;
+        }
+        let html = render_html(&report(vec![r]));
+        assert!(html.contains("<details><summary>100 degraded turns</summary>"));
+        assert_eq!(html.matches("<td>quarantined</td>").count(), DEGRADED_ROWS);
+        assert!(
+            html.contains("Not listed: 100 more for legacy (all are marked in the tokens plot).")
+        );
+        // Four compactions stay open; the tick path still marks all 200 degraded turns.
+        assert!(!html.contains("compactions</summary>"));
+        let ticks = html
+            .split("class=\"degraded s0\"")
+            .nth(1)
+            .expect("degraded ticks");
+        assert_eq!(
+            ticks[..ticks.find("<title>").expect("title")]
+                .matches('M')
+                .count(),
+            200
+        );
+        assert!(html.contains("<title>legacy: 200 degraded turns</title>"));
+    }
+
+    #[test]
+    fn hover_data_is_sorted_by_message_and_counts_every_turn() {
+        let mut r = report(vec![run("legacy", 3)]);
+        r.runs[0].turns.swap(0, 2);
+        r.runs[0].turns[1].outcome = Outcome::Other("skipped".into());
+        let html = render_html(&r);
+        let start = html.find("id=\"report-data\">").expect("data") + 17;
+        let data = &html[start..start + html[start..].find("</script>").expect("end")];
+        assert_eq!(
+            data,
+            r#"{"runs":[{"name":"legacy","m":[2,4,6],"t":[1000,8919,16838],"p":[null,996,992],"e":[null,231,362],"o":[1,2,0]}],"outcomes":["ok","fallback","skipped"]}"#
+        );
+    }
+}
