@@ -68,6 +68,9 @@ pub struct LedgerRecord {
     /// Why the turn was degraded (the error, or the quarantine's cause).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Messages in the session when the turn ran (the runtime's history, the prompt not yet in).
+    #[serde(default)]
+    pub messages: usize,
     /// The engine's estimate of the context it assembled, in tokens.
     #[serde(default)]
     pub assembled_tokens: u32,
@@ -245,6 +248,7 @@ mod tests {
             configured_engine: None,
             outcome: TurnOutcome::Ok,
             error: None,
+            messages: 0,
             assembled_tokens: tokens,
             prefix: Prefix::default(),
             compaction: None,

@@ -679,6 +679,27 @@ fn every_turn_is_in_the_ledger_and_health_sums_them_up() {
     let text = common::ctxhost(home.path(), &["context", "history", "--session", key]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("turns: 10 recorded, 0 degraded"), "{text}");
+
+    // The report plots the ledger: ten turns in the tokens plot, the compactions in its table.
+    let page = home.path().join("report.html");
+    let page_arg = page.display().to_string();
+    let output = common::ctxhost(
+        home.path(),
+        &["report", "--session", key, "--out", &page_arg],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(r#"data-plot="tokens""#), "no tokens plot");
+    assert!(
+        html.contains(r#"data-run="legacy" data-points="10""#),
+        "ten turns plotted"
+    );
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.contains("compactions"), "{summary}");
 }
 
 #[test]

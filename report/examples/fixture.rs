@@ -126,6 +126,7 @@ fn simulate(profile: &Profile, growth: &[u64], seed: u64) -> Run {
             message,
             tokens,
             prefix_share,
+            kept_previous: prefix_share.map(|share| share >= 1.0),
             engine_micros,
             outcome,
             note,

@@ -620,6 +620,7 @@ mod tests {
                     _ if k % 50 == 0 => Some(0.1),
                     _ => Some(1.0 - (k % 3) as f64 * 0.004),
                 },
+                kept_previous: None,
                 engine_micros: (k % 7 != 0).then_some(100 + (k as u64 * 131) % 2_000),
                 outcome: if k % 97 == 0 {
                     Outcome::Fallback

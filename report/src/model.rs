@@ -77,6 +77,11 @@ pub struct Turn {
     /// when it was not measured; a value outside 0..=1 is clamped when shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_share: Option<f64>,
+    /// Whether the previous turn's request is an exact prefix of this one (the request only
+    /// grew), when the host measured it. Without it a turn counts as keeping its prefix when its
+    /// share is at least [`crate::PREFIX_KEPT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_previous: Option<bool>,
     /// Time spent inside the engine for this turn, in microseconds, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_micros: Option<u64>,
@@ -198,6 +203,7 @@ mod tests {
                 message: 2,
                 tokens: 900,
                 prefix_share: Some(0.5),
+                kept_previous: Some(false),
                 engine_micros: Some(12),
                 outcome: Outcome::Quarantined,
                 note: Some("why".into()),

@@ -4,8 +4,8 @@
 use crate::model::{Report, Run};
 use crate::text::{duration, percent, thousands};
 
-/// The share at or above which a turn counts as keeping the previous request as its prefix
-/// (the goal is 99% of turns between compactions).
+/// The share at or above which a turn counts as keeping the previous request as its prefix,
+/// when the host did not say whether it did ([`crate::Turn::kept_previous`]).
 pub const PREFIX_KEPT: f64 = 0.99;
 
 /// A run's headline figures. Figures that need measurements the run lacks are `None`.
@@ -21,7 +21,7 @@ pub struct RunStats {
     pub tokens_cut: u64,
     /// The median prefix share over the turns that measured one.
     pub median_prefix_share: Option<f64>,
-    /// The share of measured turns whose prefix share is at least [`PREFIX_KEPT`].
+    /// The share of measured turns that kept the previous request as their prefix.
     pub prefix_kept: Option<f64>,
     /// The same share, leaving out each first turn after a compaction (a compaction is
     /// expected to change the request, so this is the figure the goal is about).
@@ -40,6 +40,7 @@ impl RunStats {
             .iter()
             .filter_map(|t| clean_share(t.prefix_share))
             .collect();
+        let kept: Vec<bool> = run.turns.iter().filter_map(kept_previous).collect();
         let mut cut_at: Vec<usize> = run.compactions.iter().map(|c| c.message).collect();
         cut_at.sort_unstable();
         let mut between = Vec::new();
@@ -50,8 +51,8 @@ impl RunStats {
             let first_after = cut_at.partition_point(|&m| m <= previous_message);
             let after_compaction = cut_at.get(first_after).is_some_and(|&m| m <= turn.message);
             previous_message = turn.message;
-            if let (false, Some(share)) = (after_compaction, clean_share(turn.prefix_share)) {
-                between.push(share);
+            if let (false, Some(kept)) = (after_compaction, kept_previous(turn)) {
+                between.push(kept);
             }
         }
         let micros: Vec<f64> = run
@@ -70,7 +71,7 @@ impl RunStats {
                 .map(|c| c.tokens_before.saturating_sub(c.tokens_after))
                 .sum(),
             median_prefix_share: median(shares.clone()),
-            prefix_kept: kept_share(&shares),
+            prefix_kept: kept_share(&kept),
             prefix_kept_between_compactions: kept_share(&between),
             median_engine_micros: median(micros),
             degraded_turns: run.turns.iter().filter(|t| t.outcome.is_degraded()).count(),
@@ -121,7 +122,7 @@ pub(crate) fn figure_rows(report: &Report, stats: &[RunStats]) -> Vec<FigureRow>
         row("median prefix share", &|_, s| {
             s.median_prefix_share.map(percent).unwrap_or_else(na)
         }),
-        row("turns keeping >=99% prefix", &|_, s| {
+        row("turns keeping the previous request", &|_, s| {
             s.prefix_kept.map(percent).unwrap_or_else(na)
         }),
         row("  between compactions", &|_, s| {
@@ -150,12 +151,18 @@ pub(crate) fn clean_share(share: Option<f64>) -> Option<f64> {
     share.filter(|s| s.is_finite()).map(|s| s.clamp(0.0, 1.0))
 }
 
-fn kept_share(shares: &[f64]) -> Option<f64> {
-    if shares.is_empty() {
+/// Whether a turn kept the previous request as its prefix: as the host measured it, else by
+/// its share; None when neither was measured.
+fn kept_previous(turn: &crate::model::Turn) -> Option<bool> {
+    turn.kept_previous
+        .or_else(|| clean_share(turn.prefix_share).map(|share| share >= PREFIX_KEPT))
+}
+
+fn kept_share(kept: &[bool]) -> Option<f64> {
+    if kept.is_empty() {
         return None;
     }
-    let kept = shares.iter().filter(|&&s| s >= PREFIX_KEPT).count();
-    Some(kept as f64 / shares.len() as f64)
+    Some(kept.iter().filter(|&&k| k).count() as f64 / kept.len() as f64)
 }
 
 fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -216,6 +223,19 @@ mod tests {
         assert_eq!(stats.prefix_kept_between_compactions, Some(1.0));
         assert_eq!(stats.median_engine_micros, Some(20.0));
         assert_eq!(stats.degraded_turns, 1);
+    }
+
+    #[test]
+    fn the_hosts_kept_flag_wins_over_the_share() {
+        let mut grown = turn(4, 300, Some(0.9), None);
+        grown.kept_previous = Some(true);
+        let mut changed = turn(6, 300, Some(0.999), None);
+        changed.kept_previous = Some(false);
+        let run = Run {
+            turns: vec![turn(2, 100, None, None), grown, changed],
+            ..Run::default()
+        };
+        assert_eq!(RunStats::of(&run).prefix_kept, Some(0.5));
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod output;
 mod plugins;
 mod recall;
 mod replay;
+mod report;
 mod serve;
 mod turns;
 
@@ -49,6 +50,10 @@ enum Command {
     Plugins(plugins::PluginsCommand),
     /// Feeds a recorded transcript through an engine turn by turn, as an agent runtime would.
     Replay(replay::ReplayArgs),
+    /// Writes one self-contained HTML page of a session's turns (tokens against the window,
+    /// compactions, cache-prefix share, engine time), or of a recorded session replayed under
+    /// engines side by side, and prints its summary.
+    Report(report::ReportArgs),
     /// Generates a realistic coding-agent session and replays it on the embedded defaults.
     Demo {
         /// Messages in the generated session.
@@ -106,6 +111,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Replay(args) => {
             let (home, config) = load_config(cli.config.as_deref())?;
             replay::run(home, config, args).await
+        }
+        Command::Report(args) => {
+            let (home, config) = load_config(cli.config.as_deref())?;
+            report::run(ctxhost::Host::new(home, config)?, args).await
         }
         Command::Demo {
             messages,

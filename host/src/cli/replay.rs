@@ -111,6 +111,12 @@ pub(super) fn print_report(r: &ReplayReport) {
         ),
         None => "overflowing   none: every turn fit the window".into(),
     });
+    out.line(format!(
+        "prefix        {} of {} turns between compactions extended the previous request exactly; median share {:.1}%",
+        r.prefix_kept_turns,
+        r.turns_between_compactions,
+        r.prefix_share_median * 100.0
+    ));
     out.line(format!("compactions   {}", r.compactions.len()));
     for c in &r.compactions {
         out.line(format!(

@@ -93,6 +93,7 @@ mod tests {
             configured_engine: None,
             outcome,
             error: (outcome != TurnOutcome::Ok).then(|| "engine `x` trapped".into()),
+            messages: 0,
             assembled_tokens: 1,
             prefix: Prefix::default(),
             compaction: None,

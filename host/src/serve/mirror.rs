@@ -395,6 +395,7 @@ impl Mirror {
             contract: engine.contract_version().to_string(),
             outcome: TurnOutcome::Ok,
             error: None,
+            messages: self.state.message_count,
             assembled_tokens: 0,
             prefix: Default::default(),
             compaction: None,

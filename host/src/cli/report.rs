@@ -1,0 +1,244 @@
+//! `ctxhost report`: one self-contained HTML page (and a terminal summary) of what each turn
+//! cost and what the engine did. For a session: its turn ledger (what `serve` recorded), else
+//! the usage its transcript recorded. For a recorded transcript (`--replay`): a replay under
+//! each `--engine`, side by side on the same axes.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use ctxhost::Host;
+use ctxhost::ledger::{self, LedgerRecord};
+use ctxhost::replay::ReplayReport;
+use ctxhost::transcript::{Role, Transcript};
+use ctxhost_report::{Compaction, Outcome, Report, Run, Turn};
+
+use super::output::{Bar, print_json, stderr_line, stdout_line};
+use super::{SessionFlag, load_transcript};
+
+#[derive(clap::Args)]
+pub(super) struct ReportArgs {
+    /// A session (key or transcript path): its turns as `serve` recorded them in the ledger,
+    /// or, without a ledger, as the transcript's recorded usage shows them.
+    #[arg(
+        long = "session",
+        value_name = "SESSION",
+        conflicts_with = "replay",
+        required_unless_present = "replay"
+    )]
+    session: Option<String>,
+    /// A recorded transcript to replay under each `--engine`, the runs side by side.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
+    /// An engine to replay through; repeat it to compare (default: the configured engine).
+    #[arg(long = "engine", value_name = "ID", requires = "replay")]
+    engines: Vec<String>,
+    /// Context window of the replays, in tokens.
+    #[arg(long, default_value_t = 32_000, requires = "replay")]
+    window: u64,
+    /// The page to write.
+    #[arg(long, value_name = "FILE", default_value = "ctxhost-report.html")]
+    out: PathBuf,
+    /// Print the report's data as JSON instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(super) async fn run(host: Host, args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let report = match (&args.session, &args.replay) {
+        (Some(session), _) => {
+            let flag = SessionFlag {
+                key_or_path: session.clone(),
+            };
+            let (_, path) = flag.existing(&host)?;
+            session_report(&host, &path)?
+        }
+        (None, Some(file)) => replay_report(&host, file, &args.engines, args.window).await?,
+        (None, None) => anyhow::bail!("give --session or --replay"),
+    };
+    let page = ctxhost_report::render_html(&report);
+    std::fs::write(&args.out, &page)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.out.display()))?;
+    if args.json {
+        print_json(&report)?;
+    } else {
+        for line in ctxhost_report::render_summary(&report).lines() {
+            stdout_line!("{line}");
+        }
+        stdout_line!("wrote {} ({} bytes)", args.out.display(), page.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn base_report(title: String, session: &Path) -> Report {
+    Report {
+        title,
+        session: session.display().to_string(),
+        generated_at: ctxhost::timestamp::now_iso_seconds(),
+        runs: Vec::new(),
+    }
+}
+
+/// A session's report: the ledger when `serve` kept one, else the transcript's usage.
+fn session_report(host: &Host, path: &Path) -> anyhow::Result<Report> {
+    let settings = host.compaction_settings();
+    let history = ledger::read_history(path)?;
+    for warning in &history.warnings {
+        stderr_line!("warning: {warning}");
+    }
+    let mut report = base_report(format!("ctxhost report: {}", file_name(path)), path);
+    let mut run = Run {
+        context_window: settings.context_window,
+        threshold: settings.auto_threshold(),
+        ..Run::default()
+    };
+    if history.records.is_empty() {
+        let transcript = load_transcript(path)?;
+        run.engine = "recorded".into();
+        // Usage is what the original run's requests held, engine included.
+        recorded_turns(&transcript, &mut run);
+    } else {
+        let last = history.records.last().expect("not empty");
+        run.engine = last.engine.clone();
+        run.contract_version = Some(last.contract.clone());
+        ledger_turns(&history.records, &mut run);
+    }
+    report.runs.push(run);
+    Ok(report)
+}
+
+/// Turns as `serve` recorded them.
+fn ledger_turns(records: &[LedgerRecord], run: &mut Run) {
+    for (n, record) in records.iter().enumerate() {
+        // A ledger written before the message count was recorded numbers its turns instead.
+        let message = if record.messages > 0 {
+            record.messages + 1
+        } else {
+            n + 1
+        };
+        let outcome = serde_json::to_value(record.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .map_or(Outcome::Ok, Outcome::from);
+        run.turns.push(Turn {
+            message,
+            tokens: u64::from(record.assembled_tokens),
+            prefix_share: (n > 0).then(|| record.prefix.share()),
+            kept_previous: (n > 0).then_some(record.prefix.kept_previous),
+            engine_micros: Some(record.engine_micros),
+            outcome,
+            note: record.error.clone(),
+        });
+        if let Some(c) = record.compaction.as_ref().filter(|c| c.compacted) {
+            run.compactions.push(Compaction {
+                message,
+                tokens_before: c.tokens_before,
+                tokens_after: c.tokens_after,
+                layer: c.layer.clone(),
+            });
+        }
+    }
+}
+
+/// Turns as the transcript recorded them: each assistant message is a turn, of the tokens its
+/// recorded usage says, else of the context's estimate before it (counted since the last
+/// compaction); each compaction entry is a compaction. Entries of other types count as
+/// messages and are otherwise left alone.
+fn recorded_turns(transcript: &Transcript, run: &mut Run) {
+    let mut messages = 0;
+    let mut context = 0u64;
+    for index in transcript.active_branch() {
+        let entry = &transcript.entries()[index];
+        if entry.entry_type() == "compaction" {
+            let record = entry.compaction_record();
+            let after = record.and_then(|r| r.tokens_after);
+            run.compactions.push(Compaction {
+                message: messages + 1,
+                tokens_before: entry.tokens_before(),
+                tokens_after: after.unwrap_or_default(),
+                layer: (record.and_then(|r| r.layer)).map(|layer| layer.to_string()),
+            });
+            context = after.unwrap_or_else(|| u64::from(entry.tokens()));
+            continue;
+        }
+        messages += 1;
+        if entry.context_role() == Some(Role::Assistant) {
+            run.turns.push(Turn {
+                message: messages,
+                tokens: entry.usage_total().unwrap_or(context),
+                ..Turn::default()
+            });
+        }
+        context += u64::from(entry.tokens());
+    }
+}
+
+/// One replay per engine of the recorded transcript at `file`.
+async fn replay_report(
+    host: &Host,
+    file: &Path,
+    engines: &[String],
+    window: u64,
+) -> anyhow::Result<Report> {
+    let mut report = base_report(
+        format!(
+            "ctxhost report: {} at a {window}-token window",
+            file_name(file)
+        ),
+        file,
+    );
+    let engines = match engines {
+        [] => vec![host.active_engine().await?],
+        ids => {
+            let mut loaded = Vec::new();
+            for id in ids {
+                loaded.push(host.engine(id).await?);
+            }
+            loaded
+        }
+    };
+    let scratch = super::scratch_dir()?;
+    for (n, engine) in engines.into_iter().enumerate() {
+        let output = scratch.path().join(format!("replay-{n}.jsonl"));
+        let contract = engine.contract_version().to_string();
+        let mut bar = Bar::new(&format!("replaying through {}", engine.id()));
+        let replayed = ctxhost::replay::replay(host, file, engine, window, &output, &mut bar).await;
+        bar.finish();
+        report.runs.push(replay_run(&replayed?, contract));
+    }
+    Ok(report)
+}
+
+fn replay_run(replay: &ReplayReport, contract: String) -> Run {
+    Run {
+        engine: replay.engine.clone(),
+        contract_version: Some(contract),
+        context_window: replay.context_window,
+        threshold: replay.threshold,
+        turns: (replay.turn_points.iter().enumerate())
+            .map(|(n, turn)| Turn {
+                message: turn.message,
+                tokens: u64::from(turn.tokens),
+                prefix_share: (n > 0).then(|| turn.prefix.share()),
+                kept_previous: (n > 0).then_some(turn.prefix.kept_previous),
+                engine_micros: Some(turn.engine_micros),
+                ..Turn::default()
+            })
+            .collect(),
+        compactions: (replay.compactions.iter())
+            .map(|c| Compaction {
+                message: c.at_message,
+                tokens_before: c.tokens_before,
+                tokens_after: c.tokens_after,
+                layer: None,
+            })
+            .collect(),
+        probes: None,
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}

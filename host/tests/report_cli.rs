@@ -1,0 +1,122 @@
+//! `ctxhost report`: a page and a summary from a transcript's recorded usage, and from replays
+//! of one recorded session under two engines side by side.
+
+use serde_json::Value;
+
+mod common;
+
+use common::ctxhost;
+
+fn points(html: &str, plot: &str, run: &str) -> Option<usize> {
+    let plot_at = html.find(&format!(r#"data-plot="{plot}""#))?;
+    let end = html[plot_at..].find("</svg>")? + plot_at;
+    let needle = format!(r#"data-run="{run}" data-points=""#);
+    let at = html[plot_at..end].find(&needle)? + plot_at + needle.len();
+    html[at..].split('"').next()?.parse().ok()
+}
+
+#[test]
+fn two_engines_replayed_side_by_side_plot_every_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("recorded.jsonl");
+    std::fs::write(
+        &transcript,
+        ctxhost_transcript::generate::coding_session(11, 300),
+    )
+    .unwrap();
+    let page = home.path().join("side-by-side.html");
+    let output = ctxhost(
+        home.path(),
+        &[
+            "report",
+            "--replay",
+            transcript.to_str().unwrap(),
+            "--engine",
+            "legacy",
+            "--engine",
+            "checkpoint-manager",
+            "--window",
+            "16000",
+            "--out",
+            page.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let turns = runs[0]["turns"].as_array().unwrap().len();
+    assert!(turns > 100, "{turns} turns");
+    assert!(
+        !runs[0]["compactions"].as_array().unwrap().is_empty(),
+        "16k compacts"
+    );
+    assert_eq!(
+        runs[1]["turns"].as_array().unwrap().len(),
+        turns,
+        "the same turns"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    for engine in ["legacy", "checkpoint-manager"] {
+        assert_eq!(points(&html, "tokens", engine), Some(turns), "{engine}");
+        assert_eq!(
+            points(&html, "engine-time", engine),
+            Some(turns),
+            "{engine}"
+        );
+    }
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "the page loads nothing"
+    );
+}
+
+#[test]
+fn a_transcript_without_a_ledger_is_reported_from_its_recorded_usage() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("recorded.jsonl");
+    // A line of a type this version does not know is shown as a message, never a failure.
+    let mut text = ctxhost_transcript::generate::coding_session(5, 120);
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let unknown = serde_json::json!({
+        "type": "future_thing", "id": "f1", "parentId": last["id"],
+        "timestamp": "2026-11-26T00:00:00.000Z",
+    });
+    text.push_str(&format!("{unknown}\n"));
+    std::fs::write(&transcript, text).unwrap();
+    let page = home.path().join("recorded.html");
+    let output = ctxhost(
+        home.path(),
+        &[
+            "report",
+            "--session",
+            transcript.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.contains("recorded"), "{summary}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let plotted = points(&html, "tokens", "recorded").expect("a tokens series");
+    assert!(plotted > 10, "{plotted} turns");
+}
+
+#[test]
+fn a_missing_session_is_named() {
+    let home = tempfile::tempdir().unwrap();
+    let output = ctxhost(home.path(), &["report", "--session", "agent:main:nothing"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no session transcript at"), "{stderr}");
+}
