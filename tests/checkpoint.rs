@@ -77,14 +77,22 @@ fn list(yaml: &str, key: &str) -> Vec<String> {
         .collect()
 }
 
+/// The restore messages an assembly inserted.
 fn inserted_texts(assembly: &Assembly) -> Vec<String> {
+    inserted_of(assembly, "checkpoint-restore")
+}
+
+/// The texts of the custom messages of `custom_type` an assembly inserted.
+fn inserted_of(assembly: &Assembly, custom_type: &str) -> Vec<String> {
     assembly
         .items
         .iter()
         .filter_map(|item| match item {
             AssembledItem::Inserted(json) => {
                 let message: Value = serde_json::from_str(json).unwrap();
-                Some(message["content"].as_str()?.to_string())
+                (message["customType"] == custom_type)
+                    .then(|| Some(message["content"].as_str()?.to_string()))
+                    .flatten()
             }
             AssembledItem::Entry(_) => None,
         })
@@ -110,20 +118,26 @@ fn gauge_checkpoints_and_restores_in_the_host() {
         // The gauge reads the host's estimate of the context (the entries' counts), so the
         // loop below measures the same way.
         session.set_estimates_only(true);
-        let mut lines = Vec::new();
         for message in recorded_messages(&source) {
             if message["role"] == "assistant" {
                 let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
-                assert_eq!(assembly.inserted(), 0, "no restore before any compaction");
-                lines.extend(assembly.system_prompt_addition);
+                assert!(
+                    inserted_texts(&assembly).is_empty(),
+                    "no restore before any compaction"
+                );
+                assert_eq!(
+                    assembly.system_prompt_addition, None,
+                    "the gauge is a message"
+                );
             }
             session.append(&message).await.unwrap();
             if session.context_tokens() as f64 > 0.85 * WINDOW as f64 {
                 break;
             }
         }
+        // Every reading since the start stays where it was given.
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
-        lines.extend(assembly.system_prompt_addition);
+        let lines = inserted_of(&assembly, "checkpoint-gauge");
         assert!(
             lines
                 .iter()
@@ -253,15 +267,18 @@ fn replay_of_the_shared_transcript_records_the_files_it_modified() {
             .unwrap()
     });
     assert!(!report.compactions.is_empty(), "{report:?}");
+    // The gauge is inserted where it was read, never a system-prompt line that would change
+    // the start of every request.
     assert!(
-        report
-            .system_prompt_additions
-            .iter()
-            .any(|(line, _)| line.starts_with("[Context: ")),
+        report.system_prompt_additions.is_empty(),
         "{:?}",
         report.system_prompt_additions
     );
-    assert!(report.inserted_messages > 0, "restores after compactions");
+    assert!(report.inserted_messages > 0, "restores and gauge notes");
+    assert_eq!(
+        report.prefix_kept_turns, report.turns_between_compactions,
+        "between compactions every request extends the previous one"
+    );
 
     let saved = checkpoints(&scratch, "replay");
     let compaction_checkpoints = saved

@@ -1,4 +1,5 @@
-//! The token gauge: how full the context is, as one line for the system prompt, and when to
+//! The token gauge: how full the context is, as one line the engine inserts where it was read
+//! (never in the system prompt, which would change the start of every request), and when to
 //! write a checkpoint before the runtime's compaction makes the context forget.
 
 use crate::config::Config;
@@ -44,7 +45,7 @@ pub fn read(
     }
 }
 
-/// The system-prompt line: `[Context: 74% | 148k/200k tokens]`, with ` | Checkpoint saved`
+/// The gauge line: `[Context: 74% | 148k/200k tokens]`, with ` | Checkpoint saved`
 /// when a checkpoint covers this state.
 pub fn line(context_tokens: u32, context_window: u32, saved: bool) -> String {
     format!(

@@ -57,8 +57,29 @@ pub struct SessionState {
     /// the next compaction replaces it (inserted messages are not written to the transcript,
     /// so showing it once would lose it on the next turn).
     restore: Option<String>,
+    /// Gauge readings given since the last compaction, each where it was given.
+    gauge: GaugeNotes,
     warnings: Vec<String>,
 }
+
+/// The gauge as messages pinned where they were given, not a system-prompt line: a line that
+/// changes every turn at the top of the request makes every call a prompt-cache miss, while a
+/// note that stays where it was inserted leaves each request a byte-identical extension of the
+/// previous one. A new note is given only when the reading moves a step (or a checkpoint is
+/// saved), so the model still sees how full the context is, never more than a step stale.
+#[derive(Debug, Default)]
+struct GaugeNotes {
+    /// (the entry the note follows, its text), oldest first.
+    notes: Vec<(EntryRef, String)>,
+    /// The last reading given: (percent step, checkpoint saved).
+    last: Option<(u64, bool)>,
+}
+
+/// Percentage points between gauge notes.
+pub const GAUGE_STEP_PERCENT: u64 = 5;
+
+/// The custom message type of a gauge note.
+pub const GAUGE_CUSTOM_TYPE: &str = "checkpoint-gauge";
 
 /// State files are saved at most this often (ms)…
 pub const SAVE_INTERVAL_MS: u64 = 2_000;
@@ -150,6 +171,7 @@ impl SessionState {
             ingested_since_save: 0,
             seen_summary: start.leading_summary,
             restore,
+            gauge: GaugeNotes::default(),
             warnings,
         }
     }
@@ -253,6 +275,8 @@ impl SessionState {
             .filter(|entry| entry.role == Role::CompactionSummary);
         if let Some(summary) = self.new_summary(request) {
             self.seen_summary = Some(summary);
+            // The compaction starts a new prefix: readings of the old context go with it.
+            self.gauge = GaugeNotes::default();
             self.restore = self
                 .latest
                 .as_ref()
@@ -271,18 +295,26 @@ impl SessionState {
         let tokens = u32::try_from(entries + restore).unwrap_or(u32::MAX);
         self.context_tokens = tokens;
         let window = request.context_window;
-        let line = match gauge::read(tokens, window, &self.config, self.last_auto_tokens) {
+        let reading = match gauge::read(tokens, window, &self.config, self.last_auto_tokens) {
             Level::Quiet => None,
-            Level::Show => Some(gauge::line(tokens, window, false)),
-            Level::Checkpoint { write: false } => Some(gauge::line(tokens, window, true)),
+            Level::Show => Some(false),
+            Level::Checkpoint { write: false } => Some(true),
             Level::Checkpoint { write: true } => {
                 let saved = self.write_checkpoint(Trigger::Auto80Pct, tokens, false, now_ms);
                 if saved {
                     self.last_auto_tokens = Some(tokens);
                 }
-                Some(gauge::line(tokens, window, saved))
+                Some(saved)
             }
         };
+        if let (Some(saved), Some(last)) = (reading, request.entries.last()) {
+            let step = gauge::percent(tokens, window) / GAUGE_STEP_PERCENT;
+            if self.gauge.last != Some((step, saved)) {
+                self.gauge.last = Some((step, saved));
+                let line = gauge::line(tokens, window, saved);
+                self.gauge.notes.push((last.entry, line));
+            }
+        }
 
         let mut plan = Plan::with_capacity(3);
         let rest = match summary {
@@ -295,11 +327,21 @@ impl SessionState {
         if let Some(restore) = &self.restore {
             plan = plan.insert_custom(restore::CUSTOM_TYPE, restore);
         }
-        plan = plan.keep_range(rest);
-        if let Some(line) = line {
-            plan = plan.system_prompt_addition(line);
+        let mut rest = rest;
+        let mut last_kept = summary.map(|s| s.entry);
+        for (after, line) in &self.gauge.notes {
+            if last_kept != Some(*after) {
+                // A note whose entry is no longer in the context is left out.
+                let Some(at) = rest.iter().position(|e| e.entry == *after) else {
+                    continue;
+                };
+                plan = plan.keep_range(&rest[..=at]);
+                rest = &rest[at + 1..];
+                last_kept = Some(*after);
+            }
+            plan = plan.insert_custom(GAUGE_CUSTOM_TYPE, line);
         }
-        plan.build()
+        plan.keep_range(rest).build()
     }
 
     /// Before the runtime compacts: write the `compaction` checkpoint (so it is on disk even if
@@ -493,6 +535,18 @@ mod tests {
         state.ingest(&call("c3", "edit", r#"{"path":"src/parser.rs"}"#), NOW);
     }
 
+    /// The gauge notes an assembly carries, in order.
+    fn gauge_notes(result: &AssembleResult) -> Vec<String> {
+        (result.items.iter())
+            .filter_map(|item| match item {
+                ContextItem::Insert(json) => serde_json::from_str::<Value>(json).ok(),
+                _ => None,
+            })
+            .filter(|m| m["customType"] == GAUGE_CUSTOM_TYPE)
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     #[test]
     fn gauge_lines_and_the_checkpoint_at_eighty_percent() {
         let root = tempfile::tempdir().unwrap();
@@ -513,15 +567,19 @@ mod tests {
 
         let shown = state.assemble(&request(23_000, entries.clone()), NOW);
         assert_eq!(
-            shown.system_prompt_addition.as_deref(),
-            Some("[Context: 71% | 23k/32k tokens]")
+            shown.system_prompt_addition, None,
+            "never in the system prompt"
         );
+        assert_eq!(gauge_notes(&shown), ["[Context: 71% | 23k/32k tokens]"]);
         assert!(state.latest().is_none());
 
         let saved = state.assemble(&request(26_000, entries.clone()), NOW);
         assert_eq!(
-            saved.system_prompt_addition.as_deref(),
-            Some("[Context: 81% | 26k/32k tokens | Checkpoint saved]")
+            gauge_notes(&saved),
+            [
+                "[Context: 71% | 23k/32k tokens]",
+                "[Context: 81% | 26k/32k tokens | Checkpoint saved]"
+            ]
         );
         let checkpoint = state.latest().unwrap().clone();
         assert_eq!(checkpoint.meta.checkpoint_id, "cp_001");
@@ -561,9 +619,8 @@ mod tests {
         work(&mut state);
         let mut usage_says_full = request(10_000, vec![entry(0, Role::User)]);
         usage_says_full.context_tokens = 150_000;
-        assert_eq!(
-            state.assemble(&usage_says_full, NOW).system_prompt_addition,
-            None,
+        assert!(
+            gauge_notes(&state.assemble(&usage_says_full, NOW)).is_empty(),
             "10k of 32k is quiet whatever the recorded usage says"
         );
         state.before_compaction(Some(25_000), NOW);
@@ -573,10 +630,52 @@ mod tests {
         let restore = state.restore().unwrap();
         let expected = 22_500 + ctxhost_sdk::estimate_tokens(restore);
         assert_eq!(
-            assembled.system_prompt_addition,
-            Some(gauge::line(expected, 32_000, false)),
+            gauge_notes(&assembled),
+            [gauge::line(expected, 32_000, false)],
             "the inserted restore counts"
         );
+    }
+
+    #[test]
+    fn each_assembly_extends_the_previous_one_between_compactions() {
+        let root = tempfile::tempdir().unwrap();
+        let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+        work(&mut state);
+        let mut previous: Option<Vec<ContextItem>> = None;
+        let mut notes = 0;
+        // From 60% to 95% of the window, one message a turn: the gauge starts, steps and saves a
+        // checkpoint, and every request still starts with the whole previous one.
+        for n in 0..36u32 {
+            let entries: Vec<_> = (0..=n).map(|i| entry(i, Role::User)).collect();
+            let result = state.assemble(&request(19_200 + n * 320, entries), NOW);
+            assert_eq!(result.system_prompt_addition, None);
+            if let Some(previous) = &previous {
+                let expanded = expand(&result.items);
+                let before = expand(previous);
+                assert!(
+                    expanded.starts_with(&before),
+                    "turn {n}: {before:?} is not a prefix of {expanded:?}"
+                );
+            }
+            notes = gauge_notes(&result).len();
+            previous = Some(result.items);
+        }
+        // 70% to 95% in steps of 5 points, and the checkpoint saved at 80%.
+        assert!((5..=8).contains(&notes), "{notes} notes");
+    }
+
+    /// Items with ranges spelled out, so a grown range compares as an extension.
+    fn expand(items: &[ContextItem]) -> Vec<ContextItem> {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                ContextItem::KeepRange(range) => {
+                    out.extend((range.first..=range.last).map(ContextItem::Keep));
+                }
+                other => out.push(other.clone()),
+            }
+        }
+        out
     }
 
     #[test]
