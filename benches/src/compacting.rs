@@ -35,6 +35,16 @@ pub struct Replay {
     pub no_cut_point: usize,
     /// Assistant turns whose context still passed the window after compaction.
     pub overflowing_turns: usize,
+    /// Assistant turns.
+    pub turns: usize,
+    /// Turns neither running nor following a compaction (the first turn left out)…
+    pub turns_between_compactions: usize,
+    /// …and of those, the ones whose request extended the previous one exactly.
+    pub prefix_kept_turns: usize,
+    /// Turns after the first whose request extended the previous one exactly, compactions or not.
+    pub prefix_kept_all: usize,
+    /// Each turn's share of its request repeating the previous one (the first turn left out).
+    pub prefix_shares: Vec<f64>,
     /// Wall clock of the replay, measurements included.
     pub elapsed: Duration,
 }
@@ -71,11 +81,26 @@ pub async fn replay(
         messages: subject.messages.len(),
         ..Replay::default()
     };
+    let mut compacted_last_turn = true;
     for (appended, message) in subject.messages.iter().enumerate() {
         if message["role"] == "assistant" {
             let turn = session
                 .assemble_turn(&TurnRequest::default(), &mut |_| {})
                 .await?;
+            let compacted = turn
+                .compaction
+                .as_ref()
+                .is_some_and(|c| c.compacted().is_some());
+            if result.turns > 0 {
+                result.prefix_shares.push(turn.prefix.share());
+                result.prefix_kept_all += usize::from(turn.prefix.kept_previous);
+            }
+            if !compacted && !compacted_last_turn {
+                result.turns_between_compactions += 1;
+                result.prefix_kept_turns += usize::from(turn.prefix.kept_previous);
+            }
+            compacted_last_turn = compacted;
+            result.turns += 1;
             match turn.compaction.as_ref().map(|c| &c.outcome) {
                 Some(Ok(outcome)) if outcome.compacted => {
                     result.compactions += 1;

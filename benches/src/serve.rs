@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -48,8 +48,14 @@ pub struct Sidecar {
 
 impl Sidecar {
     pub fn start(binary: &Path, home: &Path) -> Result<Sidecar> {
+        Self::start_with(binary, home, &[])
+    }
+
+    /// [`Sidecar::start`] with more `serve` arguments.
+    pub fn start_with(binary: &Path, home: &Path, args: &[&str]) -> Result<Sidecar> {
         let mut child = Command::new(binary)
             .arg("serve")
+            .args(args)
             .env("CTXHOST_HOME", home)
             .env_remove("CTXHOST_CONFIG")
             .stdin(Stdio::piped())
@@ -136,6 +142,8 @@ pub fn first_call(binary: &Path, budget: Budget) -> Result<Samples> {
 /// What an in-sync `session.assemble` costs over the pipe on a long session.
 pub struct AssembleOverPipe {
     pub samples: Samples,
+    /// The same assembles in a sidecar run with `--no-ledger`, sampled alternately.
+    pub without_ledger: Samples,
     pub messages: usize,
     /// Bytes of one assemble request and of its answer.
     pub request_bytes: usize,
@@ -144,60 +152,111 @@ pub struct AssembleOverPipe {
     /// and at the end of the history.
     pub turn_bytes_early: usize,
     pub turn_bytes_late: usize,
+    /// `health` round trips at the end (the session's turns all recorded).
+    pub health: Samples,
 }
 
-/// Builds a `messages`-long session turn by turn through `commitTurn` (measuring the bytes each
-/// turn sends), then times in-sync assembles.
-pub fn assemble_over_pipe(
-    binary: &Path,
-    messages: &[Value],
-    budget: Budget,
-) -> Result<AssembleOverPipe> {
+/// A sidecar with a `messages`-long session built turn by turn through `commitTurn`.
+struct Built {
+    _home: tempfile::TempDir,
+    sidecar: Sidecar,
+    /// Bytes each turn sent.
+    turn_bytes: Vec<usize>,
+    /// An in-sync assemble of the whole session.
+    params: Value,
+}
+
+const KEY: &str = "agent:bench:pipe";
+
+fn build(binary: &Path, messages: &[Value], serve_args: &[&str]) -> Result<Built> {
     let home = bench_home()?;
-    let mut sidecar = Sidecar::start(binary, home.path())?;
-    let key = "agent:bench:pipe";
-    sidecar.call("session.bootstrap", json!({ "sessionKey": key }))?;
+    let mut sidecar = Sidecar::start_with(binary, home.path(), serve_args)?;
+    sidecar.call("session.bootstrap", json!({ "sessionKey": KEY }))?;
     let mut turn_bytes = Vec::new();
     for (turn, pair) in messages.chunks(2).enumerate() {
         let before = sidecar.sent;
         sidecar.call(
             "session.commitTurn",
-            json!({ "sessionKey": key, "advancementKey": format!("t{turn}"),
+            json!({ "sessionKey": KEY, "advancementKey": format!("t{turn}"),
                     "messages": pair, "lastFingerprint": format!("f{turn}") }),
         )?;
         let count = (turn * 2 + pair.len()).min(messages.len());
         sidecar.call(
             "session.assemble",
-            json!({ "sessionKey": key, "messageCount": count, "lastFingerprint": format!("f{turn}") }),
+            json!({ "sessionKey": KEY, "messageCount": count, "lastFingerprint": format!("f{turn}") }),
         )?;
         turn_bytes.push(sidecar.sent - before);
     }
     let last = format!("f{}", turn_bytes.len() - 1);
     let params =
-        json!({ "sessionKey": key, "messageCount": messages.len(), "lastFingerprint": last });
+        json!({ "sessionKey": KEY, "messageCount": messages.len(), "lastFingerprint": last });
+    Ok(Built {
+        _home: home,
+        sidecar,
+        turn_bytes,
+        params,
+    })
+}
+
+/// One timed in-sync assemble.
+fn timed_assemble(built: &mut Built) -> Result<Duration> {
+    let started = Instant::now();
+    let result = built
+        .sidecar
+        .call("session.assemble", built.params.clone())?;
+    let took = started.elapsed();
+    if result["status"] != "ok" {
+        bail!("the benchmark session fell out of sync: {result}");
+    }
+    Ok(took)
+}
+
+/// Builds a `messages`-long session turn by turn through `commitTurn` (measuring the bytes each
+/// turn sends) in two sidecars, one writing the turn ledger and one with `--no-ledger`, then
+/// times in-sync assembles alternately in both (so a load that comes and goes weighs on both
+/// alike), then `health`.
+pub fn assemble_over_pipe(
+    binary: &Path,
+    messages: &[Value],
+    budget: Budget,
+) -> Result<AssembleOverPipe> {
+    let mut recorded = build(binary, messages, &[])?;
+    let mut unrecorded = build(binary, messages, &["--no-ledger"])?;
     let mut sampler = Sampler::new(budget);
+    let mut without = Sampler::new(budget);
     let (mut request_bytes, mut response_bytes) = (0, 0);
     while sampler.more() {
-        let (sent, received) = (sidecar.sent, sidecar.received);
-        let started = Instant::now();
-        let result = sidecar.call("session.assemble", params.clone())?;
-        sampler.push(started.elapsed());
-        if result["status"] != "ok" {
-            bail!("the benchmark session fell out of sync: {result}");
-        }
-        request_bytes = sidecar.sent - sent;
-        response_bytes = sidecar.received - received;
+        let (sent, received) = (recorded.sidecar.sent, recorded.sidecar.received);
+        sampler.push(timed_assemble(&mut recorded)?);
+        request_bytes = recorded.sidecar.sent - sent;
+        response_bytes = recorded.sidecar.received - received;
+        without.push(timed_assemble(&mut unrecorded)?);
     }
-    sidecar.finish()?;
+    let mut health = Sampler::new(budget);
+    while health.more() {
+        let started = Instant::now();
+        let answer = recorded
+            .sidecar
+            .call("health", json!({ "sessionKey": KEY }))?;
+        health.push(started.elapsed());
+        if answer["session"]["known"] != true {
+            bail!("health does not know the benchmark session: {answer}");
+        }
+    }
+    unrecorded.sidecar.finish()?;
+    let turn_bytes = recorded.turn_bytes;
+    recorded.sidecar.finish()?;
     let early = turn_bytes.iter().take(10).sum::<usize>() / turn_bytes.len().clamp(1, 10);
     let late_n = turn_bytes.len().min(10);
     let late = turn_bytes.iter().rev().take(10).sum::<usize>() / late_n.max(1);
     Ok(AssembleOverPipe {
         samples: sampler.done(),
+        without_ledger: without.done(),
         messages: messages.len(),
         request_bytes,
         response_bytes,
         turn_bytes_early: early,
         turn_bytes_late: late,
+        health: health.done(),
     })
 }

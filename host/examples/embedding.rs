@@ -4,11 +4,8 @@
 
 use ctxhost::config::{Config, ConfigSource, Home};
 use ctxhost::prompt::PromptSettings;
-use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::session::TurnOptions;
-use ctxhost::{
-    AfterTurnOptions, AssembleOptions, CompactOptions, Host, SessionOptions, SessionTarget,
-};
+use ctxhost::{AfterTurnOptions, Host, SessionOptions, SessionTarget, TurnRequest};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,8 +22,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .open_session(&target, &SessionOptions::default())
         .await?;
     session.append(&message).await?; // written, then ingested
-    let assembly = session.assemble(&AssembleOptions::default()).await?; // validated plan
-    let messages = session.render(&assembly); // AgentMessage JSON, kept ones byte-identical
+    // One turn as serve and replay run it: assemble, and compact first when the context passed
+    // the threshold (the closure hears of it before, for `notifyBeforeAuto`).
+    let turn = session
+        .assemble_turn(&TurnRequest::default(), &mut |due| eprintln!("{due}"))
+        .await?;
+    let messages = session.render(&turn.assembly); // AgentMessage JSON, kept ones byte-identical
 
     // Or the whole model request: system prompt sections, history within what the window
     // leaves, one compaction on overflow (else `Error::Overflow` with every part's numbers),
@@ -38,13 +39,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // After the model answered: its messages appended the same way, then the turn's end.
     session.after_turn(&AfterTurnOptions::default()).await?;
-    if session.settings().should_compact(session.context_tokens()) {
-        let auto = CompactOptions {
-            trigger: CompactionTrigger::Auto,
-            ..CompactOptions::default()
-        };
-        session.compact(&auto).await?;
-    }
     session.close().await?;
     // README: end
     println!(

@@ -12,6 +12,7 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity --window 16000 --session pi
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --probes  # in context / reachable by recall
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --recall  # the recall index rows
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --prefix  # prompt-cache prefix per engine
 //! ```
 //!
 //! Each row is its own timing loop; the figures are medians (and ratios of medians) of that
@@ -22,10 +23,10 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use ctxhost_benches::{self as b, Budget, Fixture, Samples, fmt_duration};
+use ctxhost_benches::{self as b, Budget, Fixture, Sampler, Samples, fmt_duration};
 use serde_json::Value;
 
 const IDLE_SESSIONS: usize = 1000;
@@ -72,7 +73,8 @@ fn main() -> Result<()> {
     }
 
     let probes = args.iter().any(|a| a == "--probes");
-    if probes || args.iter().any(|a| a == "--continuity") {
+    let prefix = args.iter().any(|a| a == "--prefix");
+    if probes || prefix || args.iter().any(|a| a == "--continuity") {
         // `--window 16000,32000` (default both) and `--session pi` (a substring of the names).
         let value = |flag: &str| {
             args.iter()
@@ -98,6 +100,8 @@ fn main() -> Result<()> {
             let only = value("--session")?.map(String::as_str);
             let table = if probes {
                 probe_table(window, only)?
+            } else if prefix {
+                prefix_table(window, only)?
             } else {
                 continuity_table(window, only)?
             };
@@ -302,6 +306,33 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
             pipe.request_bytes, pipe.response_bytes
         ),
     ));
+    rows.push(goal_row_with(
+        "↳ the same with `--no-ledger` (the turn not written to the session's ledger)",
+        Duration::from_millis(1),
+        &pipe.without_ledger,
+        &format!(
+            "; sampled alternately with the row above: the ledger adds {:+.1}% (goal ≤ 2%)",
+            (pipe.samples.median().as_secs_f64() / pipe.without_ledger.median().as_secs_f64()
+                - 1.0)
+                * 100.0
+        ),
+    ));
+    let append = ledger_append(Budget::MEDIUM.from_env())?;
+    rows.push(goal_row_with(
+        "↳ what the ledger costs a turn: one record appended (in-process), written after the answer is sent",
+        Duration::from_micros(8),
+        &append,
+        &format!(
+            "; {:.1}% of the round trip above (goal ≤ 2%)",
+            append.median().as_secs_f64() / pipe.samples.median().as_secs_f64() * 100.0
+        ),
+    ));
+    rows.push(goal_row_with(
+        "`health` over the pipe, one session's and the server's (round trip)",
+        Duration::from_millis(1),
+        &pipe.health,
+        "",
+    ));
     rows.push(row(
         "↳ bytes a turn sends (commitTurn of its 2 messages + assemble), first 10 vs last 10 turns",
         "grows with the new messages, not the history",
@@ -314,6 +345,41 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
         None,
     ));
     Ok(())
+}
+
+/// One ledger record appended, as `serve` writes one per answered turn.
+fn ledger_append(budget: Budget) -> Result<Samples> {
+    use ctxhost::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
+    let dir = tempfile::tempdir()?;
+    let mut ledger = Ledger::new(&dir.path().join("session.jsonl"));
+    let mut record = LedgerRecord {
+        at: ctxhost::timestamp::now_iso(),
+        engine: "checkpoint-manager".into(),
+        contract: "0.3.0".into(),
+        configured_engine: None,
+        outcome: TurnOutcome::Ok,
+        error: None,
+        messages: 2000,
+        assembled_tokens: 120_000,
+        prefix: Default::default(),
+        compaction: Some(LedgerCompaction {
+            compacted: true,
+            layer: Some("summarize".into()),
+            tokens_before: 180_000,
+            tokens_after: 60_000,
+            reason: None,
+        }),
+        engine_micros: 180,
+        bridge_micros: 400,
+    };
+    let mut sampler = Sampler::new(budget);
+    while sampler.more() {
+        record.messages += 1;
+        let started = Instant::now();
+        ledger.append(&record)?;
+        sampler.push(started.elapsed());
+    }
+    Ok(sampler.done())
 }
 
 /// The generated stress sessions and the shared transcript when present; only those whose name
@@ -376,6 +442,61 @@ fn probe_table(window: u64, only: Option<&str>) -> Result<String> {
         }
     }
     Ok(s)
+}
+
+/// The prefix rows (`--prefix`): every bundled engine replays the continuity sessions at
+/// `window` tokens through the turn driver `serve` runs; per turn, whether the request extended
+/// the previous one exactly (what a provider's prompt cache bills at the cached rate).
+fn prefix_table(window: u64, only: Option<&str>) -> Result<String> {
+    use ctxhost_benches::compacting;
+    let rt = b::tokio_runtime();
+    let fx = Fixture::new()?;
+    let subjects = continuity_subjects(only)?;
+    let mut s = String::new();
+    let _ = writeln!(s, "Window {}k.\n", window / 1000);
+    let _ = writeln!(
+        s,
+        "| engine | session | turns | compactions | kept between compactions | kept, all turns | median share |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    for engine in ["legacy", "checkpoint-manager", "lossless"] {
+        let prepared = rt.block_on(fx.engine(engine))?;
+        for subject in &subjects {
+            step(&format!("prefix: {engine} on {}", subject.name));
+            let run = rt.block_on(compacting::replay(
+                &fx.host,
+                prepared.clone(),
+                subject,
+                fx.dir.path(),
+                window,
+                |_| {},
+            ))?;
+            let mut shares = run.prefix_shares.clone();
+            shares.sort_by(f64::total_cmp);
+            let median = shares.get(shares.len() / 2).copied().unwrap_or(1.0);
+            let _ = writeln!(
+                s,
+                "| {engine} | {} | {} | {} | {} of {} ({:.1}%) | {:.1}% | {:.1}% |",
+                subject.name,
+                run.turns,
+                run.compactions,
+                run.prefix_kept_turns,
+                run.turns_between_compactions,
+                percent(run.prefix_kept_turns, run.turns_between_compactions),
+                percent(run.prefix_kept_all, run.turns.saturating_sub(1)),
+                median * 100.0
+            );
+        }
+    }
+    Ok(s)
+}
+
+fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        100.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
 }
 
 /// The continuity rows (`--continuity`): every bundled engine replays the generated stress

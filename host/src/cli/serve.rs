@@ -20,6 +20,10 @@ pub(super) struct ServeArgs {
     /// Longest request line accepted, in bytes; a longer one is answered with an error.
     #[arg(long, value_name = "BYTES", default_value_t = ServeOptions::default().max_line_bytes)]
     max_line_bytes: usize,
+    /// Do not write each session's turn ledger (`<mirror>.ledger.jsonl`); `health` still
+    /// counts turns.
+    #[arg(long)]
+    no_ledger: bool,
 }
 
 pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -32,6 +36,7 @@ pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::
     let host = Arc::new(ctxhost::Host::new(home, config)?);
     let options = ServeOptions {
         max_line_bytes: args.max_line_bytes,
+        ledger: !args.no_ledger,
     };
     let server = Server::new(host, options);
     match &args.socket {

@@ -29,9 +29,23 @@ pub(super) struct SessionHealth {
 #[derive(Debug, Default)]
 pub(super) struct HealthBoard {
     sessions: Mutex<HashMap<String, SessionHealth>>,
+    /// Whether turns are also written to each session's ledger (`ServeOptions::ledger`).
+    ledger: bool,
 }
 
 impl HealthBoard {
+    pub(super) fn new(ledger: bool) -> Self {
+        Self {
+            sessions: Mutex::default(),
+            ledger,
+        }
+    }
+
+    /// Whether each turn goes to the session's ledger too.
+    pub(super) fn writes_ledger(&self) -> bool {
+        self.ledger
+    }
+
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionHealth>> {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -556,7 +556,12 @@ pub(super) async fn run(
             let assembly = mirror
                 .assemble(token_budget, &request, &mut before_compaction)
                 .await;
-            let record = mirror.record_turn(host, assembly.as_ref(), started.elapsed());
+            let record = mirror.record_turn(
+                host,
+                assembly.as_ref(),
+                started.elapsed(),
+                health.writes_ledger(),
+            );
             health.record(key, &record);
             let assembly = assembly?;
             let mut result = json!({

@@ -119,6 +119,8 @@ pub(crate) struct Mirror {
     scratch: Option<tempfile::TempDir>,
     /// Every turn answered, beside the mirror.
     ledger: Ledger,
+    /// The last turn's record, written once its answer is on its way ([`Mirror::write_ledger`]).
+    unwritten: Option<LedgerRecord>,
 }
 
 #[derive(Deserialize)]
@@ -184,6 +186,7 @@ impl Mirror {
         let (state, committed) = scan(&session.transcript());
         Ok(Mirror {
             ledger: Ledger::new(session.path()),
+            unwritten: None,
             session,
             configured,
             state,
@@ -378,13 +381,15 @@ impl Mirror {
         })
     }
 
-    /// Records an assemble the runtime asked for in the session's ledger (a failure to write
-    /// the ledger is logged, never the turn's failure) and returns the record.
+    /// The record of an assemble the runtime asked for, kept for the session's ledger when
+    /// `write` (written by [`Mirror::write_ledger`] after the answer is sent, so the runtime
+    /// never waits on the disk for it).
     pub(crate) fn record_turn(
         &mut self,
         host: &Host,
         assembly: std::result::Result<&ClientAssembly, &Error>,
         bridge_time: std::time::Duration,
+        write: bool,
     ) -> LedgerRecord {
         let engine = self.session.engine();
         let configured = host.config().active_engine();
@@ -423,10 +428,21 @@ impl Mirror {
                 record.error = Some(crate::error::chain(e));
             }
         }
-        if let Err(e) = self.ledger.append(&record) {
-            tracing::warn!(session = %self.session.key(), "the turn ledger was not written: {e}");
+        if write {
+            self.write_ledger();
+            self.unwritten = Some(record.clone());
         }
         record
+    }
+
+    /// Appends the last turn's record to the ledger, if one is waiting (a failure to write it
+    /// is logged, never the turn's failure).
+    pub(crate) fn write_ledger(&mut self) {
+        if let Some(record) = self.unwritten.take()
+            && let Err(e) = self.ledger.append(&record)
+        {
+            tracing::warn!(session = %self.session.key(), "the turn ledger was not written: {e}");
+        }
     }
 
     /// A turn's compaction as the ledger keeps it, with the layer the transcript recorded.
@@ -476,7 +492,8 @@ impl Mirror {
     }
 
     /// Disposes the engine instance; an ephemeral mirror's directory goes with the value.
-    pub(crate) async fn close(self) -> Result<()> {
+    pub(crate) async fn close(mut self) -> Result<()> {
+        self.write_ledger();
         self.session.close().await
     }
 }

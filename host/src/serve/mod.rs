@@ -38,12 +38,16 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub struct ServeOptions {
     /// Longest request line accepted; a longer one is answered with `-32003` and skipped.
     pub max_line_bytes: usize,
+    /// Write each answered turn to the session's ledger (`<mirror>.ledger.jsonl`); `health`
+    /// counts turns either way.
+    pub ledger: bool,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
         Self {
             max_line_bytes: 16 * 1024 * 1024,
+            ledger: true,
         }
     }
 }
@@ -96,9 +100,9 @@ impl Server {
         mirror::remove_stale_scratch_dirs();
         Arc::new(Self {
             host,
-            options,
             sessions: Mutex::default(),
-            health: Arc::default(),
+            health: Arc::new(health::HealthBoard::new(options.ledger)),
+            options,
             stop: watch::channel(false).0,
         })
     }
@@ -491,6 +495,9 @@ async fn run_actor(
                 .upgrade()
                 .is_some_and(|server| server.retire_if_idle(id, &key, &queue));
         (job.reply)(result);
+        if let Some(mirror) = mirror.as_mut() {
+            mirror.write_ledger();
+        }
         if retired {
             return;
         }
