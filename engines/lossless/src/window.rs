@@ -313,6 +313,43 @@ mod tests {
     }
 
     #[test]
+    fn a_layout_holds_while_the_tree_splits_at_its_cut_and_the_context_still_reaches_it() {
+        let mut tree = tree_of(8); // leaf 0–3, open 4–7
+        let layout = Layout {
+            tail_from: 4,
+            leaves: 1,
+            ..Layout::default()
+        };
+        assert!(layout.fits(&tree));
+        assert!(Layout::default().fits(&tree), "all verbatim always fits");
+        let later = Layout {
+            tail_from: 6,
+            ..layout.clone()
+        };
+        assert!(!later.fits(&tree), "4 and 5 are open before the cut");
+
+        let refs: Vec<u32> = (0..10).collect();
+        let context = Context::new(&refs, &[10; 10]);
+        assert_eq!(layout.tail_start(&context), Some(4));
+        // A host compaction that kept from entry 6 on: 4 and 5 are gone from the context.
+        let context = Context::new(&refs[6..], &[10; 4]);
+        assert_eq!(layout.tail_start(&context), None);
+
+        // Leaves closing after the cut leave it standing; one across it (a layout saved for
+        // another tree) does not.
+        TestHost::new().run(|| {
+            tree.seal_before(6, &mut Model::default());
+        });
+        assert!(layout.fits(&tree), "leaf s0-1 is 4–5, after the cut at 4");
+        let across = Layout {
+            tail_from: 5,
+            leaves: 1,
+            ..Layout::default()
+        };
+        assert!(!across.fits(&tree), "leaf s0-1 is 4–5, across a cut at 5");
+    }
+
+    #[test]
     fn a_leading_compaction_summary_is_left_out() {
         let refs = [9, 4, 5];
         let context = Context::new(&refs, &[500, 1, 2]);
