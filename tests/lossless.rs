@@ -7,7 +7,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use ctxhost::runtime::contract::CompactionTrigger;
-use ctxhost::{AssembleOptions, AssembledItem, Assembly, CompactOptions, Session, SessionTarget};
+use ctxhost::{
+    AssembleOptions, AssembledItem, Assembly, CompactOptions, Session, SessionOptions,
+    SessionTarget, TurnRequest,
+};
 use ctxhost_tests::{Scratch, block_on, open_session, recorded_messages};
 use serde_json::{Value, json};
 
@@ -223,6 +226,58 @@ fn a_long_session_stays_within_budget_and_every_request_is_reachable_after_many_
             messages.len(),
             assembly.inserted()
         );
+        session.close().await.unwrap();
+    });
+}
+
+/// Through the host's turn driver at a 16,000-token window, as `replay` runs it: the host's
+/// own exact-prefix flag says each request extends the previous one except at the engine's
+/// rare re-cuts, the host never has to compact, and every turn fits its budget.
+#[test]
+fn between_recuts_each_turn_keeps_the_previous_request_and_recuts_are_rare() {
+    const WINDOW: u64 = 16_000;
+    let scratch = Scratch::new();
+    let host = scratch.host(&config());
+    let source = scratch.generated_transcript(31, 1_200);
+    let messages = recorded_messages(&source);
+    block_on(async {
+        let engine = host.active_engine().await.unwrap();
+        let settings = host.compaction_settings().for_window(WINDOW);
+        let budget = settings.threshold();
+        let mut session = host
+            .open_session(
+                &SessionTarget::Path(scratch.path("cache.jsonl")),
+                &SessionOptions::on(engine).with_settings(settings),
+            )
+            .await
+            .unwrap();
+        session.set_estimates_only(true);
+        let (mut turns, mut broken) = (0, 0);
+        for message in &messages {
+            if message["role"] == "assistant" {
+                let turn = session
+                    .assemble_turn(&TurnRequest::default(), &mut |_| {})
+                    .await
+                    .unwrap();
+                assert!(
+                    turn.compaction.is_none(),
+                    "turn {turns}: the host compacted"
+                );
+                assert!(u64::from(turn.assembly.estimated_tokens) <= budget);
+                assert!(counted_tokens(&session, &turn.assembly) <= budget);
+                if turns > 0 && !turn.prefix.kept_previous {
+                    broken += 1;
+                }
+                turns += 1;
+            }
+            session.append(message).await.unwrap();
+        }
+        eprintln!("{broken} of {turns} turns did not keep the previous request");
+        // The generated session adds about 500 tokens a turn, and a re-cut leaves 40% of the
+        // budget to grow into: 26 re-cuts in 436 turns here (cutting afresh each turn broke
+        // the prefix whenever a leaf closed or the room moved, about one turn in six).
+        assert!(turns >= 400, "{turns} turns");
+        assert!(broken * 14 <= turns, "{broken} of {turns} turns re-cut");
         session.close().await.unwrap();
     });
 }

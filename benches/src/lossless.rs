@@ -1,9 +1,9 @@
 //! The lossless engine's `assemble` on the generated 2,000-entry session (the legacy rows'
 //! session and 200k window), natively: its tree is built first by ingesting every message
 //! through the SDK's test host (untimed, with its state in a temp dir), then each timed call is
-//! `SessionState::assemble` over the request's columns — the cut over the token column, the
-//! covering nodes' messages copied, one `keep-range`. In steady state nothing is summarized or
-//! written per call. The wasm boundary adds what it adds to legacy's call (the columns in, a
+//! `SessionState::assemble` over the request's columns — the kept layout checked against the
+//! token column, its summaries copied, one `keep-range` (the first call cut it). In steady
+//! state nothing is summarized or written per call. The wasm boundary adds what it adds to legacy's call (the columns in, a
 //! few inserted messages out); `Session::assemble` with this engine measures the whole.
 
 use anyhow::{Result, bail};

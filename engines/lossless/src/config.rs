@@ -21,7 +21,8 @@ pub struct Config {
     pub leaf_tokens: u32,
     /// A parent condenses this many children.
     pub fan_in: u32,
-    /// The share of the budget for recent messages kept verbatim; summaries get the rest.
+    /// At a re-cut, the share of its target for recent messages kept verbatim; summaries get
+    /// the rest (between re-cuts, new messages are appended verbatim).
     pub recent_share: f64,
 }
 

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::store::Store;
 use crate::summary::Model;
 use crate::tree::{LeafLimits, Node, Tree};
-use crate::window::{self, Context, Cut};
+use crate::window::{self, Context, Cut, LOW_WATER, Layout};
 
 /// Entries read per `read-entries` call while catching up with the transcript.
 const READ_BATCH: usize = 128;
@@ -26,6 +26,8 @@ pub struct SessionState {
     pub tree: Tree,
     store: Store,
     model: Model,
+    /// What assemble shows for the older part until the context passes the budget.
+    layout: Layout,
     warnings: Vec<String>,
 }
 
@@ -39,9 +41,11 @@ impl SessionState {
             tree: Tree::new(config.fan_in),
             store,
             model: Model::default(),
+            layout: Layout::default(),
             warnings: Vec::new(),
         };
         let loaded = state.store.load();
+        let had_nodes = !loaded.nodes.is_empty();
         state.warnings.extend(loaded.problem);
         if loaded.refused
             && let Err(e) = state.store.reset()
@@ -62,6 +66,15 @@ impl SessionState {
                 "{}: {problem}; rebuilding from the transcript",
                 state.store.path().display()
             ));
+        }
+        // The last instance's cut, when its tree is the one loaded: a tree rebuilt from the
+        // transcript has no seals, so its leaves may not split where that cut did. Without it
+        // the first assemble here re-cuts, and that turn misses the prompt cache.
+        if had_nodes && state.tree.node_count() > 0 {
+            state.layout = state.store.load_layout().unwrap_or_default();
+        } else if let Err(e) = state.store.drop_layout() {
+            let path = state.store.layout_path();
+            state.warnings.push(format!("{}: {e}", path.display()));
         }
         // Parents a crash kept from the log, then what the transcript holds beyond the log.
         // No model calls here: a rebuild of a long session would need hundreds.
@@ -176,18 +189,73 @@ impl SessionState {
         cut
     }
 
-    /// The plan: the summaries that fit for everything before the cut, then the newest
-    /// messages verbatim as one range; within `budget` tokens.
+    /// A new layout within `target` tokens: the newest messages verbatim up to the recent
+    /// share of it, the summaries that fit the rest. Saved, so a fresh instance shows it too.
+    /// Returns where the verbatim part starts in `context`.
+    fn recut(&mut self, context: &Context, target: u64) -> usize {
+        let cut = self.cut(context, target);
+        let keys = self.tree.cover(cut.leaves);
+        let tail = context.tail_tokens(cut.tail_start);
+        let room = target.saturating_sub(tail);
+        let (summaries, summary_tokens) = window::summaries_within(&mut self.tree, &keys, room);
+        // Nothing verbatim: what arrives next is, so the cut is just past the newest message.
+        let tail_from = context
+            .refs
+            .get(cut.tail_start)
+            .copied()
+            .unwrap_or_else(|| {
+                let newest = context.refs.last().copied();
+                let open = self.tree.open().last().map(|m| m.entry);
+                newest.max(open).map_or(0, |n| n + 1)
+            });
+        self.layout = Layout {
+            tail_from,
+            leaves: cut.leaves,
+            summaries,
+            summary_tokens,
+        };
+        self.save_layout();
+        cut.tail_start
+    }
+
+    fn save_layout(&mut self) {
+        if let Err(e) = self.store.save_layout(&self.layout) {
+            self.warnings.push(format!(
+                "{}: cannot save the layout: {e}",
+                self.store.layout_path().display()
+            ));
+        }
+    }
+
+    /// Back to the layout before a compaction that was not made, when the tree still splits
+    /// where it did (the compaction's seal may have moved the cut past it).
+    fn restore(&mut self, previous: Layout) {
+        if previous.fits(&self.tree) && previous != self.layout {
+            self.layout = previous;
+            self.save_layout();
+        }
+    }
+
+    /// The plan: the summaries of the kept layout, then every message from its cut on
+    /// verbatim as one range, so the request extends the previous turn's. When that passes
+    /// `budget` tokens (or the layout no longer applies), a re-cut down to [`LOW_WATER`] of
+    /// it. Always within `budget`.
     pub fn assemble(&mut self, refs: &[EntryRef], tokens: &[u32], budget: u32) -> AssembleResult {
         let context = Context::new(refs, tokens);
         let available = u64::from(budget);
-        let cut = self.cut(&context, available);
-        let keys = self.tree.cover(cut.leaves);
-        let tail = context.tail_tokens(cut.tail_start);
-        let room = available.saturating_sub(tail);
-        let (summaries, summary_tokens) = window::summaries_within(&mut self.tree, &keys, room);
-        let mut items: Vec<ContextItem> = summaries.into_iter().map(ContextItem::Insert).collect();
-        match &context.refs[cut.tail_start..] {
+        let kept = self.layout.tail_start(&context).filter(|&start| {
+            self.layout.fits(&self.tree)
+                && self.layout.summary_tokens + context.tail_tokens(start) <= available
+        });
+        let tail_start = match kept {
+            Some(start) => start,
+            None => self.recut(&context, low_water(available)),
+        };
+        let tail = context.tail_tokens(tail_start);
+        let mut items: Vec<ContextItem> = (self.layout.summaries.iter().cloned())
+            .map(ContextItem::Insert)
+            .collect();
+        match &context.refs[tail_start..] {
             [] => {}
             [only] => items.push(ContextItem::Keep(*only)),
             [first, .., last] => items.push(ContextItem::KeepRange(KeepRange {
@@ -197,14 +265,15 @@ impl SessionState {
         }
         AssembleResult {
             items,
-            estimated_tokens: u32::try_from(summary_tokens + tail).unwrap_or(u32::MAX),
+            estimated_tokens: u32::try_from(self.layout.summary_tokens + tail).unwrap_or(u32::MAX),
             system_prompt_addition: None,
         }
     }
 
-    /// A compaction cut where assemble would cut for the request's budget: the summary is the
-    /// covering nodes' text (every older message stays reachable from it), the first kept
-    /// entry the first verbatim message. No model call: the summaries exist already.
+    /// A compaction is a re-cut of the layout for the request's budget, which the following
+    /// assembles then keep: the summary is the covering nodes' text (every older message stays
+    /// reachable from it), the first kept entry the first verbatim message. No model call: the
+    /// summaries exist already.
     pub fn compact(&mut self, request: &CompactRequest) -> CompactResult {
         let columns = host::context_entries();
         let context = Context::new(columns.refs(), columns.tokens());
@@ -212,14 +281,17 @@ impl SessionState {
             return not_compacted("the context holds no messages");
         }
         let budget = request.token_budget.unwrap_or(request.context_window);
-        let mut cut = self.cut(&context, u64::from(budget));
+        let previous = self.layout.clone();
         // A compaction must keep a message; the newest is covered by a leaf already if the
         // cut sealed everything, and keeping it too loses nothing.
-        cut.tail_start = cut.tail_start.min(context.len() - 1);
-        if cut.tail_start == 0 {
+        let tail_start = self
+            .recut(&context, low_water(u64::from(budget)))
+            .min(context.len() - 1);
+        if tail_start == 0 {
+            self.restore(previous);
             return not_compacted("every message in the context is among the recent ones kept");
         }
-        let keys = self.tree.cover(cut.leaves);
+        let keys = self.tree.cover(self.layout.leaves);
         let texts: Vec<String> = keys
             .iter()
             .filter_map(|&key| self.tree.node(key).map(Node::insert_text))
@@ -231,10 +303,11 @@ impl SessionState {
         let tokens_before = request
             .current_tokens
             .unwrap_or_else(|| u32::try_from(context.tail_tokens(0)).unwrap_or(u32::MAX));
-        let tail = context.tail_tokens(cut.tail_start);
+        let tail = context.tail_tokens(tail_start);
         let tokens_after = u64::from(estimate_tokens(&summary)) + tail;
         let tokens_after = u32::try_from(tokens_after).unwrap_or(u32::MAX);
         if tokens_after >= tokens_before {
+            self.restore(previous);
             return not_compacted(&format!(
                 "the summaries and the recent messages ({tokens_after} tokens) would not be smaller than the context ({tokens_before})"
             ));
@@ -250,13 +323,18 @@ impl SessionState {
             reason: None,
             compaction: Some(Compaction {
                 summary,
-                first_kept_entry: context.refs[cut.tail_start],
+                first_kept_entry: context.refs[tail_start],
                 tokens_before,
                 tokens_after,
                 details: Some(details.to_string()),
             }),
         }
     }
+}
+
+/// What a re-cut aims for, out of `budget` tokens.
+fn low_water(budget: u64) -> u64 {
+    (budget as f64 * LOW_WATER) as u64
 }
 
 fn not_compacted(reason: &str) -> CompactResult {

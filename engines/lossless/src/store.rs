@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! sessions/<safe session id>/nodes.jsonl   a header line, then one node per line
+//! sessions/<safe session id>/layout.json   the cut assemble keeps showing (window::Layout)
 //! ```
 //!
 //! Nodes never change once written, so appending them is the whole write path; a crash can at
@@ -19,8 +20,12 @@ use ctxhost_sdk::serde_json;
 use serde::{Deserialize, Serialize};
 
 use crate::tree::Node;
+use crate::window::Layout;
 
 const LOG: &str = "nodes.jsonl";
+/// Rewritten whole at each re-cut (rare), so a fresh instance shows what the last one did and
+/// its first request still extends the previous one.
+const LAYOUT: &str = "layout.json";
 const FORMAT: u32 = 1;
 
 /// The log's first line: what the nodes below it were built for.
@@ -190,6 +195,35 @@ impl Store {
     }
 }
 
+impl Store {
+    pub fn layout_path(&self) -> PathBuf {
+        self.dir.join(LAYOUT)
+    }
+
+    /// The layout the last re-cut saved, if there is one that reads (an unreadable one only
+    /// costs a re-cut: the next assemble makes a new one).
+    pub fn load_layout(&self) -> Option<Layout> {
+        let text = fs::read_to_string(self.layout_path()).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Saves the layout atomically.
+    pub fn save_layout(&self, layout: &Layout) -> io::Result<()> {
+        fs::create_dir_all(&self.dir)?;
+        let text = serde_json::to_string(layout).map_err(io::Error::other)?;
+        write_atomic(&self.layout_path(), text.as_bytes())
+    }
+
+    /// Forgets the saved layout (its tree was rebuilt, so its cut may not be one of the new
+    /// tree's).
+    pub fn drop_layout(&self) -> io::Result<()> {
+        match fs::remove_file(self.layout_path()) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
 fn refused(problem: String) -> Loaded {
     Loaded {
         nodes: Vec::new(),
@@ -201,7 +235,9 @@ fn refused(problem: String) -> Loaded {
 /// Writes `bytes` to `path` through a temp file beside it and a rename, so a reader sees the
 /// old content or the new, never part of one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let temp = path.with_extension("jsonl.tmp");
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(".tmp");
+    let temp = PathBuf::from(temp);
     let written = fs::write(&temp, bytes).and_then(|()| fs::rename(&temp, path));
     if written.is_err() {
         let _ = fs::remove_file(&temp);
@@ -256,6 +292,26 @@ mod tests {
         assert!(loaded.problem.unwrap().contains("torn last line"));
         store.append(&[leaf(1)]).unwrap();
         assert_eq!(store.load().nodes, [leaf(0), leaf(1)]);
+    }
+
+    #[test]
+    fn a_layout_is_saved_whole_read_back_and_an_unreadable_one_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path(), "s", 4);
+        assert_eq!(store.load_layout(), None);
+        let layout = Layout {
+            tail_from: 40,
+            leaves: 3,
+            summaries: vec!["{\"role\":\"custom\"}".into()],
+            summary_tokens: 9,
+        };
+        store.save_layout(&layout).unwrap();
+        assert_eq!(store.load_layout(), Some(layout));
+        fs::write(store.layout_path(), "{\"tailFrom\":").unwrap();
+        assert_eq!(store.load_layout(), None);
+        store.drop_layout().unwrap();
+        store.drop_layout().unwrap();
+        assert!(!store.layout_path().exists());
     }
 
     #[test]

@@ -388,3 +388,83 @@ fn info_says_it_owns_compaction_and_tool_names_are_its_own() {
         ["lossless_describe", "lossless_expand", "lossless_grep"]
     );
 }
+
+/// A plan as the messages it sends, in order: each kept entry by its position, each insert
+/// by its JSON (what the host compares to see whether a request extends the previous one).
+fn sent(plan: &AssembleResult, history: &[Message]) -> Vec<String> {
+    let kept = |first: EntryRef, last: EntryRef| {
+        history
+            .iter()
+            .filter(move |m| (first..=last).contains(&m.entry))
+            .map(|m| format!("entry {}", m.entry))
+    };
+    plan.items
+        .iter()
+        .flat_map(|item| -> Vec<String> {
+            match item {
+                ContextItem::Insert(json) => vec![json.clone()],
+                ContextItem::KeepRange(range) => kept(range.first, range.last).collect(),
+                ContextItem::Keep(entry) => kept(*entry, *entry).collect(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn between_recuts_each_request_extends_the_previous_and_recuts_are_rare_and_large() {
+    const BUDGET: u32 = 3_000;
+    let low = (f64::from(BUDGET) * crate::window::LOW_WATER) as u32;
+    let dir = tempfile::tempdir().unwrap();
+    let history = session(300, Some(500));
+    let count = history.last().unwrap().entry + 1;
+    let host = TestHost::new().transcript(history.clone());
+    host.run(|| {
+        let mut engine = fresh(dir.path(), 0);
+        let mut previous: Option<Vec<String>> = None;
+        let (mut turns, mut recuts) = (0, 0);
+        for (n, message) in history.iter().enumerate() {
+            engine
+                .ingest(&testing::session(), message.clone(), false)
+                .unwrap();
+            if message.role != Role::User {
+                continue;
+            }
+            // Halfway, a fresh instance: it reads the saved layout and carries on with it.
+            let restarted = n == history.len() / 2;
+            if restarted {
+                engine = fresh(dir.path(), count);
+            }
+            let plan = assemble(&mut engine, &history[..=n], BUDGET);
+            assert!(plan.estimated_tokens <= BUDGET, "{}", plan.estimated_tokens);
+            let now = sent(&plan, &history[..=n]);
+            turns += 1;
+            if let Some(before) = &previous
+                && !now.starts_with(before)
+            {
+                recuts += 1;
+                assert!(!restarted, "turn {turns}: the fresh instance re-cut");
+                assert!(
+                    plan.estimated_tokens <= low,
+                    "turn {turns}: a re-cut leaves {} tokens, over the low water {low}",
+                    plan.estimated_tokens
+                );
+            }
+            previous = Some(now);
+        }
+        // Each turn adds about 150 tokens and a re-cut leaves at least the 40% headroom
+        // (1,200 tokens): 12 re-cuts here, where a cut made afresh each turn moves whenever a
+        // leaf closes (every other turn).
+        assert_eq!(turns, 300);
+        assert!(
+            (1..=turns / 15).contains(&recuts),
+            "{recuts} re-cuts in {turns} turns"
+        );
+
+        let plan = assemble(&mut engine, &history, BUDGET);
+        let (found, _) = reachable(&mut engine, &plan, &history);
+        for turn in 0..300 {
+            let request = format!("Request {turn}: please refactor module_{turn}");
+            assert!(found.contains(&request), "{request:?} is not reachable");
+        }
+    });
+}

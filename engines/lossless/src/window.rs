@@ -1,14 +1,75 @@
 //! Where the verbatim part of the context starts, and which summaries stand for the rest.
 //!
 //! Both `assemble` and `compact` cut the context the same way: the newest messages verbatim,
-//! up to the recent share of the budget, starting at a leaf's first message (so every older
+//! up to the recent share of what the cut aims for, starting at a leaf's first message (so every older
 //! message is in a complete leaf and the cover is exact) or inside the open leaf, whose older
 //! messages are then sealed into a leaf of their own. The cut never lands on a tool result:
 //! a call and its results stay together.
+//!
+//! A cut is a [`Layout`] kept across turns: while the context fits the budget, each assemble
+//! shows the same summaries and the same first verbatim message, so its request extends the
+//! previous one byte for byte (a provider's prompt cache bills it at the cached rate). Only when
+//! the context passes the budget is it cut again, down to [`LOW_WATER`] of it, so that such a
+//! re-cut (the engine's compaction, and a cache miss) comes once in many turns.
 
 use ctxhost_sdk::{EntryRef, Role};
+use serde::{Deserialize, Serialize};
 
 use crate::tree::{NodeKey, Tree};
+
+/// A re-cut brings the context down to this share of the budget (at most; the verbatim part
+/// gets `recentShare` of it and starts at a turn, so it often lands lower). Every re-cut
+/// changes early bytes of the request and so misses the prompt cache; the headroom it leaves is
+/// what the session grows into before the next one: at a 16k window, one re-cut in about 45
+/// turns on pi's recorded session, one in 17 on a generated one heavy with tool output. Lower
+/// would space them further but show fewer messages verbatim right after one. The high-water
+/// mark is the budget itself: passing it is what forces a re-cut.
+pub const LOW_WATER: f64 = 0.6;
+
+/// What an assemble shows for the older part of the context, kept so the next one shows the
+/// same and only appends the messages that arrived since.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Layout {
+    /// Messages from this transcript position on are shown verbatim.
+    pub tail_from: EntryRef,
+    /// The summaries stand for the first `leaves` leaves: every message before `tail_from`.
+    pub leaves: u32,
+    /// The messages inserted for them, exactly as sent (a re-rendering must not change a
+    /// byte), and their tokens.
+    pub summaries: Vec<String>,
+    pub summary_tokens: u64,
+}
+
+impl Layout {
+    /// Whether the tree still splits at `tail_from` after `leaves` leaves: nothing sealed or
+    /// rebuilt since made a leaf straddle the cut, and no message before it is left open.
+    pub fn fits(&self, tree: &Tree) -> bool {
+        let leaves = tree.leaves();
+        let covered = self.leaves as usize;
+        covered <= leaves.len()
+            && covered
+                .checked_sub(1)
+                .is_none_or(|last| leaves[last].last < self.tail_from)
+            && leaves
+                .get(covered)
+                .is_none_or(|next| next.first >= self.tail_from)
+            && (covered < leaves.len()
+                || tree
+                    .open()
+                    .first()
+                    .is_none_or(|m| m.entry >= self.tail_from))
+    }
+
+    /// The position in `context` of the first verbatim message; `None` when the context no
+    /// longer holds every message from `tail_from` on (a host compaction cut past it).
+    pub fn tail_start(&self, context: &Context) -> Option<usize> {
+        match context.refs.first() {
+            Some(&first) if first > self.tail_from => None,
+            _ => Some(context.refs.partition_point(|&r| r < self.tail_from)),
+        }
+    }
+}
 
 /// The context as assemble sees it: the message entries in order (the host's compaction
 /// summary left out: the tree covers what it summarized) and the tokens from each to the end.
@@ -251,6 +312,43 @@ mod tests {
             (4, 1),
             "8–11 follow the open 4–7"
         );
+    }
+
+    #[test]
+    fn a_layout_holds_while_the_tree_splits_at_its_cut_and_the_context_still_reaches_it() {
+        let mut tree = tree_of(8); // leaf 0–3, open 4–7
+        let layout = Layout {
+            tail_from: 4,
+            leaves: 1,
+            ..Layout::default()
+        };
+        assert!(layout.fits(&tree));
+        assert!(Layout::default().fits(&tree), "all verbatim always fits");
+        let later = Layout {
+            tail_from: 6,
+            ..layout.clone()
+        };
+        assert!(!later.fits(&tree), "4 and 5 are open before the cut");
+
+        let refs: Vec<u32> = (0..10).collect();
+        let context = Context::new(&refs, &[10; 10]);
+        assert_eq!(layout.tail_start(&context), Some(4));
+        // A host compaction that kept from entry 6 on: 4 and 5 are gone from the context.
+        let context = Context::new(&refs[6..], &[10; 4]);
+        assert_eq!(layout.tail_start(&context), None);
+
+        // Leaves closing after the cut leave it standing; one across it (a layout saved for
+        // another tree) does not.
+        TestHost::new().run(|| {
+            tree.seal_before(6, &mut Model::default());
+        });
+        assert!(layout.fits(&tree), "leaf s0-1 is 4–5, after the cut at 4");
+        let across = Layout {
+            tail_from: 5,
+            leaves: 1,
+            ..Layout::default()
+        };
+        assert!(!across.fits(&tree), "leaf s0-1 is 4–5, across a cut at 5");
     }
 
     #[test]
