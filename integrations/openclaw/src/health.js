@@ -45,12 +45,17 @@ export class FailureLog {
   lastServedAt = undefined;
   /** @type {Set<() => void>} */
   #listeners = new Set();
+  /** Orders failures and served turns (two in one millisecond included). */
+  #seq = 0;
+  #failedAt = 0;
+  #servedAt = 0;
 
   /**
    * @param {Omit<PluginFailure, "at">} failure
    */
   record(failure) {
     this.last = { at: new Date().toISOString(), ...failure };
+    this.#failedAt = ++this.#seq;
     this.count += 1;
     this.#emit();
   }
@@ -59,12 +64,13 @@ export class FailureLog {
   served() {
     const recovering = this.last !== undefined && !this.recovered;
     this.lastServedAt = new Date().toISOString();
+    this.#servedAt = ++this.#seq;
     if (recovering) this.#emit();
   }
 
   /** Whether a served turn came after the last failure. */
   get recovered() {
-    return this.last !== undefined && this.lastServedAt !== undefined && this.lastServedAt >= this.last.at;
+    return this.last !== undefined && this.#servedAt > this.#failedAt;
   }
 
   /** @param {() => void} listener @returns {() => void} to unsubscribe */
