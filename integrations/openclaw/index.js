@@ -6,7 +6,7 @@
 // calls go to the same sidecar, and ctxhost's health where OpenClaw 2026.9.6 lets a plugin show
 // it (src/health.js): a gateway service that reports a sidecar that is down, a quarantined
 // engine, an open circuit breaker or a turn that fell back as the plugin's failure (in
-// `openclaw health`, `openclaw status --deep`, the Control UI), and `openclaw ctxhost status`.
+// `openclaw health`, `openclaw status --deep`, the gateway's plugins.list), and `openclaw ctxhost status`.
 //
 // register() may run several times per process (full and discovery registrations): it only
 // registers factories. Nothing is spawned until an engine hook or a tool call needs the sidecar.

@@ -6,7 +6,7 @@
 // it does give (see README.md, "Health in OpenClaw"):
 // - a registered service's `ctx.serviceHealth.reportFailure(error)` / `clearFailure()`: a failure
 //   is in the gateway's health snapshot (`plugins.errors`, `failurePhase: "service"`), so
-//   `openclaw health`, `openclaw status --deep` and the Control UI's plugin list show it
+//   `openclaw health`, `openclaw status --deep` and the gateway's `plugins.list` show it
 //   (`Plugin ctxhost: failed - service ctxhost-health: …; run openclaw doctor`);
 // - a root CLI command (`openclaw ctxhost status`), for setups without a gateway.
 // Both read the report built here. It is green only when the sidecar answers, the server says
