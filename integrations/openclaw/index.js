@@ -3,7 +3,10 @@
 // `ctxhost serve` sidecar per OpenClaw process.
 //
 // It also registers ctxhost's recall tools, `ctx_search` and `ctx_expand` (src/tools.js), whose
-// calls go to the same sidecar.
+// calls go to the same sidecar, and ctxhost's health where OpenClaw 2026.9.6 lets a plugin show
+// it (src/health.js): a gateway service that reports a sidecar that is down, a quarantined
+// engine, an open circuit breaker or a turn that fell back as the plugin's failure (in
+// `openclaw health`, `openclaw status --deep`, the gateway's plugins.list), and `openclaw ctxhost status`.
 //
 // register() may run several times per process (full and discovery registrations): it only
 // registers factories. Nothing is spawned until an engine hook or a tool call needs the sidecar.
@@ -14,6 +17,8 @@ import { Bridge, CtxhostContextEngine, ENGINE_ID } from "./src/engine.js";
 import { Sidecar, describeNotification } from "../client/sidecar.js";
 import { createTiming, timingEnabled } from "../client/timing.js";
 import { RECALL_TOOL_NAMES, openclawTools } from "./src/tools.js";
+import { healthService } from "./src/health.js";
+import { CLI_DESCRIPTOR, addStatusCommand } from "./src/status-command.js";
 
 const VERSION = (() => {
   try {
@@ -78,6 +83,17 @@ export default {
   register(api) {
     const log = makeLog(api.logger);
     const pluginConfig = api.pluginConfig;
+    const mode = api.registrationMode;
+    if (typeof api.registerCli === "function" && (mode === undefined || mode === "full" || mode === "discovery" || mode === "cli-metadata")) {
+      api.registerCli(
+        (/** @type {any} */ ctx) => {
+          addStatusCommand(ctx.program, () => resolveConfig(pluginConfig), VERSION);
+        },
+        { descriptors: [{ ...CLI_DESCRIPTOR }] },
+      );
+    }
+    // Collecting CLI metadata, OpenClaw refuses runtime registrations.
+    if (mode === "cli-metadata") return;
     api.registerContextEngine(ENGINE_ID, () => {
       const config = resolveConfig(pluginConfig);
       return new CtxhostContextEngine(bridgeFor(config, log), { version: VERSION });
@@ -87,6 +103,17 @@ export default {
         names: [...RECALL_TOOL_NAMES],
       });
     }
+    // Services run in a gateway only (never in `openclaw agent --local`), from the full
+    // registration; start() returns at once, its checks run in the background (the first one
+    // starts the sidecar: one that cannot start must not read green).
+    if (typeof api.registerService === "function" && (mode === undefined || mode === "full")) {
+      api.registerService(
+        healthService(() => {
+          const bridge = bridgeFor(resolveConfig(pluginConfig), log);
+          return { sidecar: bridge.sidecar, failures: bridge.failures };
+        }, { log }),
+      );
+    }
   },
 };
 
@@ -95,3 +122,5 @@ export { Bridge, CtxhostContextEngine } from "./src/engine.js";
 export { Sidecar } from "../client/sidecar.js";
 export { callSessionTool } from "../client/tools.js";
 export { RECALL_TOOLS, openclawTools } from "./src/tools.js";
+export { FailureLog, checkHealth, formatReport, healthService, summarize } from "./src/health.js";
+export { runStatus } from "./src/status-command.js";

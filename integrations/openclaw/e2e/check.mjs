@@ -67,7 +67,7 @@ console.log(`e2e-openclaw: checks for ${engine} (${sessionKey}, ${turns} turns)`
 const sessionsDir = join(home, "sessions");
 const files = walk(sessionsDir);
 const tail = sessionKey.split(":").slice(2).join(":");
-const mirrorFiles = files.filter((f) => f.endsWith(".jsonl") && f.includes(encodeURIComponent(tail)));
+const mirrorFiles = files.filter((f) => f.endsWith(".jsonl") && !f.includes(".ledger.") && f.includes(encodeURIComponent(tail)));
 check(mirrorFiles.length === 1, `one mirror file for ${sessionKey} under ${sessionsDir} (found: ${mirrorFiles.join(", ") || "none"})`);
 const resets = files.filter((f) => f.includes(encodeURIComponent(tail)) && /\.(reset|torn)-/.test(f));
 check(resets.length === 0, `the mirror was never reset or torn (${resets.join(", ") || "no .reset-/.torn- files"})`);

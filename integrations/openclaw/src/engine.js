@@ -13,6 +13,7 @@ import { performance } from "node:perf_hooks";
 import { fingerprint, lastFingerprint } from "../../client/fingerprint.js";
 import { fromItems, isInserted, syncMirror, withTimestamps } from "../../client/mirror.js";
 import { codes, isRpcError, isSidecarError } from "../../client/sidecar.js";
+import { FailureLog } from "./health.js";
 import { estimateTokens, fitToBudget } from "./tokens.js";
 
 /** @typedef {Record<string, any>} AgentMessage */
@@ -60,6 +61,12 @@ export class Bridge {
      * @type {Map<string, string>}
      */
     this.parents = new Map();
+    /**
+     * The last failure the plugin saw (an assemble that fell back to OpenClaw's own messages, a
+     * commit OpenClaw must retry) and the last turn ctxhost served: status shows them even when
+     * the sidecar is gone.
+     */
+    this.failures = new FailureLog();
   }
 }
 
@@ -219,6 +226,7 @@ export class CtxhostContextEngine {
         };
       } catch (err) {
         this.#log.warn(`ctxhost: bootstrap of ${key} failed: ${describe(err)}`);
+        this.#bridge.failures.record({ operation: "bootstrap", sessionKey: key, message: describe(err) });
         return { bootstrapped: false, reason: `ctxhost sidecar unavailable: ${describe(err)}` };
       }
     });
@@ -258,16 +266,27 @@ export class CtxhostContextEngine {
     return this.#timed("commitTurn", async () => {
       const key = this.#key(params);
       const messages = params.messages ?? [];
-      const r = await this.#session(
-        key,
-        "session.commitTurn",
-        compactParams({
+      let r;
+      try {
+        r = await this.#session(
+          key,
+          "session.commitTurn",
+          compactParams({
+            sessionKey: key,
+            advancementKey: params.advancementKey,
+            messages,
+            lastFingerprint: lastFingerprint(messages),
+          }),
+        );
+      } catch (err) {
+        this.#bridge.failures.record({
+          operation: "commitTurn",
           sessionKey: key,
-          advancementKey: params.advancementKey,
-          messages,
-          lastFingerprint: lastFingerprint(messages),
-        }),
-      );
+          message: describe(err),
+          outcome: "the turn kept in its durable outbox, to be committed again",
+        });
+        throw err;
+      }
       this.#bridge.lastOutput.delete(key);
       return { status: r.status };
     });
@@ -295,9 +314,16 @@ export class CtxhostContextEngine {
       });
       try {
         const r = await this.#serverAssemble(key, messages, { ...request, ...compactParams({ tokenBudget: budget }) }, true);
+        this.#bridge.failures.served();
         return this.#finish(key, r.messages, r.estimatedTokens, r.systemPromptAddition, budget, { history: messages, request });
       } catch (err) {
         this.#log.warn(`ctxhost: assemble of ${key} failed (${describe(err)}); passing the history through`);
+        this.#bridge.failures.record({
+          operation: "assemble",
+          sessionKey: key,
+          message: describe(err),
+          outcome: "its own history, trimmed to the budget",
+        });
         const total = messages.reduce((s, m) => s + estimateTokens(m), 0);
         return this.#finish(key, messages, total, undefined, budget);
       }
@@ -356,9 +382,16 @@ export class CtxhostContextEngine {
           { ...own.request, tokenBudget: Math.max(1, budget - extra) },
           false,
         );
+        this.#bridge.failures.served();
         return this.#finish(key, [...r.messages, ...newer], r.estimatedTokens + extra, r.systemPromptAddition, budget, own);
       } catch (err) {
         this.#log.warn(`ctxhost: assembling ${key} again for a budget of ${budget} failed (${describe(err)})`);
+        this.#bridge.failures.record({
+          operation: "assemble",
+          sessionKey: key,
+          message: `assembling again for a budget of ${budget}: ${describe(err)}`,
+          outcome: "the earlier context with its oldest messages dropped",
+        });
       }
     }
     return this.#finish(key, messages, total, own.systemPromptAddition, budget, own);
@@ -512,6 +545,7 @@ export class CtxhostContextEngine {
       } catch (err) {
         if (params.abortSignal?.aborted) throw err;
         this.#log.warn(`ctxhost: compact of ${key} failed: ${describe(err)}`);
+        this.#bridge.failures.record({ operation: "compact", sessionKey: key, message: describe(err) });
         return { ok: false, compacted: false, reason: `ctxhost: ${describe(err)}` };
       }
     });

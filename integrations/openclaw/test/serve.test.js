@@ -37,10 +37,10 @@ function sessionFiles(s, home) {
   return files(join(home, "sessions"));
 }
 
-/** The mirror file of KEY (not a .reset-/.torn- copy). @param {string} home */
+/** The mirror file of KEY (not a .reset-/.torn- copy, nor the turn ledger beside it). @param {string} home */
 function mirrorOf(home, key = KEY) {
   const tail = key.split(":").slice(2).join(":");
-  const found = files(join(home, "sessions")).filter((f) => f.endsWith(".jsonl") && f.includes(tail));
+  const found = files(join(home, "sessions")).filter((f) => f.endsWith(".jsonl") && !f.includes(".ledger.") && f.includes(tail));
   assert.equal(found.length, 1, `one mirror file for ${key}: ${found.join(", ")}`);
   return found[0];
 }
