@@ -150,10 +150,10 @@ check(epoch.length === 0, `no message reached the model dated 1970 (a missing ti
 
 if (engine === "checkpoint-manager") {
   const gauge = requests.some((r) =>
-    (r.body?.messages ?? []).some((m) => (m.role === "system" || m.role === "developer") && /\[Context: \d+% \| /.test(text(m))),
+    (r.body?.messages ?? []).some((m) => m.role !== "system" && m.role !== "developer" && /\[Context: \d+% \| /.test(text(m))),
   );
   const restore = requests.some((r) => (r.body?.messages ?? []).some((m) => /\[Checkpoint [^\]]*: the context was compacted\./.test(text(m))));
-  check(gauge, "the model saw checkpoint-manager's gauge line ([Context: N% | …]) in the system prompt");
+  check(gauge, "the model saw checkpoint-manager's gauge note ([Context: N% | …]) among the messages (never the system prompt, which would break the cached prefix)");
   check(restore, "the model saw checkpoint-manager's checkpoint restore after the compaction");
   const states = walk(join(home, "state", "checkpoint-manager"));
   check(states.length > 0, `checkpoint-manager kept state under state/checkpoint-manager (${states.length} files)`);

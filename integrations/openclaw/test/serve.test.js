@@ -192,7 +192,7 @@ describe("ctxhost serve behind the OpenClaw engine", { skip, concurrency: false 
     assert.equal(markers(mirrorOf(home)).length, 5);
   });
 
-  test("checkpoint-manager: its gauge reaches the system prompt, its restore follows a compaction, stamped with a time", async (t) => {
+  test("checkpoint-manager: its gauge is an inserted note (never the system prompt), its restore follows a compaction, stamped with a time", async (t) => {
     const home = tempHome(smallWindow("checkpoint-manager", 4000));
     const s = setup({ home });
     t.after(s.cleanup);
@@ -200,7 +200,9 @@ describe("ctxhost serve behind the OpenClaw engine", { skip, concurrency: false 
     const turns = [bigTurn("alpha"), bigTurn("beta"), bigTurn("gamma")];
     let history = await commitAll(s.engine, turns);
     const gauge = await s.engine.assemble({ sessionId: SID, sessionKey: KEY, messages: history, tokenBudget: 100_000 });
-    assert.match(gauge.systemPromptAddition ?? "", /\[Context: \d+% \| /, "the gauge line at ~75% of the window");
+    assert.equal(gauge.systemPromptAddition, undefined, "the gauge never changes the start of the request");
+    const notes = gauge.messages.filter((m) => m.__ctxhost?.inserted).map((m) => JSON.stringify(m.content));
+    assert.ok(notes.some((x) => /\[Context: \d+% \| /.test(x)), `the gauge note at ~75% of the window among ${notes.length} inserted messages`);
     const turn4 = bigTurn("delta");
     await s.engine.commitTurn({ sessionId: SID, sessionKey: KEY, advancementKey: "turn-3", messages: turn4 });
     history = [...history, ...turn4];

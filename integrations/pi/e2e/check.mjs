@@ -85,7 +85,8 @@ const sessionId = header?.id;
 // --- ctxhost's mirror ------------------------------------------------------------------------
 const sessionFiles = walk(join(home, "sessions"));
 const key = `pi:${sessionId}`;
-const mirrors = sessionFiles.filter((f) => f.endsWith(".jsonl") && f.includes(encodeURIComponent(key)));
+// The mirror itself, not the turn ledger (`<mirror>.ledger.jsonl`) beside it.
+const mirrors = sessionFiles.filter((f) => f.endsWith(".jsonl") && !f.endsWith(".ledger.jsonl") && f.includes(encodeURIComponent(key)));
 check(mirrors.length === 1, `one mirror file for ${key} (${mirrors.join(", ") || "none"})`);
 const resets = sessionFiles.filter((f) => f.includes(encodeURIComponent(key)) && /\.(reset|torn)-/.test(f));
 check(resets.length === 0, `the mirror was never reset or torn (${resets.join(", ") || "no .reset-/.torn- files"})`);
@@ -154,10 +155,10 @@ check(!outsideRecall(withoutCtxhost).includes(endMarker(1)), "pi alone keeps fro
 
 if (engine === "checkpoint-manager") {
   const gauge = requests.some((r) =>
-    (r.body?.messages ?? []).some((/** @type {any} */ m) => (m.role === "system" || m.role === "developer") && /\[Context: \d+% \| /.test(text(m))),
+    (r.body?.messages ?? []).some((/** @type {any} */ m) => m.role !== "system" && m.role !== "developer" && /\[Context: \d+% \| /.test(text(m))),
   );
   const restore = requests.some((r) => (r.body?.messages ?? []).some((/** @type {any} */ m) => /\[Checkpoint [^\]]*: the context was compacted\./.test(text(m))));
-  check(gauge, "the model saw checkpoint-manager's gauge line ([Context: N% | …]) in the system prompt");
+  check(gauge, "the model saw checkpoint-manager's gauge note ([Context: N% | …]) among the messages (never the system prompt, which would break the cached prefix)");
   check(restore, "the model saw checkpoint-manager's checkpoint restore after the compaction");
   const noGauge = !withoutCtxhost.some((m) => /\[Context: \d+% \| /.test(text(m)));
   check(noGauge, "without ctxhost, no gauge");
