@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::auto_compaction::AutoCompaction;
 use crate::error::Result;
 use crate::host::{Host, SessionTarget};
+use crate::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
 use crate::prompt::PromptSettings;
 use crate::runtime::PreparedEngine;
 use crate::session::{Prefix, Turn, TurnOptions, TurnRequest};
@@ -217,8 +218,11 @@ pub async fn replay_with(
     let mut prefix_kept_turns = 0;
     let mut turns_between_compactions = 0;
     let mut compacted_last_turn = true;
+    // The replayed transcript gets a turn ledger like a served one (`ctxhost report` reads it).
+    let mut ledger = Ledger::new(output);
     for (n, message) in messages.iter().enumerate() {
         if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
+            let turn_started = Instant::now();
             let runtime_tokens = prompt.map_or(0, |settings| {
                 session.runtime_tokens(settings, &TurnOptions::default())
             });
@@ -268,11 +272,38 @@ pub async fn replay_with(
                     _ => additions.push((addition, 1)),
                 }
             }
+            let engine_micros = micros(turn.engine_time);
+            let record = LedgerRecord {
+                at: crate::timestamp::now_iso(),
+                engine: engine.id().to_string(),
+                contract: engine.contract_version().to_string(),
+                configured_engine: None,
+                outcome: TurnOutcome::Ok,
+                error: None,
+                messages: n,
+                assembled_tokens: measured.tokens,
+                prefix: turn.prefix,
+                compaction: compactions
+                    .last()
+                    .filter(|c| c.at_message == n + 1)
+                    .map(|c| LedgerCompaction {
+                        compacted: true,
+                        layer: None,
+                        tokens_before: c.tokens_before,
+                        tokens_after: c.tokens_after,
+                        reason: None,
+                    }),
+                engine_micros,
+                bridge_micros: micros(turn_started.elapsed()),
+            };
+            if let Err(e) = ledger.append(&record) {
+                tracing::warn!("{}: the turn ledger was not written: {e}", output.display());
+            }
             turn_points.push(TurnPoint {
                 message: n + 1,
                 tokens: measured.tokens,
                 prefix: turn.prefix,
-                engine_micros: u64::try_from(turn.engine_time.as_micros()).unwrap_or(u64::MAX),
+                engine_micros,
             });
         }
         session.append(message).await?;
@@ -327,6 +358,10 @@ fn median_share(turns: &[TurnPoint]) -> f64 {
         .collect();
     shares.sort_unstable_by(f64::total_cmp);
     shares.get(shares.len() / 2).copied().unwrap_or(1.0)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 fn duration_ms(d: Duration) -> f64 {

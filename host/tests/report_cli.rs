@@ -120,3 +120,57 @@ fn a_missing_session_is_named() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no session transcript at"), "{stderr}");
 }
+
+#[test]
+fn a_kept_replay_has_a_ledger_the_report_reads() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("recorded.jsonl");
+    std::fs::write(
+        &transcript,
+        ctxhost_transcript::generate::coding_session(3, 120),
+    )
+    .unwrap();
+    let out = home.path().join("replayed.jsonl");
+    let replay = ctxhost(
+        home.path(),
+        &[
+            "replay",
+            transcript.to_str().unwrap(),
+            "--window",
+            "16000",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let replayed: Value = serde_json::from_slice(&replay.stdout).unwrap();
+    let turns = replayed["turns"].as_u64().unwrap() as usize;
+    let page = home.path().join("replayed.html");
+    let output = ctxhost(
+        home.path(),
+        &[
+            "report",
+            "--session",
+            out.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report["runs"][0]["engine"], "legacy",
+        "from the ledger, not recorded usage"
+    );
+    assert_eq!(report["runs"][0]["turns"].as_array().unwrap().len(), turns);
+}

@@ -730,3 +730,33 @@ fn a_quarantined_engine_reads_degraded_in_health_and_the_ledger() {
         "{first}"
     );
 }
+
+#[test]
+fn a_changed_tool_list_breaks_the_prefix_and_the_same_list_keeps_it() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &[]);
+    let key = "agent:main:tools-prefix";
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+    server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "t0", "messages": [user("q"), assistant("a")] }),
+    );
+    for tools in [
+        json!(["read"]),
+        json!(["read"]),
+        json!(["read", "edit"]),
+        json!(["read", "edit"]),
+    ] {
+        server.call(
+            "session.assemble",
+            json!({ "sessionKey": key, "messageCount": 2, "availableTools": tools }),
+        );
+    }
+    server.finish();
+    let mirror = mirror_file(&boot);
+    let ledger = std::fs::read_to_string(format!("{}.ledger.jsonl", mirror.display())).unwrap();
+    let kept: Vec<bool> = (ledger.lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["prefix"]["keptPrevious"] == true)
+        .collect();
+    assert_eq!(kept, [false, true, false, true], "{ledger}");
+}

@@ -59,9 +59,9 @@ impl TurnCompaction {
 }
 
 /// How much of a request is a byte-identical prefix of the previous turn's request: what a
-/// provider's prompt cache can bill at the cached rate. Measured over what the engine controls
-/// (its system-prompt addition, then the messages in order); the runtime's own prompt is taken
-/// as stable.
+/// provider's prompt cache can bill at the cached rate. Measured over the tools the runtime
+/// offers (by name: their schemas are the runtime's), the engine's system-prompt addition, then
+/// the messages in order; the runtime's own prompt is taken as stable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Prefix {
@@ -176,7 +176,7 @@ impl Session {
                 outcome,
             });
         }
-        let prefix = self.observe_prefix(&assembly);
+        let prefix = self.observe_prefix(&request.available_tools, &assembly);
         Ok(Turn {
             assembly,
             compaction,
@@ -198,11 +198,19 @@ impl Session {
         engine_part.saturating_add(runtime_tokens)
     }
 
-    /// The prefix this assembly shares with the previous turn's.
-    fn observe_prefix(&mut self, assembly: &Assembly) -> Prefix {
+    /// The prefix this assembly, after these tools, shares with the previous turn's.
+    fn observe_prefix(&mut self, tools: &[String], assembly: &Assembly) -> Prefix {
         let parts = {
             let transcript = self.shared.read();
             let entries = transcript.entries();
+            // Tools come first in a provider's request: a changed list changes everything after.
+            let tools = (!tools.is_empty()).then(|| {
+                let names: usize = tools.iter().map(String::len).sum();
+                (
+                    fingerprint(("tools", tools)),
+                    u32::try_from(names / 4).unwrap_or(u32::MAX),
+                )
+            });
             let addition = assembly.system_prompt_addition.iter().map(|text| {
                 (
                     fingerprint(("addition", text)),
@@ -222,7 +230,7 @@ impl Session {
                     ctxhost_transcript::tokens::estimate_text(json),
                 ),
             });
-            addition.chain(items).collect()
+            tools.into_iter().chain(addition).chain(items).collect()
         };
         self.prefix.observe(parts)
     }
