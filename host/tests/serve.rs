@@ -760,3 +760,37 @@ fn a_changed_tool_list_breaks_the_prefix_and_the_same_list_keeps_it() {
         .collect();
     assert_eq!(kept, [false, true, false, true], "{ledger}");
 }
+
+#[test]
+fn an_idle_session_gives_its_instance_back_and_the_next_request_starts_a_fresh_one() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &["--idle-release-ms", "300"]);
+    let key = "agent:main:idle";
+    server.call("session.bootstrap", json!({ "sessionKey": key }));
+    server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "t0", "messages": [user("q0"), assistant("a0")] }),
+    );
+    std::thread::sleep(Duration::from_millis(900));
+    let health = server.call("health", json!({}));
+    assert_eq!(health["sessions"]["idleReleases"], 1, "{health}");
+    // The session is still open: the next turn bootstraps a fresh instance from the mirror.
+    server.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "t1", "messages": [user("q1"), assistant("a1")] }),
+    );
+    let assembled = server.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 4 }),
+    );
+    assert_eq!(
+        assembled["items"],
+        json!([{ "from": 0, "to": 3 }]),
+        "{assembled}"
+    );
+    // Released once while idle; a session without an instance is not released again.
+    std::thread::sleep(Duration::from_millis(900));
+    let health = server.call("health", json!({}));
+    assert_eq!(health["sessions"]["idleReleases"], 2, "{health}");
+    server.finish();
+}

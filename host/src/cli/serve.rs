@@ -24,6 +24,10 @@ pub(super) struct ServeArgs {
     /// counts turns.
     #[arg(long)]
     no_ledger: bool,
+    /// Milliseconds without a request after which a session gives its engine instance back
+    /// (the next request bootstraps a fresh one from the mirror); 0: never.
+    #[arg(long, value_name = "MS", default_value_t = 300_000)]
+    idle_release_ms: u64,
 }
 
 pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -37,6 +41,8 @@ pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::
     let options = ServeOptions {
         max_line_bytes: args.max_line_bytes,
         ledger: !args.no_ledger,
+        idle_release: (args.idle_release_ms > 0)
+            .then(|| std::time::Duration::from_millis(args.idle_release_ms)),
     };
     let server = Server::new(host, options);
     match &args.socket {

@@ -31,6 +31,8 @@ pub(super) struct HealthBoard {
     sessions: Mutex<HashMap<String, SessionHealth>>,
     /// Whether turns are also written to each session's ledger (`ServeOptions::ledger`).
     ledger: bool,
+    /// Engine instances given back by idle sessions.
+    idle_releases: std::sync::atomic::AtomicU64,
 }
 
 impl HealthBoard {
@@ -38,7 +40,19 @@ impl HealthBoard {
         Self {
             sessions: Mutex::default(),
             ledger,
+            idle_releases: Default::default(),
         }
+    }
+
+    /// Counts an instance an idle session gave back.
+    pub(super) fn count_idle_release(&self) {
+        (self.idle_releases).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Engine instances idle sessions gave back.
+    pub(super) fn idle_releases(&self) -> u64 {
+        self.idle_releases
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether each turn goes to the session's ledger too.

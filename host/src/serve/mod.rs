@@ -41,6 +41,10 @@ pub struct ServeOptions {
     /// Write each answered turn to the session's ledger (`<mirror>.ledger.jsonl`); `health`
     /// counts turns either way.
     pub ledger: bool,
+    /// A session that receives no request for this long gives its engine instance back (the
+    /// next request bootstraps a fresh one from the mirror), so idle sessions do not hold
+    /// instances the pool could give to busy ones. None: never.
+    pub idle_release: Option<std::time::Duration>,
 }
 
 impl Default for ServeOptions {
@@ -48,6 +52,7 @@ impl Default for ServeOptions {
         Self {
             max_line_bytes: 16 * 1024 * 1024,
             ledger: true,
+            idle_release: Some(std::time::Duration::from_secs(300)),
         }
     }
 }
@@ -329,6 +334,7 @@ impl Server {
                 "recorded": sessions,
                 "turns": turns,
                 "degradedTurns": degraded_turns,
+                "idleReleases": self.health.idle_releases(),
             },
             "degradedSessions": degraded,
         });
@@ -436,6 +442,17 @@ impl Server {
     }
 }
 
+/// Gives an idle session's engine instance back; a failure to dispose it is logged (the
+/// instance is dropped either way).
+async fn release_idle(mirror: &mut Mirror, health: &health::HealthBoard) {
+    let key = mirror.session().key().to_string();
+    if let Err(e) = mirror.session_mut().release_instance().await {
+        tracing::warn!(session = %key, "releasing an idle instance: {e}");
+    }
+    health.count_idle_release();
+    tracing::debug!(session = %key, "idle: engine instance released");
+}
+
 /// One session's requests, in order. The mirror opens on `bootstrap` and closes on `close` or
 /// when the server stops; an actor left without a mirror (its bootstrap refused) ends at once.
 async fn run_actor(
@@ -448,14 +465,28 @@ async fn run_actor(
     if let Some(predecessor) = predecessor {
         let _ = predecessor.await;
     }
-    let Some((host, health)) = server
-        .upgrade()
-        .map(|server| (server.host.clone(), server.health.clone()))
-    else {
+    let Some((host, health, idle_release)) = server.upgrade().map(|server| {
+        let idle = server.options.idle_release;
+        (server.host.clone(), server.health.clone(), idle)
+    }) else {
         return;
     };
     let mut mirror: Option<Mirror> = None;
-    while let Some(job) = queue.recv().await {
+    loop {
+        let holds_instance = mirror.as_ref().is_some_and(|m| m.session().has_instance());
+        let job = match idle_release.filter(|_| holds_instance) {
+            Some(idle) => match tokio::time::timeout(idle, queue.recv()).await {
+                Ok(job) => job,
+                Err(_) => {
+                    if let Some(mirror) = mirror.as_mut() {
+                        release_idle(mirror, &health).await;
+                    }
+                    continue;
+                }
+            },
+            None => queue.recv().await,
+        };
+        let Some(job) = job else { break };
         // Each call runs as its own task so a bug that panics answers its request with an
         // error (and drops the session, which the client bootstraps again) instead of leaving
         // the client waiting.

@@ -717,11 +717,24 @@ impl Session {
 
     /// Disposes the engine's session state and closes the session.
     pub async fn close(mut self) -> Result<()> {
+        self.release_instance().await
+    }
+
+    /// Disposes the engine instance and gives back what it holds (its memory, its pooled
+    /// slot); the session stays open and the next call starts a fresh instance bootstrapped
+    /// from the transcript, as after a fault. What a runtime does with a session gone idle.
+    pub async fn release_instance(&mut self) -> Result<()> {
+        self.engine_tools = None;
         if let Some(mut instance) = self.instance.take() {
             let result = instance.dispose().await;
             self.settle(result)?;
         }
         Ok(())
+    }
+
+    /// Whether an engine instance is live for this session.
+    pub fn has_instance(&self) -> bool {
+        self.instance.is_some()
     }
 }
 
