@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ctxhost_transcript::Transcript;
 use ctxhost_transcript::compaction::Settings;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -123,18 +123,28 @@ pub(crate) struct Mirror {
     unwritten: Option<LedgerRecord>,
 }
 
+/// A `custom` entry of the mirror, as far as `scan` reads it: a marker when its type is
+/// [`MARKER`].
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct MarkerEntry {
     custom_type: Option<String>,
     #[serde(default)]
-    data: MarkerData,
+    data: Marker,
 }
 
-#[derive(Deserialize, Default)]
+/// What a commit ends with: how far the runtime's history reached. One type written by
+/// `append` and read back by `scan`, so the two cannot drift apart.
+#[derive(Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct MarkerData {
+struct Marker {
+    /// The commit's idempotency key (a `sync` has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     advancement_key: Option<String>,
+    /// The runtime's messages in the mirror after the commit.
+    #[serde(default)]
+    message_count: usize,
+    /// The fingerprint of the last of them, as the runtime computed it.
     last_fingerprint: Option<String>,
 }
 
@@ -286,12 +296,11 @@ impl Mirror {
         } else {
             last_fingerprint
         };
-        let mut data = Map::new();
-        if let Some(key) = advancement_key {
-            data.insert("advancementKey".into(), key.into());
-        }
-        data.insert("messageCount".into(), count.into());
-        data.insert("lastFingerprint".into(), fingerprint.clone().into());
+        let data = Marker {
+            advancement_key: advancement_key.map(str::to_string),
+            message_count: count,
+            last_fingerprint: fingerprint.clone(),
+        };
         let marker = json!({ "customType": MARKER, "data": data });
         let texts: Vec<&str> = messages.iter().map(|m| m.get()).collect();
         let result = self
