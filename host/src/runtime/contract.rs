@@ -269,10 +269,12 @@ pub struct AfterTurnRequest {
     pub token_budget: Option<u32>,
 }
 
-/// How a subagent's context starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// How a subagent's context starts (`isolated` / `fork` in JSON, as `serve` takes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ContextMode {
     /// Empty: the subagent sees only its task.
+    #[default]
     Isolated,
     /// A copy of the parent's context.
     Fork,
@@ -291,8 +293,9 @@ pub struct SubagentSpawn {
     pub ttl_ms: Option<u64>,
 }
 
-/// Why a subagent's session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Why a subagent's session ended (lower case in JSON, as `serve` takes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SubagentEndReason {
     /// `deleted`: its session was deleted.
     Deleted,

@@ -210,16 +210,8 @@ struct SpawnParams {
     session_key: String,
     child_session_key: String,
     #[serde(default)]
-    context_mode: Mode,
+    context_mode: ContextMode,
     ttl_ms: Option<u64>,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Mode {
-    #[default]
-    Isolated,
-    Fork,
 }
 
 #[derive(Deserialize)]
@@ -234,16 +226,7 @@ struct RollbackParams {
 struct EndedParams {
     session_key: Option<String>,
     child_session_key: String,
-    reason: Reason,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Reason {
-    Deleted,
-    Completed,
-    Swept,
-    Released,
+    reason: SubagentEndReason,
 }
 
 /// Messages must be JSON objects; the session checks the rest before writing anything.
@@ -376,15 +359,11 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
         }
         "subagent.prepareSpawn" => {
             let p: SpawnParams = rpc::params(method, raw)?;
-            let context_mode = match p.context_mode {
-                Mode::Isolated => ContextMode::Isolated,
-                Mode::Fork => ContextMode::Fork,
-            };
             session(
                 p.session_key,
                 SessionMethod::PrepareSpawn {
                     child: p.child_session_key,
-                    context_mode,
+                    context_mode: p.context_mode,
                     ttl_ms: p.ttl_ms,
                 },
             )
@@ -403,17 +382,11 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
             if let Some(key) = &p.session_key {
                 crate::host::encode_key(key).map_err(RpcError::from)?;
             }
-            let reason = match p.reason {
-                Reason::Deleted => SubagentEndReason::Deleted,
-                Reason::Completed => SubagentEndReason::Completed,
-                Reason::Swept => SubagentEndReason::Swept,
-                Reason::Released => SubagentEndReason::Released,
-            };
             Ok(Call::Session(
                 p.session_key,
                 SessionMethod::Ended {
                     child: p.child_session_key,
-                    reason,
+                    reason: p.reason,
                 },
             ))
         }
