@@ -629,3 +629,46 @@ fn inspect_json(home: &Path, path: &Path) -> Output {
     json_of(&output);
     output
 }
+
+/// Issue 27 item 10: a message another writer appended while a compaction ran is never dropped
+/// from the context: the compaction finds the file longer than it read it and writes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compaction_never_builds_on_a_tail_it_did_not_read() {
+    use ctxhost::config::{Config, ConfigSource, Home};
+    use ctxhost::transcript::store::TranscriptFile;
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("shared.jsonl");
+    std::fs::write(&path, ctxhost_transcript::generate::coding_session(9, 200)).unwrap();
+    let config = Config::load(ConfigSource::resolve(None, &Home::new(home.path()))).unwrap();
+    let host = ctxhost::Host::new(Home::new(home.path()), config).unwrap();
+    let mut session = host
+        .open_session(
+            &ctxhost::SessionTarget::Path(path.clone()),
+            &ctxhost::SessionOptions::default(),
+        )
+        .await
+        .unwrap();
+    // Another writer (a second process: its own handle) appends after the session read the file.
+    let (mut other, mut view) = TranscriptFile::open(&path).unwrap();
+    let at = view.entries().len();
+    let message = serde_json::json!({ "role": "user", "content": "appended meanwhile" });
+    view.append_message(&message, "2026-11-26T00:00:00.000Z")
+        .unwrap();
+    other.append(&view, at).unwrap();
+
+    let refused = session
+        .compact(&ctxhost::CompactOptions::forced())
+        .await
+        .unwrap_err();
+    assert!(
+        ctxhost::error::chain(&refused).contains("another writer appended"),
+        "{refused}"
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("appended meanwhile"));
+    assert!(
+        !text.contains(r#""type":"compaction""#),
+        "no compaction written"
+    );
+    session.close().await.unwrap();
+}

@@ -23,6 +23,19 @@ pub enum TranscriptError {
         action: &'static str,
         error: std::io::Error,
     },
+    /// Another writer appended to the file since this one read it: writing now would build on
+    /// a tail this writer has not seen (a compaction would drop the other writer's entries from
+    /// the context), so nothing was written.
+    #[error(
+        "{file}: another writer appended to it ({expected} bytes when this session read it, {found} now); nothing was written: open the session again to build on its entries"
+    )]
+    Changed {
+        file: String,
+        /// The length this writer left the file at.
+        expected: u64,
+        /// The length found.
+        found: u64,
+    },
 }
 
 impl TranscriptError {
@@ -45,7 +58,9 @@ impl TranscriptError {
     /// The source name (file) the error refers to.
     pub fn file(&self) -> &str {
         match self {
-            TranscriptError::Invalid { file, .. } | TranscriptError::Io { file, .. } => file,
+            TranscriptError::Invalid { file, .. }
+            | TranscriptError::Io { file, .. }
+            | TranscriptError::Changed { file, .. } => file,
         }
     }
 
@@ -53,7 +68,7 @@ impl TranscriptError {
     pub fn line(&self) -> Option<usize> {
         match self {
             TranscriptError::Invalid { line, .. } => Some(*line),
-            TranscriptError::Io { .. } => None,
+            TranscriptError::Io { .. } | TranscriptError::Changed { .. } => None,
         }
     }
 }

@@ -18,6 +18,9 @@ pub struct TranscriptFile {
     sync: bool,
     /// A failed append left bytes that could not be cut off: nothing more may be appended.
     torn: bool,
+    /// The file's length as this writer last saw it: an append finding it longer knows another
+    /// writer appended meanwhile.
+    known_len: u64,
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -39,15 +42,24 @@ fn open_append(path: &Path) -> Result<File, TranscriptError> {
 }
 
 impl TranscriptFile {
+    fn opened(path: &Path) -> Result<TranscriptFile, TranscriptError> {
+        let file = open_append(path)?;
+        let known_len = (file.metadata())
+            .map_err(|e| TranscriptError::io(path, "cannot read the length of", e))?
+            .len();
+        Ok(TranscriptFile {
+            path: path.to_path_buf(),
+            file,
+            sync: true,
+            torn: false,
+            known_len,
+        })
+    }
+
     /// Write the whole transcript (as v3) atomically, then open it for appending.
     pub fn create(path: &Path, transcript: &Transcript) -> Result<TranscriptFile, TranscriptError> {
         rewrite_atomically(path, &transcript.to_v3_string())?;
-        Ok(TranscriptFile {
-            path: path.to_path_buf(),
-            file: open_append(path)?,
-            sync: true,
-            torn: false,
-        })
+        Self::opened(path)
     }
 
     /// Load a file and open it for appending. A v1/v2 file is rewritten as v3 first (the old
@@ -57,22 +69,26 @@ impl TranscriptFile {
         remove_stale_temp_files(path);
         let text = crate::read::read_text(path)?;
         let mut transcript = Transcript::parse(&text, &path.display().to_string())?;
+        let mut read_len = text.len() as u64;
         if transcript.is_migrated() || !text.ends_with('\n') {
-            rewrite_atomically(path, &transcript.to_v3_string())?;
+            let v3 = transcript.to_v3_string();
+            rewrite_atomically(path, &v3)?;
+            read_len = v3.len() as u64;
             // The torn bytes are not silently lost: the previous file is the backup.
             transcript.note_torn_tail_backup(&backup_path(path));
         }
-        let file = TranscriptFile {
-            path: path.to_path_buf(),
-            file: open_append(path)?,
-            sync: true,
-            torn: false,
-        };
+        let mut file = Self::opened(path)?;
+        // What was parsed, not what is there now: a writer that appended in between is found
+        // by the first append.
+        file.known_len = read_len;
         Ok((file, transcript))
     }
 
     /// Append `entries[from_index..]` as whole lines in one write, flush, and fsync when sync
-    /// is on (the default).
+    /// is on (the default). Every writer of a transcript (the CLI, `serve`, an embedder) holds
+    /// the file's lock while it appends, and an append that finds the file longer than this
+    /// writer left it writes nothing ([`TranscriptError::Changed`]): the new entries' parent
+    /// would not be the file's real last entry.
     pub fn append(
         &mut self,
         transcript: &Transcript,
@@ -106,10 +122,26 @@ impl TranscriptFile {
             buf.push('\n');
         }
         let io = |e| TranscriptError::io(&self.path, "cannot append", e);
+        self.file.lock().map_err(io)?;
+        let result = self.append_locked(buf.as_bytes());
+        // Dropping the handle would release it too; a writer keeps its handle for the session.
+        let _ = self.file.unlock();
+        result
+    }
+
+    fn append_locked(&mut self, buf: &[u8]) -> Result<(), TranscriptError> {
+        let io = |e| TranscriptError::io(&self.path, "cannot append", e);
         let good_len = self.file.metadata().map_err(io)?.len();
+        if good_len != self.known_len {
+            return Err(TranscriptError::Changed {
+                file: self.path.display().to_string(),
+                expected: self.known_len,
+                found: good_len,
+            });
+        }
         let written = self
             .file
-            .write_all(buf.as_bytes())
+            .write_all(buf)
             .and_then(|()| self.file.flush())
             .and_then(|()| {
                 if self.sync {
@@ -131,6 +163,7 @@ impl TranscriptFile {
             }
             return Err(io(e));
         }
+        self.known_len = good_len + buf.len() as u64;
         Ok(())
     }
 
@@ -514,6 +547,51 @@ mod tests {
         let stale = make(format!("s.jsonl.tmp-{dead}-2"), true);
         rewrite_atomically(&path, &t.to_v3_string()).unwrap();
         assert!(!stale.exists());
+    }
+
+    #[test]
+    fn an_append_after_another_writers_writes_nothing_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, crate::generate::coding_session(1, 6)).unwrap();
+        // Two writers, as two processes would have them: each read the file and holds a handle.
+        let (mut first, mut first_view) = TranscriptFile::open(&path).unwrap();
+        let (mut second, mut second_view) = TranscriptFile::open(&path).unwrap();
+        let message = |text: &str| serde_json::json!({ "role": "user", "content": text });
+        let at = first_view.entries().len();
+        first_view
+            .append_message(&message("from the first"), "2026-11-26T00:00:00.000Z")
+            .unwrap();
+        first.append(&first_view, at).unwrap();
+        let before = std::fs::read_to_string(&path).unwrap();
+
+        let at = second_view.entries().len();
+        second_view
+            .append_message(&message("from the second"), "2026-11-26T00:00:01.000Z")
+            .unwrap();
+        let refused = second.append(&second_view, at).unwrap_err();
+        assert!(
+            matches!(refused, TranscriptError::Changed { .. }),
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("another writer appended"),
+            "{refused}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            before,
+            "nothing written"
+        );
+
+        // The first writer goes on: its own appends are what it expects.
+        let at = first_view.entries().len();
+        first_view
+            .append_message(&message("again"), "2026-11-26T00:00:02.000Z")
+            .unwrap();
+        first.append(&first_view, at).unwrap();
+        let (_, reloaded) = TranscriptFile::open(&path).unwrap();
+        assert_eq!(reloaded.entries().len(), first_view.entries().len());
     }
 
     #[test]
