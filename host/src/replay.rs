@@ -181,22 +181,7 @@ pub async fn replay_with(
     prompt: Option<&PromptSettings>,
     progress: &mut dyn Progress,
 ) -> Result<ReplayReport> {
-    let recorded = Transcript::load(source)?;
-    for warning in recorded.warnings() {
-        tracing::warn!("{warning}");
-    }
-    let messages: Vec<serde_json::Value> = recorded
-        .active_branch()
-        .into_iter()
-        .filter_map(|index| {
-            let entry = &recorded.entries()[index];
-            replayed(entry.entry_type())
-                .then(|| serde_json::from_str(&entry.message_json()).ok())
-                .flatten()
-        })
-        .collect();
-    drop(recorded);
-
+    let messages = replayed_messages(source)?;
     let settings = host.compaction_settings().for_window(window);
     let mut session = host
         .open_session(
@@ -207,17 +192,7 @@ pub async fn replay_with(
     session.set_estimates_only(true);
     session.set_sync(false);
     let started = Instant::now();
-    let mut assembled = Vec::new();
-    let mut compactions = Vec::new();
-    let mut additions: Vec<(String, usize)> = Vec::new();
-    let mut inserted = 0;
-    let mut overflowing_turns = 0;
-    let mut first_overflow_at = None;
-    let mut auto_notices = 0;
-    let mut turn_points = Vec::new();
-    let mut prefix_kept_turns = 0;
-    let mut turns_between_compactions = 0;
-    let mut compacted_last_turn = true;
+    let mut tally = Tally::new(window);
     // The replayed transcript gets a turn ledger like a served one (`ctxhost report` reads it).
     let mut ledger = Ledger::new(output);
     for (n, message) in messages.iter().enumerate() {
@@ -237,42 +212,9 @@ pub async fn replay_with(
             for due in &notices {
                 progress.before_auto_compaction(due);
             }
-            auto_notices += notices.len();
+            tally.auto_notices += notices.len();
             let measured = measure(&mut session, &turn, prompt).await?;
-            let compacted = turn.compaction.as_ref().and_then(|c| c.compacted());
-            if let Some(compaction) = turn.compaction.as_ref().filter(|_| compacted.is_some()) {
-                compactions.push(CompactionEvent {
-                    at_message: n + 1,
-                    tokens_before: compaction.measured_tokens,
-                    tokens_after: u64::from(measured.tokens),
-                });
-            }
-            if let Some((before, after)) = measured.overflow_compaction {
-                compactions.push(CompactionEvent {
-                    at_message: n + 1,
-                    tokens_before: before,
-                    tokens_after: after,
-                });
-            }
-            let compacted_now = compacted.is_some() || measured.overflow_compaction.is_some();
-            if !compacted_now && !compacted_last_turn {
-                turns_between_compactions += 1;
-                prefix_kept_turns += usize::from(turn.prefix.kept_previous);
-            }
-            compacted_last_turn = compacted_now;
-            if u64::from(measured.tokens) > window {
-                overflowing_turns += 1;
-                first_overflow_at.get_or_insert(n + 1);
-            }
-            assembled.push(measured.tokens);
-            inserted += measured.inserted;
-            if let Some(addition) = measured.addition {
-                match additions.last_mut() {
-                    Some((last, count)) if *last == addition => *count += 1,
-                    _ => additions.push((addition, 1)),
-                }
-            }
-            let engine_micros = micros(turn.engine_time);
+            let compaction = tally.count(n + 1, &turn, measured);
             let record = LedgerRecord {
                 at: crate::timestamp::now_iso(),
                 engine: engine.id().to_string(),
@@ -281,67 +223,178 @@ pub async fn replay_with(
                 outcome: TurnOutcome::Ok,
                 error: None,
                 messages: n,
-                assembled_tokens: measured.tokens,
+                assembled_tokens: tally.assembled.last().copied().unwrap_or_default(),
                 prefix: turn.prefix,
-                compaction: compactions
-                    .last()
-                    .filter(|c| c.at_message == n + 1)
-                    .map(|c| LedgerCompaction {
-                        compacted: true,
-                        layer: None,
-                        tokens_before: c.tokens_before,
-                        tokens_after: c.tokens_after,
-                        reason: None,
-                    }),
-                engine_micros,
+                compaction,
+                engine_micros: micros(turn.engine_time),
                 bridge_micros: micros(turn_started.elapsed()),
             };
             if let Err(e) = ledger.append(&record) {
                 tracing::warn!("{}: the turn ledger was not written: {e}", output.display());
             }
-            turn_points.push(TurnPoint {
-                message: n + 1,
-                tokens: measured.tokens,
-                prefix: turn.prefix,
-                engine_micros,
-            });
         }
         session.append(message).await?;
         progress.advance(n + 1, messages.len());
     }
     let elapsed = started.elapsed();
     session.close().await?;
+    let mut report = tally.finish();
+    report.engine = engine.id().to_string();
+    report.source = source.display().to_string();
+    report.output = Some(output.display().to_string());
+    report.messages = messages.len();
+    report.threshold = settings.auto_threshold();
+    report.auto_compaction = settings.auto_enabled;
+    report.keep_recent_tokens = settings.keep_recent_tokens;
+    report.elapsed_ms = duration_ms(elapsed);
+    Ok(report)
+}
 
-    let mut sorted = assembled.clone();
-    sorted.sort_unstable();
-    let peak = sorted.last().copied().unwrap_or(0);
-    Ok(ReplayReport {
-        engine: engine.id().to_string(),
-        source: source.display().to_string(),
-        output: Some(output.display().to_string()),
-        messages: messages.len(),
-        turns: assembled.len(),
-        context_window: window,
-        threshold: settings.auto_threshold(),
-        auto_compaction: settings.auto_enabled,
-        auto_notices,
-        keep_recent_tokens: settings.keep_recent_tokens,
-        compactions,
-        peak_tokens: peak,
-        peak_utilisation: peak as f64 / window.max(1) as f64,
-        overflowing_turns,
-        first_overflow_at,
-        assembled_min: sorted.first().copied().unwrap_or(0),
-        assembled_median: sorted.get(sorted.len() / 2).copied().unwrap_or(0),
-        assembled_max: peak,
-        system_prompt_additions: additions,
-        inserted_messages: inserted,
-        prefix_kept_turns,
-        turns_between_compactions,
-        prefix_share_median: median_share(&turn_points),
-        turn_points,
-        elapsed_ms: duration_ms(elapsed),
-    })
+/// The messages of `source`'s active branch a replay feeds in.
+fn replayed_messages(source: &Path) -> Result<Vec<serde_json::Value>> {
+    let recorded = Transcript::load(source)?;
+    for warning in recorded.warnings() {
+        tracing::warn!("{warning}");
+    }
+    Ok(recorded
+        .active_branch()
+        .into_iter()
+        .filter_map(|index| {
+            let entry = &recorded.entries()[index];
+            replayed(entry.entry_type())
+                .then(|| serde_json::from_str(&entry.message_json()).ok())
+                .flatten()
+        })
+        .collect())
+}
+
+/// What a replay counts as it goes, turn by turn.
+struct Tally {
+    window: u64,
+    assembled: Vec<u32>,
+    compactions: Vec<CompactionEvent>,
+    additions: Vec<(String, usize)>,
+    inserted: usize,
+    overflowing_turns: usize,
+    first_overflow_at: Option<usize>,
+    auto_notices: usize,
+    turn_points: Vec<TurnPoint>,
+    prefix_kept_turns: usize,
+    turns_between_compactions: usize,
+    /// Whether the previous turn compacted (the first turn counts as following one: it has no
+    /// previous request to keep).
+    compacted_last_turn: bool,
+}
+
+impl Tally {
+    fn new(window: u64) -> Self {
+        Self {
+            window,
+            assembled: Vec::new(),
+            compactions: Vec::new(),
+            additions: Vec::new(),
+            inserted: 0,
+            overflowing_turns: 0,
+            first_overflow_at: None,
+            auto_notices: 0,
+            turn_points: Vec::new(),
+            prefix_kept_turns: 0,
+            turns_between_compactions: 0,
+            compacted_last_turn: true,
+        }
+    }
+
+    /// Counts the turn before message `message` (1-based); returns its compaction as the
+    /// ledger keeps it, when it compacted.
+    fn count(
+        &mut self,
+        message: usize,
+        turn: &Turn,
+        measured: Measured,
+    ) -> Option<LedgerCompaction> {
+        let compacted = turn.compaction.as_ref().filter(|c| c.compacted().is_some());
+        if let Some(compaction) = compacted {
+            self.compactions.push(CompactionEvent {
+                at_message: message,
+                tokens_before: compaction.measured_tokens,
+                tokens_after: u64::from(measured.tokens),
+            });
+        }
+        if let Some((before, after)) = measured.overflow_compaction {
+            self.compactions.push(CompactionEvent {
+                at_message: message,
+                tokens_before: before,
+                tokens_after: after,
+            });
+        }
+        let compacted_now = compacted.is_some() || measured.overflow_compaction.is_some();
+        if !compacted_now && !self.compacted_last_turn {
+            self.turns_between_compactions += 1;
+            self.prefix_kept_turns += usize::from(turn.prefix.kept_previous);
+        }
+        self.compacted_last_turn = compacted_now;
+        if u64::from(measured.tokens) > self.window {
+            self.overflowing_turns += 1;
+            self.first_overflow_at.get_or_insert(message);
+        }
+        self.assembled.push(measured.tokens);
+        self.inserted += measured.inserted;
+        if let Some(addition) = measured.addition {
+            match self.additions.last_mut() {
+                Some((last, count)) if *last == addition => *count += 1,
+                _ => self.additions.push((addition, 1)),
+            }
+        }
+        self.turn_points.push(TurnPoint {
+            message,
+            tokens: measured.tokens,
+            prefix: turn.prefix,
+            engine_micros: micros(turn.engine_time),
+        });
+        (self.compactions.last())
+            .filter(|c| compacted_now && c.at_message == message)
+            .map(|c| LedgerCompaction {
+                compacted: true,
+                layer: None,
+                tokens_before: c.tokens_before,
+                tokens_after: c.tokens_after,
+                reason: None,
+            })
+    }
+
+    /// The report's figures; the caller fills in what the replay knows beyond the turns.
+    fn finish(self) -> ReplayReport {
+        let mut sorted = self.assembled.clone();
+        sorted.sort_unstable();
+        let peak = sorted.last().copied().unwrap_or(0);
+        ReplayReport {
+            engine: String::new(),
+            source: String::new(),
+            output: None,
+            messages: 0,
+            turns: self.assembled.len(),
+            context_window: self.window,
+            threshold: 0,
+            auto_compaction: false,
+            auto_notices: self.auto_notices,
+            keep_recent_tokens: 0,
+            compactions: self.compactions,
+            peak_tokens: peak,
+            peak_utilisation: peak as f64 / self.window.max(1) as f64,
+            overflowing_turns: self.overflowing_turns,
+            first_overflow_at: self.first_overflow_at,
+            assembled_min: sorted.first().copied().unwrap_or(0),
+            assembled_median: sorted.get(sorted.len() / 2).copied().unwrap_or(0),
+            assembled_max: peak,
+            system_prompt_additions: self.additions,
+            inserted_messages: self.inserted,
+            prefix_kept_turns: self.prefix_kept_turns,
+            turns_between_compactions: self.turns_between_compactions,
+            prefix_share_median: median_share(&self.turn_points),
+            turn_points: self.turn_points,
+            elapsed_ms: 0.0,
+        }
+    }
 }
 
 /// Entries a replay feeds in: everything the model was sent but compactions, which the replay
