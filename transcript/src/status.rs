@@ -15,13 +15,20 @@
 //! counting the compactions on it ([`CountSource::ActiveBranch`]); a skim stops reading a line
 //! once it has the three members, so this costs little more than reading the file.
 //!
-//! Whatever the walk cannot settle (a boundary or parent that is not where a valid file has
-//! it) is answered by a full load, so `status` accepts and rejects exactly what every other
-//! command does. Version 1 files have no ids (a v1 boundary is a line index), so they are
-//! parsed whole; a session opened by ctxhost is rewritten as v3 on first open.
+//! A first entry whose parent is not in the file (a session continued from another file) is a
+//! root, as loading makes it: the walk keeps a 32-bit hash of every id it passes, so a parent
+//! it never saw is known to be missing without holding the ids themselves.
+//!
+//! Version 1 files have no ids: every entry's parent is the one before it, so the active
+//! branch is the whole file and the walk gathers its context the same way. A v1 boundary is a
+//! line index, so a v1 file with a compaction is parsed whole, as is anything else the walk
+//! cannot settle (a boundary or parent that is not where a valid file has it, a line of two
+//! entries): `status` accepts and rejects exactly what every other command does. A session
+//! opened by ctxhost is rewritten as v3 on first open.
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::hash::BuildHasher;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -185,8 +192,9 @@ fn string_value(lit: &[u8]) -> Option<Cow<'_, str>> {
 }
 
 /// The top-level `type`, `id` and `parentId` of an entry line. Reading stops once all three
-/// are known, unless the entry is a compaction (whose line is then decoded in full).
-fn skim(line: &[u8]) -> Result<Light<'_>, String> {
+/// are known (the `type` alone for a v1 line, which has no ids), unless the entry is a
+/// compaction (whose line is then decoded in full).
+fn skim(line: &[u8], v1: bool) -> Result<Light<'_>, String> {
     let bad = || "not valid JSON".to_string();
     let mut light = Light::default();
     let mut i = skip_ws(line, 0);
@@ -224,7 +232,10 @@ fn skim(line: &[u8]) -> Result<Light<'_>, String> {
             "parentId" => (light.parent_id, seen_parent) = (text(), true),
             _ => {}
         }
-        if seen_kind && seen_id && seen_parent && light.kind.as_deref() != Some("compaction") {
+        if seen_kind
+            && (v1 || (seen_id && seen_parent))
+            && light.kind.as_deref() != Some("compaction")
+        {
             return Ok(light);
         }
         i = skip_ws(line, end);
@@ -234,6 +245,17 @@ fn skim(line: &[u8]) -> Result<Light<'_>, String> {
             _ => return Err(bad()),
         }
     }
+}
+
+/// Whether a line may hold two JSON objects (a `}` then `{` with only blanks between, anywhere:
+/// text inside strings can look so too). False only when it surely holds one.
+fn may_hold_two(line: &[u8]) -> bool {
+    memchr::memchr_iter(b'}', line).any(|i| {
+        line[i + 1..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'{')
+    })
 }
 
 fn io<'a>(path: &'a Path, action: &'static str) -> impl Fn(std::io::Error) -> TranscriptError + 'a {
@@ -493,9 +515,8 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         t.set_context_window(window);
         Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
     };
-    if head.header.version() == 1 {
-        return full();
-    }
+    // v1: no ids; each entry's parent is the entry before it.
+    let v1 = head.header.version() == 1;
 
     let mut lines = Backwards {
         file,
@@ -525,6 +546,14 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     let mut at_header = false;
     let mut stream = Stream::new(window);
     let mut torn = None;
+    // Hashes of the ids passed, to tell a parent outside the file from one before its child.
+    let mut ids_passed: Vec<u32> = Vec::new();
+    let id_hash = |id: &str| foldhash::fast::FixedState::default().hash_one(id) as u32;
+    // The last entry of the active branch reached, going back: the root if its parent is
+    // missing.
+    let mut chain_end = None;
+    // A line of several entries was passed: ids after its first are not in `ids_passed`.
+    let mut hidden_ids = false;
     while let Some((offset, line)) = lines.prev()? {
         if offset < head.body_start {
             at_header = true;
@@ -549,7 +578,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
                 continue;
             }
         }
-        let light = match skim(line) {
+        let light = match skim(line, v1) {
             Ok(l) => l,
             Err(problem) => {
                 let line_no = line_number_at(path, offset)?;
@@ -559,7 +588,28 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         if !boundary_found {
             start = offset;
         }
+        if v1 {
+            // The whole file is the branch. A v1 boundary is a line index and a line of two
+            // entries is skipped by v1 readers: both are left to the full load.
+            let several = may_hold_two(line)
+                && std::str::from_utf8(line)
+                    .ok()
+                    .and_then(crate::transcript::split_concatenated)
+                    .is_some();
+            if several || light.kind.as_deref() == Some("compaction") {
+                return full();
+            }
+            stream.entry(line, offset, light.kind.as_deref(), 1);
+            continue;
+        }
         let id = light.id.as_deref().unwrap_or("");
+        ids_passed.push(id_hash(id));
+        hidden_ids = hidden_ids
+            || (may_hold_two(line)
+                && std::str::from_utf8(line)
+                    .ok()
+                    .and_then(crate::transcript::split_concatenated)
+                    .is_some());
         if first {
             first = false;
             // The leaf is the last entry of the file; on a line of several, a skim sees only
@@ -577,6 +627,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             boundary_found = true;
         }
         if !chain_done && want.as_deref() == Some(id) {
+            chain_end = Some(offset);
             if boundary.is_none() && light.kind.as_deref() != Some("compaction") {
                 stream.entry(line, offset, light.kind.as_deref(), head.header.version());
             }
@@ -614,6 +665,35 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             break;
         }
     }
+    if v1 {
+        // Every line was read back to the header, and none was a compaction.
+        if stream.broken {
+            return full();
+        }
+        return streamed(
+            path,
+            &head.header,
+            file_bytes,
+            head.body_start,
+            &stream,
+            torn,
+        );
+    }
+    if at_header
+        && !first
+        && !chain_done
+        && !hidden_ids
+        && let (Some(parent), Some(root)) = (want.as_deref(), chain_end)
+        && !ids_passed.contains(&id_hash(parent))
+    {
+        // No line of the file has that id: loading makes the entry a root, and says so.
+        stream.notes.push((
+            root,
+            format!("parentId {parent:?} not found; entry treated as a root"),
+        ));
+        chain_done = true;
+    }
+    drop(ids_passed);
     if at_header {
         if first {
             start = head.body_start; // a header and nothing else
