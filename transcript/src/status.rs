@@ -191,6 +191,19 @@ fn string_value(lit: &[u8]) -> Option<Cow<'_, str>> {
     }
 }
 
+/// A member name's bytes: as written when plain ASCII (every name a transcript writer uses),
+/// so the walk compares bytes and validates nothing per name; else its decoded value.
+fn name_bytes(lit: &[u8]) -> Option<Cow<'_, [u8]>> {
+    let inner = lit.get(1..lit.len().checked_sub(1)?)?;
+    if inner.is_ascii() && !inner.contains(&b'\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    Some(match string_value(lit)? {
+        Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+        Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+    })
+}
+
 /// The top-level `type`, `id` and `parentId` of an entry line. Reading stops once all three
 /// are known (the `type` alone for a v1 line, which has no ids), unless the entry is a
 /// compaction (whose line is then decoded in full).
@@ -213,7 +226,7 @@ fn skim(line: &[u8], v1: bool) -> Result<Light<'_>, String> {
             return Err(bad());
         }
         let key_end = skip_string(line, i).ok_or_else(bad)?;
-        let key = string_value(&line[i..key_end]).ok_or_else(bad)?;
+        let key = name_bytes(&line[i..key_end]).ok_or_else(bad)?;
         i = skip_ws(line, key_end);
         if line.get(i) != Some(&b':') {
             return Err(bad());
@@ -227,9 +240,9 @@ fn skim(line: &[u8], v1: bool) -> Result<Light<'_>, String> {
                 .flatten()
         };
         match key.as_ref() {
-            "type" => (light.kind, seen_kind) = (text(), true),
-            "id" => (light.id, seen_id) = (text(), true),
-            "parentId" => (light.parent_id, seen_parent) = (text(), true),
+            b"type" => (light.kind, seen_kind) = (text(), true),
+            b"id" => (light.id, seen_id) = (text(), true),
+            b"parentId" => (light.parent_id, seen_parent) = (text(), true),
             _ => {}
         }
         if seen_kind
@@ -347,13 +360,13 @@ fn message_role(line: &[u8]) -> Option<Cow<'_, str>> {
                 return None;
             }
             let key_end = skip_string(b, i)?;
-            let key = string_value(b.get(i..key_end)?)?;
+            let key = name_bytes(b.get(i..key_end)?)?;
             i = skip_ws(b, key_end);
             if b.get(i) != Some(&b':') {
                 return None;
             }
             i = skip_ws(b, i + 1);
-            if key == want {
+            if key.as_ref() == want.as_bytes() {
                 return Some(i);
             }
             i = skip_ws(b, skip_value(b, i)?);
@@ -384,7 +397,8 @@ struct Stream {
     /// does not fit the window.
     estimates: u64,
     usage: Option<u64>,
-    /// Implausible figures found, by offset (a subset of what loading reports).
+    /// Implausible figures found, by the line's place counted from the end of the file (a
+    /// subset of what loading reports).
     notes: Vec<(u64, String)>,
     /// Something only a parse can judge (a line that does not decode alone): give up.
     broken: bool,
@@ -406,8 +420,8 @@ impl Stream {
         self.usage.is_none_or(|u| u > self.window)
     }
 
-    /// One entry of the active branch, going back.
-    fn entry(&mut self, line: &[u8], offset: u64, kind: Option<&str>, version: u32) {
+    /// One entry of the active branch, going back; `from_end` counts its line from the end.
+    fn entry(&mut self, line: &[u8], from_end: u64, kind: Option<&str>, version: u32) {
         if self.broken {
             return;
         }
@@ -438,7 +452,7 @@ impl Stream {
             return;
         };
         if let Some(note) = e.take_note() {
-            self.notes.push((offset, note));
+            self.notes.push((from_end, note));
         }
         if e.context_role().is_some() && e.entry_type() != "compaction" {
             self.messages += 1;
@@ -554,11 +568,16 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     let mut chain_end = None;
     // A line of several entries was passed: ids after its first are not in `ids_passed`.
     let mut hidden_ids = false;
+    // Lines read so far, and the offset of the last: line numbers of what the walk reports
+    // are counted back from it, not by reading the file again from its start.
+    let (mut from_end, mut last_read) = (0u64, file_bytes);
     while let Some((offset, line)) = lines.prev()? {
         if offset < head.body_start {
             at_header = true;
             break;
         }
+        from_end += 1;
+        last_read = offset;
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -574,7 +593,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
                     .is_none()
             {
                 start = offset;
-                torn = Some(offset);
+                torn = Some(from_end);
                 continue;
             }
         }
@@ -599,7 +618,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             if several || light.kind.as_deref() == Some("compaction") {
                 return full();
             }
-            stream.entry(line, offset, light.kind.as_deref(), 1);
+            stream.entry(line, from_end, light.kind.as_deref(), 1);
             continue;
         }
         let id = light.id.as_deref().unwrap_or("");
@@ -627,9 +646,9 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             boundary_found = true;
         }
         if !chain_done && want.as_deref() == Some(id) {
-            chain_end = Some(offset);
+            chain_end = Some(from_end);
             if boundary.is_none() && light.kind.as_deref() != Some("compaction") {
-                stream.entry(line, offset, light.kind.as_deref(), head.header.version());
+                stream.entry(line, from_end, light.kind.as_deref(), head.header.version());
             }
             want = light.parent_id.map(Cow::into_owned);
             chain_done = want.is_none();
@@ -665,6 +684,12 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             break;
         }
     }
+    // The line number of the last line read, for the reports counted from the end.
+    let walked = Walked {
+        from_end,
+        offset: last_read,
+        line: at_header.then_some(head.line + 1),
+    };
     if v1 {
         // Every line was read back to the header, and none was a compaction.
         if stream.broken {
@@ -677,6 +702,7 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             head.body_start,
             &stream,
             torn,
+            &walked,
         );
     }
     if at_header
@@ -705,7 +731,15 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     }
     if boundary.is_none() && chain_done && !stream.broken {
         // No compaction on the branch: the walk gathered its whole context.
-        return streamed(path, &head.header, file_bytes, start, &stream, torn);
+        return streamed(
+            path,
+            &head.header,
+            file_bytes,
+            start,
+            &stream,
+            torn,
+            &walked,
+        );
     }
 
     // Parse header + tail as one transcript: same rules as a full load.
@@ -773,6 +807,14 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     Ok(status)
 }
 
+/// Where the backward walk stopped: how many lines it read, the offset of the last, and that
+/// line's number when known without counting (the walk reached the header).
+struct Walked {
+    from_end: u64,
+    offset: u64,
+    line: Option<usize>,
+}
+
 /// The status of a branch without a compaction, from what the walk gathered.
 fn streamed(
     path: &Path,
@@ -781,24 +823,28 @@ fn streamed(
     start: u64,
     stream: &Stream,
     torn: Option<u64>,
+    walked: &Walked,
 ) -> Result<Status, TranscriptError> {
     let source = path.display().to_string();
     let mut notes: Vec<(u64, String)> = stream.notes.clone();
-    if let Some(offset) = torn {
+    if let Some(from_end) = torn {
         notes.push((
-            offset,
+            from_end,
             "torn last line (no trailing newline, not JSON) ignored".into(),
         ));
     }
-    notes.sort_by_key(|(offset, _)| *offset);
-    let offsets: Vec<u64> = notes.iter().map(|(offset, _)| *offset).collect();
-    let lines = line_numbers_at(path, &offsets)?;
+    // File order: the line read last comes first.
+    notes.sort_by_key(|(from_end, _)| std::cmp::Reverse(*from_end));
+    let last_line = match (walked.line, notes.is_empty()) {
+        (_, true) => 0,
+        (Some(line), false) => line,
+        (None, false) => line_number_at(path, walked.offset)?,
+    };
     let warnings = notes
         .into_iter()
-        .zip(lines)
-        .map(|((_, message), line)| LoadWarning {
+        .map(|(from_end, message)| LoadWarning {
             source: source.clone(),
-            line,
+            line: last_line + (walked.from_end - from_end) as usize,
             message,
         })
         .collect();
