@@ -998,6 +998,37 @@ pub const SESSION_1G_MESSAGES: usize = 760_000;
 /// A big generated session (`generate::coding_session`), written once to
 /// `target/ctxhost-bench/` and kept: never inside the sources.
 pub fn generated_file(name: &str, messages: usize) -> Result<PathBuf> {
+    kept_file(name, || {
+        ctxhost_transcript::generate::coding_session(SESSION_SEED, messages)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linear paths (issue 26): compaction of many short messages, status on every 1 GB shape
+
+/// The sizes of the short-message sessions compacted: a path linear in the session takes
+/// 8× as long at the last as at the first.
+pub const SHORT_SESSION_MESSAGES: [usize; 4] = [25_000, 50_000, 100_000, 200_000];
+
+/// A session of `messages` short messages (`generate::short_message_session`), written once to
+/// `target/ctxhost-bench/` and kept.
+pub fn short_session_file(messages: usize) -> Result<PathBuf> {
+    kept_file(&format!("short-{}k.jsonl", messages / 1000), || {
+        ctxhost_transcript::generate::short_message_session(SESSION_SEED, messages)
+    })
+}
+
+/// The generated 1 GB session in another shape (`reshape` of its text), written once to
+/// `target/ctxhost-bench/` under `name` and kept.
+pub fn reshaped_1g_file(name: &str, reshape: impl FnOnce(&str) -> String) -> Result<PathBuf> {
+    kept_file(name, || {
+        let text = ctxhost_transcript::generate::coding_session(SESSION_SEED, SESSION_1G_MESSAGES);
+        reshape(&text)
+    })
+}
+
+/// `target/ctxhost-bench/NAME`, written with `text()` unless it is there already.
+fn kept_file(name: &str, text: impl FnOnce() -> String) -> Result<PathBuf> {
     let dir = data_dir();
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(name);
@@ -1005,12 +1036,32 @@ pub fn generated_file(name: &str, messages: usize) -> Result<PathBuf> {
         return Ok(path);
     }
     let tmp = dir.join(format!("{name}.tmp"));
-    std::fs::write(
-        &tmp,
-        ctxhost_transcript::generate::coding_session(SESSION_SEED, messages),
-    )?;
+    std::fs::write(&tmp, text())?;
     std::fs::rename(&tmp, &path)?;
     Ok(path)
+}
+
+/// A manual compaction as `ctxhost compact --dry-run` computes it with the extractive
+/// summarizer: `compaction::prepare` + `Job::run` on the session at `path` (loaded before the
+/// clock), default settings.
+pub fn manual_compaction(path: &Path, budget: Budget) -> Result<(Samples, CompactionInfo)> {
+    let t = Transcript::load(path)?;
+    let settings = Settings::default();
+    let request = compaction::Request::default();
+    let mut info = None;
+    let samples = Sampler::time(budget, || {
+        let job = compaction::prepare(&t, &settings, &request)
+            .map_err(|skip| anyhow::anyhow!("no compaction: {}", skip.reason))?;
+        let plan = job.run(&Extractive);
+        info.get_or_insert_with(|| CompactionInfo {
+            tokens_before: plan.tokens_before,
+            tokens_after: plan.tokens_after,
+            layer: plan.layer.to_string(),
+            messages_compacted: plan.messages_compacted,
+        });
+        anyhow::Ok(plan)
+    })?;
+    Ok((samples, info.context("no sample")?))
 }
 
 /// Peak resident set size of this process, in KiB (`VmHWM` of /proc/self/status).

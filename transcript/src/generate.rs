@@ -225,6 +225,53 @@ impl Session {
         }))
     }
 
+    /// Turn `k` of a chat of short messages: a distinct one-line request and a one-line
+    /// answer; every third turn the answer calls a tool on a file of its own, every seventh
+    /// such call fails with an error line of its own, and a later call on the same file
+    /// succeeds (so every list a summary keeps grows with the session).
+    fn short_turn(&mut self, k: u64) -> bool {
+        self.now_ms += self.rng.range(2_000, 30_000);
+        let verb = self
+            .rng
+            .pick(&["check", "rename", "test", "document", "simplify"]);
+        let request = format!("Step {k}: {verb} the handler in module {}.", k % 89);
+        if !self.message(json!({"role": "user", "content": request})) {
+            return false;
+        }
+        if !k.is_multiple_of(3) {
+            let answer = format!("Done with step {k}; the {verb} is in.");
+            return self.assistant(vec![json!({"type": "text", "text": answer})], "stop");
+        }
+        let call = k / 3;
+        // A failed call is retried (and so resolved) two calls later, on the same file.
+        let retry = call % 7 == 2;
+        let file = if retry { call - 2 } else { call };
+        let (name, path) = if call.is_multiple_of(2) {
+            ("edit", format!("src/m{}/f{file}.rs", file % 40))
+        } else {
+            ("read", format!("docs/d{}/n{file}.md", file % 25))
+        };
+        let id = format!("toolu_{k:016x}");
+        let args = json!({"path": path});
+        let content = vec![
+            json!({"type": "text", "text": format!("Looking at {path}.")}),
+            json!({"type": "toolCall", "id": id, "name": name, "arguments": args}),
+        ];
+        if !self.assistant(content, "toolUse") {
+            return false;
+        }
+        let failed = call.is_multiple_of(7);
+        let text = if failed {
+            format!("error: step {k} cannot open {path}")
+        } else {
+            format!("ok: {path}")
+        };
+        self.message(json!({
+            "role": "toolResult", "toolCallId": id, "toolName": name,
+            "content": [{"type": "text", "text": text}], "isError": failed,
+        }))
+    }
+
     /// One user prompt and the agent's work on it.
     fn turn(&mut self) -> bool {
         self.now_ms += self.rng.range(10_000, 120_000);
@@ -281,42 +328,101 @@ impl Session {
     }
 }
 
+/// A v3 session of `messages` short messages (see `Session::short_turn`), deterministic for
+/// `seed`: the shape whose summaries and compactions must stay linear in the message count.
+pub fn short_message_session(seed: u64, messages: usize) -> String {
+    let mut s = Session::start(seed, messages);
+    let mut k = 0;
+    while s.short_turn(k) {
+        k += 1;
+    }
+    s.finish()
+}
+
+/// `text` (a generated v3 session) with its first entry hanging off `parent`, an entry outside
+/// the file: what a session continued from another file looks like (OpenClaw writes these).
+pub fn with_outside_parent(text: &str, parent: &str) -> String {
+    let Some((header, body)) = text.split_once('\n') else {
+        return text.to_string();
+    };
+    let replaced = body.replacen(
+        "\"parentId\":null",
+        &format!("\"parentId\":{}", Value::String(parent.into())),
+        1,
+    );
+    format!("{header}\n{replaced}")
+}
+
+/// `text` (a generated v3 session, one branch) as a version 1 file: no `version` in the header
+/// and no `id` / `parentId` in the entries, which v1 readers derive from the line order.
+pub fn to_v1(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (n, line) in text.lines().enumerate() {
+        if n == 0 {
+            out.push_str(&line.replacen("\"version\":3,", "", 1));
+        } else {
+            // Generated entries start `{"type":"…","id":"…","parentId":…,"timestamp":…`.
+            match (line.find(",\"id\":"), line.find(",\"timestamp\":")) {
+                (Some(from), Some(to)) if from < to => {
+                    out.push_str(&line[..from]);
+                    out.push_str(&line[to..]);
+                }
+                _ => out.push_str(line),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// A v3 coding-agent session with exactly `messages` message entries (plus the header and a
 /// `model_change` entry), deterministic for `seed`.
 pub fn coding_session(seed: u64, messages: usize) -> String {
-    let mut rng = Rng(seed ^ 0x005E_ED0F_C7A5);
-    let session_id = format!(
-        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
-        rng.next() as u32,
-        rng.next() as u16,
-        rng.next() & 0xfff,
-        rng.next() & 0xfff,
-        rng.next() & 0xffff_ffff_ffff
-    );
-    // 2025-01-01 plus a seed-dependent day, so sessions of different seeds do not overlap.
-    let start = 1_735_689_600_000 + (seed % 365) * 86_400_000;
-    let header = json!({
-        "type": "session", "version": 3, "id": session_id,
-        "timestamp": format_iso_ms(start), "cwd": format!("/home/dev/project-{}", seed % 100),
-    });
-    let mut s = Session {
-        rng,
-        lines: vec![header.to_string()],
-        ids: HashSet::new(),
-        parent: None,
-        now_ms: start,
-        messages: 0,
-        limit: messages,
-        context_tokens: 1500, // system prompt and tool definitions
-        last_total: 0,
-    };
-    s.entry(
-        json!({"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"}),
-    );
+    let mut s = Session::start(seed, messages);
     while s.turn() {}
-    let mut out = s.lines.join("\n");
-    out.push('\n');
-    out
+    s.finish()
+}
+
+impl Session {
+    /// The header and a `model_change` entry; the messages follow.
+    fn start(seed: u64, messages: usize) -> Session {
+        let mut rng = Rng(seed ^ 0x005E_ED0F_C7A5);
+        let session_id = format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            rng.next() as u32,
+            rng.next() as u16,
+            rng.next() & 0xfff,
+            rng.next() & 0xfff,
+            rng.next() & 0xffff_ffff_ffff
+        );
+        // 2025-01-01 plus a seed-dependent day, so sessions of different seeds do not overlap.
+        let start = 1_735_689_600_000 + (seed % 365) * 86_400_000;
+        let header = json!({
+            "type": "session", "version": 3, "id": session_id,
+            "timestamp": format_iso_ms(start), "cwd": format!("/home/dev/project-{}", seed % 100),
+        });
+        let mut s = Session {
+            rng,
+            lines: vec![header.to_string()],
+            ids: HashSet::new(),
+            parent: None,
+            now_ms: start,
+            messages: 0,
+            limit: messages,
+            context_tokens: 1500, // system prompt and tool definitions
+            last_total: 0,
+        };
+        s.entry(
+            json!({"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"}),
+        );
+        s
+    }
+
+    fn finish(self) -> String {
+        let mut out = self.lines.join("\n");
+        out.push('\n');
+        out
+    }
 }
 
 #[cfg(test)]
@@ -343,6 +449,43 @@ mod tests {
             a,
             "generated text is already canonical v3"
         );
+    }
+
+    #[test]
+    fn short_messages_are_short_distinct_and_exactly_counted() {
+        let text = short_message_session(5, 300);
+        assert_eq!(text, short_message_session(5, 300));
+        let t = Transcript::parse(&text, "gen").unwrap();
+        assert!(t.warnings().is_empty(), "{:?}", t.warnings());
+        let views: Vec<_> = t.entries().iter().filter_map(|e| e.view()).collect();
+        assert_eq!(views.len(), 300);
+        assert!(views.iter().all(|v| v.text.len() < 80), "short messages");
+        let requests: HashSet<&str> = views
+            .iter()
+            .filter(|v| v.role == Role::User)
+            .map(|v| v.text.as_str())
+            .collect();
+        let asked = views.iter().filter(|v| v.role == Role::User).count();
+        assert_eq!(requests.len(), asked, "every request is distinct");
+        assert!(views.iter().any(|v| v.is_error));
+        assert!(views.iter().any(|v| !v.tool_calls.is_empty()));
+    }
+
+    #[test]
+    fn outside_parents_and_v1_files_read_as_the_same_session() {
+        let text = coding_session(2, 60);
+        let v3 = Transcript::parse(&text, "v3").unwrap();
+        let outside = Transcript::parse(&with_outside_parent(&text, "feedf00d"), "o").unwrap();
+        assert_eq!(outside.entries()[0].parent_id(), Some("feedf00d"));
+        assert_eq!(outside.warnings().len(), 1, "{:?}", outside.warnings());
+        assert_eq!(outside.context_tokens(), v3.context_tokens());
+        let v1_text = to_v1(&text);
+        assert!(!v1_text.contains("\"parentId\"") && !v1_text.contains("\"version\""));
+        let v1 = Transcript::parse(&v1_text, "v1").unwrap();
+        assert_eq!(v1.header().version(), 1);
+        assert!(v1.warnings().is_empty(), "{:?}", v1.warnings());
+        assert_eq!(v1.context().len(), v3.context().len());
+        assert_eq!(v1.context_tokens(), v3.context_tokens());
     }
 
     #[test]

@@ -15,13 +15,20 @@
 //! counting the compactions on it ([`CountSource::ActiveBranch`]); a skim stops reading a line
 //! once it has the three members, so this costs little more than reading the file.
 //!
-//! Whatever the walk cannot settle (a boundary or parent that is not where a valid file has
-//! it) is answered by a full load, so `status` accepts and rejects exactly what every other
-//! command does. Version 1 files have no ids (a v1 boundary is a line index), so they are
-//! parsed whole; a session opened by ctxhost is rewritten as v3 on first open.
+//! A first entry whose parent is not in the file (a session continued from another file) is a
+//! root, as loading makes it: the walk keeps a 32-bit hash of every id it passes, so a parent
+//! it never saw is known to be missing without holding the ids themselves.
+//!
+//! Version 1 files have no ids: every entry's parent is the one before it, so the active
+//! branch is the whole file and the walk gathers its context the same way. A v1 boundary is a
+//! line index, so a v1 file with a compaction is parsed whole, as is anything else the walk
+//! cannot settle (a boundary or parent that is not where a valid file has it, a line of two
+//! entries): `status` accepts and rejects exactly what every other command does. A session
+//! opened by ctxhost is rewritten as v3 on first open.
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::hash::BuildHasher;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -184,9 +191,23 @@ fn string_value(lit: &[u8]) -> Option<Cow<'_, str>> {
     }
 }
 
+/// A member name's bytes: as written when plain ASCII (every name a transcript writer uses),
+/// so the walk compares bytes and validates nothing per name; else its decoded value.
+fn name_bytes(lit: &[u8]) -> Option<Cow<'_, [u8]>> {
+    let inner = lit.get(1..lit.len().checked_sub(1)?)?;
+    if inner.is_ascii() && !inner.contains(&b'\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    Some(match string_value(lit)? {
+        Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+        Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+    })
+}
+
 /// The top-level `type`, `id` and `parentId` of an entry line. Reading stops once all three
-/// are known, unless the entry is a compaction (whose line is then decoded in full).
-fn skim(line: &[u8]) -> Result<Light<'_>, String> {
+/// are known (the `type` alone for a v1 line, which has no ids), unless the entry is a
+/// compaction (whose line is then decoded in full).
+fn skim(line: &[u8], v1: bool) -> Result<Light<'_>, String> {
     let bad = || "not valid JSON".to_string();
     let mut light = Light::default();
     let mut i = skip_ws(line, 0);
@@ -205,7 +226,7 @@ fn skim(line: &[u8]) -> Result<Light<'_>, String> {
             return Err(bad());
         }
         let key_end = skip_string(line, i).ok_or_else(bad)?;
-        let key = string_value(&line[i..key_end]).ok_or_else(bad)?;
+        let key = name_bytes(&line[i..key_end]).ok_or_else(bad)?;
         i = skip_ws(line, key_end);
         if line.get(i) != Some(&b':') {
             return Err(bad());
@@ -219,12 +240,15 @@ fn skim(line: &[u8]) -> Result<Light<'_>, String> {
                 .flatten()
         };
         match key.as_ref() {
-            "type" => (light.kind, seen_kind) = (text(), true),
-            "id" => (light.id, seen_id) = (text(), true),
-            "parentId" => (light.parent_id, seen_parent) = (text(), true),
+            b"type" => (light.kind, seen_kind) = (text(), true),
+            b"id" => (light.id, seen_id) = (text(), true),
+            b"parentId" => (light.parent_id, seen_parent) = (text(), true),
             _ => {}
         }
-        if seen_kind && seen_id && seen_parent && light.kind.as_deref() != Some("compaction") {
+        if seen_kind
+            && (v1 || (seen_id && seen_parent))
+            && light.kind.as_deref() != Some("compaction")
+        {
             return Ok(light);
         }
         i = skip_ws(line, end);
@@ -234,6 +258,17 @@ fn skim(line: &[u8]) -> Result<Light<'_>, String> {
             _ => return Err(bad()),
         }
     }
+}
+
+/// Whether a line may hold two JSON objects (a `}` then `{` with only blanks between, anywhere:
+/// text inside strings can look so too). False only when it surely holds one.
+fn may_hold_two(line: &[u8]) -> bool {
+    memchr::memchr_iter(b'}', line).any(|i| {
+        line[i + 1..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'{')
+    })
 }
 
 fn io<'a>(path: &'a Path, action: &'static str) -> impl Fn(std::io::Error) -> TranscriptError + 'a {
@@ -325,13 +360,13 @@ fn message_role(line: &[u8]) -> Option<Cow<'_, str>> {
                 return None;
             }
             let key_end = skip_string(b, i)?;
-            let key = string_value(b.get(i..key_end)?)?;
+            let key = name_bytes(b.get(i..key_end)?)?;
             i = skip_ws(b, key_end);
             if b.get(i) != Some(&b':') {
                 return None;
             }
             i = skip_ws(b, i + 1);
-            if key == want {
+            if key.as_ref() == want.as_bytes() {
                 return Some(i);
             }
             i = skip_ws(b, skip_value(b, i)?);
@@ -362,7 +397,8 @@ struct Stream {
     /// does not fit the window.
     estimates: u64,
     usage: Option<u64>,
-    /// Implausible figures found, by offset (a subset of what loading reports).
+    /// Implausible figures found, by the line's place counted from the end of the file (a
+    /// subset of what loading reports).
     notes: Vec<(u64, String)>,
     /// Something only a parse can judge (a line that does not decode alone): give up.
     broken: bool,
@@ -384,8 +420,8 @@ impl Stream {
         self.usage.is_none_or(|u| u > self.window)
     }
 
-    /// One entry of the active branch, going back.
-    fn entry(&mut self, line: &[u8], offset: u64, kind: Option<&str>, version: u32) {
+    /// One entry of the active branch, going back; `from_end` counts its line from the end.
+    fn entry(&mut self, line: &[u8], from_end: u64, kind: Option<&str>, version: u32) {
         if self.broken {
             return;
         }
@@ -416,7 +452,7 @@ impl Stream {
             return;
         };
         if let Some(note) = e.take_note() {
-            self.notes.push((offset, note));
+            self.notes.push((from_end, note));
         }
         if e.context_role().is_some() && e.entry_type() != "compaction" {
             self.messages += 1;
@@ -493,9 +529,8 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         t.set_context_window(window);
         Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
     };
-    if head.header.version() == 1 {
-        return full();
-    }
+    // v1: no ids; each entry's parent is the entry before it.
+    let v1 = head.header.version() == 1;
 
     let mut lines = Backwards {
         file,
@@ -525,11 +560,24 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     let mut at_header = false;
     let mut stream = Stream::new(window);
     let mut torn = None;
+    // Hashes of the ids passed, to tell a parent outside the file from one before its child.
+    let mut ids_passed: Vec<u32> = Vec::new();
+    let id_hash = |id: &str| foldhash::fast::FixedState::default().hash_one(id) as u32;
+    // The last entry of the active branch reached, going back: the root if its parent is
+    // missing.
+    let mut chain_end = None;
+    // A line of several entries was passed: ids after its first are not in `ids_passed`.
+    let mut hidden_ids = false;
+    // Lines read so far, and the offset of the last: line numbers of what the walk reports
+    // are counted back from it, not by reading the file again from its start.
+    let (mut from_end, mut last_read) = (0u64, file_bytes);
     while let Some((offset, line)) = lines.prev()? {
         if offset < head.body_start {
             at_header = true;
             break;
         }
+        from_end += 1;
+        last_read = offset;
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -545,11 +593,11 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
                     .is_none()
             {
                 start = offset;
-                torn = Some(offset);
+                torn = Some(from_end);
                 continue;
             }
         }
-        let light = match skim(line) {
+        let light = match skim(line, v1) {
             Ok(l) => l,
             Err(problem) => {
                 let line_no = line_number_at(path, offset)?;
@@ -559,7 +607,28 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         if !boundary_found {
             start = offset;
         }
+        if v1 {
+            // The whole file is the branch. A v1 boundary is a line index and a line of two
+            // entries is skipped by v1 readers: both are left to the full load.
+            let several = may_hold_two(line)
+                && std::str::from_utf8(line)
+                    .ok()
+                    .and_then(crate::transcript::split_concatenated)
+                    .is_some();
+            if several || light.kind.as_deref() == Some("compaction") {
+                return full();
+            }
+            stream.entry(line, from_end, light.kind.as_deref(), 1);
+            continue;
+        }
         let id = light.id.as_deref().unwrap_or("");
+        ids_passed.push(id_hash(id));
+        hidden_ids = hidden_ids
+            || (may_hold_two(line)
+                && std::str::from_utf8(line)
+                    .ok()
+                    .and_then(crate::transcript::split_concatenated)
+                    .is_some());
         if first {
             first = false;
             // The leaf is the last entry of the file; on a line of several, a skim sees only
@@ -577,8 +646,9 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             boundary_found = true;
         }
         if !chain_done && want.as_deref() == Some(id) {
+            chain_end = Some(from_end);
             if boundary.is_none() && light.kind.as_deref() != Some("compaction") {
-                stream.entry(line, offset, light.kind.as_deref(), head.header.version());
+                stream.entry(line, from_end, light.kind.as_deref(), head.header.version());
             }
             want = light.parent_id.map(Cow::into_owned);
             chain_done = want.is_none();
@@ -614,6 +684,42 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
             break;
         }
     }
+    // The line number of the last line read, for the reports counted from the end.
+    let walked = Walked {
+        from_end,
+        offset: last_read,
+        line: at_header.then_some(head.line + 1),
+    };
+    if v1 {
+        // Every line was read back to the header, and none was a compaction.
+        if stream.broken {
+            return full();
+        }
+        return streamed(
+            path,
+            &head.header,
+            file_bytes,
+            head.body_start,
+            &stream,
+            torn,
+            &walked,
+        );
+    }
+    if at_header
+        && !first
+        && !chain_done
+        && !hidden_ids
+        && let (Some(parent), Some(root)) = (want.as_deref(), chain_end)
+        && !ids_passed.contains(&id_hash(parent))
+    {
+        // No line of the file has that id: loading makes the entry a root, and says so.
+        stream.notes.push((
+            root,
+            format!("parentId {parent:?} not found; entry treated as a root"),
+        ));
+        chain_done = true;
+    }
+    drop(ids_passed);
     if at_header {
         if first {
             start = head.body_start; // a header and nothing else
@@ -625,7 +731,15 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     }
     if boundary.is_none() && chain_done && !stream.broken {
         // No compaction on the branch: the walk gathered its whole context.
-        return streamed(path, &head.header, file_bytes, start, &stream, torn);
+        return streamed(
+            path,
+            &head.header,
+            file_bytes,
+            start,
+            &stream,
+            torn,
+            &walked,
+        );
     }
 
     // Parse header + tail as one transcript: same rules as a full load.
@@ -693,6 +807,14 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     Ok(status)
 }
 
+/// Where the backward walk stopped: how many lines it read, the offset of the last, and that
+/// line's number when known without counting (the walk reached the header).
+struct Walked {
+    from_end: u64,
+    offset: u64,
+    line: Option<usize>,
+}
+
 /// The status of a branch without a compaction, from what the walk gathered.
 fn streamed(
     path: &Path,
@@ -701,24 +823,28 @@ fn streamed(
     start: u64,
     stream: &Stream,
     torn: Option<u64>,
+    walked: &Walked,
 ) -> Result<Status, TranscriptError> {
     let source = path.display().to_string();
     let mut notes: Vec<(u64, String)> = stream.notes.clone();
-    if let Some(offset) = torn {
+    if let Some(from_end) = torn {
         notes.push((
-            offset,
+            from_end,
             "torn last line (no trailing newline, not JSON) ignored".into(),
         ));
     }
-    notes.sort_by_key(|(offset, _)| *offset);
-    let offsets: Vec<u64> = notes.iter().map(|(offset, _)| *offset).collect();
-    let lines = line_numbers_at(path, &offsets)?;
+    // File order: the line read last comes first.
+    notes.sort_by_key(|(from_end, _)| std::cmp::Reverse(*from_end));
+    let last_line = match (walked.line, notes.is_empty()) {
+        (_, true) => 0,
+        (Some(line), false) => line,
+        (None, false) => line_number_at(path, walked.offset)?,
+    };
     let warnings = notes
         .into_iter()
-        .zip(lines)
-        .map(|((_, message), line)| LoadWarning {
+        .map(|(from_end, message)| LoadWarning {
             source: source.clone(),
-            line,
+            line: last_line + (walked.from_end - from_end) as usize,
             message,
         })
         .collect();

@@ -13,6 +13,7 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --probes  # in context / reachable by recall
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --recall  # the recall index rows
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --prefix  # prompt-cache prefix per engine
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --linear  # compaction by size, status by shape
 //! ```
 //!
 //! Each row is its own timing loop; the figures are medians (and ratios of medians) of that
@@ -125,6 +126,13 @@ fn main() -> Result<()> {
         // Only the runtime compaction rows (quick to rerun while working on the compaction).
         return only_rows(|_, fx, rows| compaction_rows(fx, rows));
     }
+    if args.iter().any(|a| a == "--linear") {
+        // Only the linear-path rows (issue 26): compaction by session size, status by shape.
+        let mut rows = Vec::new();
+        linear_rows(&mut rows)?;
+        print_rows(&rows);
+        return Ok(());
+    }
     if args.iter().any(|a| a == "--transcript") {
         // Only the transcript rows and pi side by side, on big files too (issue 15).
         return transcript_table(no_peer, &out_path);
@@ -133,9 +141,7 @@ fn main() -> Result<()> {
         // Only the sidecar rows (quick to rerun while working on `serve`).
         let mut rows = Vec::new();
         serve_rows(&mut rows)?;
-        for row in &rows {
-            println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
-        }
+        print_rows(&rows);
         return Ok(());
     }
     let load_before = loadavg();
@@ -202,6 +208,7 @@ fn main() -> Result<()> {
     ));
 
     transcript_rows(&mut rows)?;
+    linear_rows(&mut rows)?;
     recall_rows(&mut rows)?;
 
     let shared = b::shared_transcript();
@@ -668,10 +675,15 @@ fn only_rows(
     let fx = Fixture::new()?;
     let mut rows = Vec::new();
     rows_of(&rt, &fx, &mut rows)?;
-    for row in &rows {
+    print_rows(&rows);
+    Ok(())
+}
+
+/// Rows alone, as table rows (no header: they go into a table of BENCHMARKS.md).
+fn print_rows(rows: &[Row]) {
+    for row in rows {
         println!("| {} | {} | {} |", row.metric, row.goal, row.measured);
     }
-    Ok(())
 }
 
 /// The recall index on the shared session (when present) and the generated 210 MB and 1 GB
@@ -1160,31 +1172,11 @@ fn transcript_rows(rows: &mut Vec<Row>) -> Result<()> {
     step("1 GB never-compacted session (generated once)");
     let big = b::generated_file("generated-1g.jsonl", b::SESSION_1G_MESSAGES)?;
     step("context status (1 GB, never compacted; child process)");
-    let metric = "`context status` on a 1 GB transcript, never compacted";
-    match status_in_child(&big) {
-        Ok(v) => {
-            let ms = v["medianMs"].as_f64().unwrap_or(f64::NAN);
-            let mib = v["peakKiB"].as_f64().unwrap_or(f64::NAN) / 1024.0;
-            rows.push(row(
-                metric,
-                "≤ 1 s, ≤ 64 MiB RSS",
-                format!(
-                    "{} (n={}), {mib:.0} MiB peak RSS of the process ({:.0} MB file, {} context tokens)",
-                    fmt_ms(ms),
-                    v["samples"],
-                    v["bytes"].as_f64().unwrap_or(0.0) / 1e6,
-                    v["contextTokens"]
-                ),
-                Some(ms <= 1000.0 && mib <= 64.0),
-            ));
-        }
-        Err(e) => rows.push(row(
-            metric,
-            "≤ 1 s, ≤ 64 MiB RSS",
-            format!("failed: {e:#}"),
-            Some(false),
-        )),
-    }
+    rows.push(status_row(
+        "`context status` on a 1 GB transcript, never compacted",
+        &big,
+        1000.0,
+    ));
     let mut files = vec![(
         "generated 210 MB session",
         b::generated_file("generated-210m.jsonl", b::SESSION_210M_MESSAGES)?,
@@ -1213,6 +1205,99 @@ fn transcript_rows(rows: &mut Vec<Row>) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Linear paths (issue 26): a manual compaction (as `compact --dry-run` computes it) of
+/// sessions of short messages from 25,000 to 200,000 messages, and `context status` on the
+/// 1 GB never-compacted session in the shapes that used to fall back to a full load (its first
+/// parent outside the file; version 1), each in a child process for its peak RSS.
+fn linear_rows(rows: &mut Vec<Row>) -> Result<()> {
+    let mut medians = Vec::new();
+    for messages in b::SHORT_SESSION_MESSAGES {
+        step(&format!("compaction, {messages} short messages"));
+        let path = b::short_session_file(messages)?;
+        let (samples, info) = b::manual_compaction(&path, Budget::SLOW.from_env())?;
+        let per_message = samples.median().as_secs_f64() / messages as f64;
+        rows.push(row(
+            &format!(
+                "manual compaction (prepare + extractive summary, as `compact --dry-run`), {messages} short messages"
+            ),
+            "≤ 2 s at 200,000, linear",
+            format!(
+                "{} (n={}, {:.2} µs per message; {} messages summarized, {}k → {}k tokens)",
+                fmt_duration(samples.median()),
+                samples.len(),
+                per_message * 1e6,
+                info.messages_compacted,
+                info.tokens_before / 1000,
+                info.tokens_after / 1000
+            ),
+            (messages == 200_000).then(|| samples.median() <= Duration::from_secs(2)),
+        ));
+        medians.push((messages, samples.median()));
+    }
+    if let (Some((first_n, first)), Some((last_n, last))) = (medians.first(), medians.last()) {
+        let growth = last.as_secs_f64() / first.as_secs_f64();
+        let size = (*last_n / *first_n) as f64;
+        rows.push(row(
+            &format!("↳ time at {last_n} / time at {first_n} messages"),
+            &format!("≤ {:.0}× (the size ratio, +25%)", size * 1.25),
+            format!("{growth:.2}× for {size:.0}× the messages"),
+            Some(growth <= size * 1.25),
+        ));
+    }
+    type Reshape = fn(&str) -> String;
+    let shapes: [(&str, &str, Reshape); 2] = [
+        (
+            "first entry's parent outside the file (a continued OpenClaw session)",
+            "generated-1g-outside-parent.jsonl",
+            |text| ctxhost_transcript::generate::with_outside_parent(text, "0ffc0ffe"),
+        ),
+        (
+            "version 1 (no ids)",
+            "generated-1g-v1.jsonl",
+            ctxhost_transcript::generate::to_v1,
+        ),
+    ];
+    for (shape, name, reshape) in shapes {
+        step(&format!(
+            "1 GB never-compacted session, {shape} (generated once)"
+        ));
+        let path = b::reshaped_1g_file(name, reshape)?;
+        step(&format!("context status (1 GB, {shape}; child process)"));
+        rows.push(status_row(
+            &format!("`context status` on a 1 GB transcript, never compacted, {shape}"),
+            &path,
+            500.0,
+        ));
+    }
+    Ok(())
+}
+
+/// `context status` of `path` timed in a child process (for its peak RSS), against a goal of
+/// `goal_ms` and 64 MiB.
+fn status_row(metric: &str, path: &std::path::Path, goal_ms: f64) -> Row {
+    let goal = format!("≤ {}, ≤ 64 MiB RSS", fmt_ms(goal_ms));
+    match status_in_child(path) {
+        Ok(v) => {
+            let ms = v["medianMs"].as_f64().unwrap_or(f64::NAN);
+            let mib = v["peakKiB"].as_f64().unwrap_or(f64::NAN) / 1024.0;
+            row(
+                metric,
+                &goal,
+                format!(
+                    "{} (n={}), {mib:.0} MiB peak RSS of the process ({:.0} MB file, {} context tokens, count from {})",
+                    fmt_ms(ms),
+                    v["samples"],
+                    v["bytes"].as_f64().unwrap_or(0.0) / 1e6,
+                    v["contextTokens"],
+                    v["countSource"].as_str().unwrap_or("?")
+                ),
+                Some(ms <= goal_ms && mib <= 64.0),
+            )
+        }
+        Err(e) => row(metric, &goal, format!("failed: {e:#}"), Some(false)),
+    }
 }
 
 /// The files of the side-by-side rows; with `big`, the generated 210 MB and 1 GB sessions too.
@@ -1304,6 +1389,7 @@ fn status_child(path: &std::path::Path) -> Result<()> {
             "peakKiB": b::peak_rss_kib(),
             "bytes": status.file_bytes,
             "contextTokens": status.context_tokens,
+            "countSource": status.count_source.as_str(),
         })
     );
     Ok(())

@@ -7,6 +7,8 @@
 //! (the oldest exchanges, requests, files and resolved failures are elided with a count), never
 //! the present (the current task and the standing instructions).
 
+use std::collections::{HashMap, HashSet, VecDeque};
+
 use serde_json::Value;
 
 use crate::message::MessageView;
@@ -61,19 +63,52 @@ fn fold(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn push_unique(list: &mut Vec<String>, item: String) {
-    if !item.is_empty() && !list.contains(&item) {
-        list.push(item);
+/// `items` appended to `list` in order, each unless empty or already there: a summary's lists
+/// hold an item once. One set for the whole batch, so a session's worth of items is linear.
+fn extend_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
+    let mut seen: HashSet<String> = list.iter().cloned().collect();
+    for item in items {
+        if !item.is_empty() && seen.insert(item.clone()) {
+            list.push(item);
+        }
     }
 }
 
-/// Moves `item` to the end (newest), adding it when absent.
-fn push_newest(list: &mut Vec<String>, item: String) {
-    if item.is_empty() {
+/// `items` pushed to `list` one by one as the newest: an item already there (or pushed again
+/// later in the batch) moves to where it was pushed last. In one pass over both, not a
+/// removal per push.
+fn extend_newest(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
+    let items: Vec<String> = items.into_iter().filter(|i| !i.is_empty()).collect();
+    if items.is_empty() {
         return;
     }
-    list.retain(|x| *x != item);
-    list.push(item);
+    let pushed: HashSet<&str> = items.iter().map(String::as_str).collect();
+    // Walking the batch from its end, the first sight of an item is where it stays.
+    let mut placed = HashSet::with_capacity(pushed.len());
+    let mut last_sight: Vec<bool> = items.iter().rev().map(|i| placed.insert(i)).collect();
+    last_sight.reverse();
+    let mut merged: Vec<String> = std::mem::take(list)
+        .into_iter()
+        .filter(|old| !pushed.contains(old.as_str()))
+        .collect();
+    merged.extend(
+        items
+            .iter()
+            .zip(last_sight)
+            .filter(|(_, last)| *last)
+            .map(|(i, _)| i.clone()),
+    );
+    *list = merged;
+}
+
+/// `read` without the paths also in `modified` (a file both read and modified is listed as
+/// modified only).
+fn drop_modified(read: &mut Vec<String>, modified: &[String]) {
+    if read.is_empty() || modified.is_empty() {
+        return;
+    }
+    let modified: HashSet<&str> = modified.iter().map(String::as_str).collect();
+    read.retain(|p| !modified.contains(p.as_str()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -186,7 +221,7 @@ fn add_instruction(list: &mut Vec<String>, instruction: String) {
         let smaller = old_words.len().min(new.len()).max(1);
         !(shared >= 2 || shared * 2 > smaller) || *old == instruction
     });
-    push_newest(list, instruction);
+    extend_newest(list, [instruction]);
     let excess = list.len().saturating_sub(MAX_INSTRUCTIONS);
     list.drain(..excess);
 }
@@ -273,8 +308,9 @@ impl Failure {
         }
     }
 
-    fn same(&self, other: &Failure) -> bool {
-        self.tool == other.tool && self.target == other.target && self.line == other.line
+    /// What makes two failures the same entry: the tool, its target and the error line.
+    fn key(&self) -> (String, String, String) {
+        (self.tool.clone(), self.target.clone(), self.line.clone())
     }
 }
 
@@ -418,6 +454,7 @@ fn transient_path(path: &str) -> bool {
 /// edit/write tools. A file both read and modified is listed as modified only.
 pub fn file_operations(messages: &[MessageView]) -> (Vec<String>, Vec<String>) {
     let (mut read, mut modified) = (Vec::new(), Vec::new());
+    let (mut read_seen, mut modified_seen) = (HashSet::new(), HashSet::new());
     for call in messages.iter().flat_map(|m| &m.tool_calls) {
         let Ok(args) = serde_json::from_str::<Value>(&call.arguments) else {
             continue;
@@ -431,15 +468,18 @@ pub fn file_operations(messages: &[MessageView]) -> (Vec<String>, Vec<String>) {
         if transient_path(path) {
             continue;
         }
-        match call.name.to_ascii_lowercase().as_str() {
-            "read" | "read_file" | "view" => push_unique(&mut read, path.to_string()),
+        let (list, seen) = match call.name.to_ascii_lowercase().as_str() {
+            "read" | "read_file" | "view" => (&mut read, &mut read_seen),
             "edit" | "write" | "edit_file" | "write_file" | "multiedit" | "multi_edit" => {
-                push_unique(&mut modified, path.to_string())
+                (&mut modified, &mut modified_seen)
             }
-            _ => {}
+            _ => continue,
+        };
+        if !path.is_empty() && seen.insert(path.to_string()) {
+            list.push(path.to_string());
         }
     }
-    read.retain(|p| !modified.contains(p));
+    drop_modified(&mut read, &modified);
     (read, modified)
 }
 
@@ -447,15 +487,14 @@ pub fn file_operations(messages: &[MessageView]) -> (Vec<String>, Vec<String>) {
 /// order directories first appear.
 fn grouped(paths: &[String]) -> Vec<String> {
     let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut group_of: HashMap<&str, usize> = HashMap::new();
     for path in paths {
-        let (dir, file) = match path.rfind('/') {
-            Some(slash) => path.split_at(slash + 1),
-            None => ("", path.as_str()),
-        };
-        match groups.iter_mut().find(|(d, _)| *d == dir) {
-            Some((_, files)) => files.push(file),
-            None => groups.push((dir, vec![file])),
-        }
+        let (dir, file) = dir_and_file(path);
+        let g = *group_of.entry(dir).or_insert_with(|| {
+            groups.push((dir, Vec::new()));
+            groups.len() - 1
+        });
+        groups[g].1.push(file);
     }
     groups
         .into_iter()
@@ -464,6 +503,19 @@ fn grouped(paths: &[String]) -> Vec<String> {
             _ => format!("{dir}{{{}}}", files.join(", ")),
         })
         .collect()
+}
+
+/// `a/b/x.ts` → (`a/b/`, `x.ts`): the directory a path is grouped under, and its name.
+fn dir_and_file(path: &str) -> (&str, &str) {
+    match path.rfind('/') {
+        Some(slash) => path.split_at(slash + 1),
+        None => ("", path),
+    }
+}
+
+/// The rendered size of [`grouped`]`(paths)` (each line with its `- ` and line break).
+fn grouped_size(paths: &[String]) -> usize {
+    grouped(paths).iter().map(|l| l.len() + 3).sum()
 }
 
 /// The paths of one grouped line.
@@ -586,6 +638,10 @@ impl Sections {
     /// Reads a summary this module wrote (older layouts too: `Goal`, `Open questions`).
     fn parse(text: &str) -> Sections {
         let mut p = Sections::default();
+        // Items gathered per list, made distinct once at the end (first sight kept).
+        let (mut instructions, mut requests) = (Vec::new(), Vec::new());
+        let (mut modified, mut read) = (Vec::new(), Vec::new());
+        let mut failures_seen = HashSet::new();
         let mut section = String::new();
         // Lines outside the sections this module writes: a model's prose, pinned messages.
         let mut free: Vec<&str> = Vec::new();
@@ -612,34 +668,30 @@ impl Sections {
                 }
                 ("Focus", _) => p.focus = Some(item),
                 ("Earlier context", _) => p.earlier = Some(item),
-                ("Standing instructions", _) => push_unique(&mut p.instructions, item),
+                ("Standing instructions", _) => instructions.push(item),
                 ("User requests", Some(n)) => p.requests_elided += n,
-                ("User requests" | "Open questions", None) => push_unique(&mut p.requests, item),
+                ("User requests" | "Open questions", None) => requests.push(item),
                 ("Progress", _) => p.progress = Some(item),
                 ("Tool failures", Some(n)) => p.failures_elided += n,
                 ("Tool failures", None) => {
                     let f = Failure::parse(&item);
-                    if !p.failures.iter().any(|x| x.same(&f)) {
+                    if failures_seen.insert(f.key()) {
                         p.failures.push(f);
                     }
                 }
                 ("Files modified", Some(n)) => p.modified_elided += n,
-                ("Files modified", None) => {
-                    ungrouped(&item)
-                        .into_iter()
-                        .for_each(|f| push_unique(&mut p.modified, f));
-                }
+                ("Files modified", None) => modified.extend(ungrouped(&item)),
                 ("Files read", Some(n)) => p.read_elided += n,
-                ("Files read", None) => {
-                    ungrouped(&item)
-                        .into_iter()
-                        .for_each(|f| push_unique(&mut p.read, f));
-                }
+                ("Files read", None) => read.extend(ungrouped(&item)),
                 ("Recent exchanges", _) => p.recent.push(item),
                 _ => continue,
             }
         }
-        p.read.retain(|f| !p.modified.contains(f));
+        extend_unique(&mut p.instructions, instructions);
+        extend_unique(&mut p.requests, requests);
+        extend_unique(&mut p.modified, modified);
+        extend_unique(&mut p.read, read);
+        drop_modified(&mut p.read, &p.modified);
         if !free.is_empty() {
             let mut earlier = p.earlier.take().unwrap_or_default();
             if !earlier.is_empty() {
@@ -674,56 +726,31 @@ impl Sections {
             add_instruction(&mut self.instructions, i);
         }
         self.requests_elided += later.requests_elided;
-        for r in later.requests {
-            push_newest(&mut self.requests, r);
-        }
+        extend_newest(&mut self.requests, later.requests);
         if later.progress.is_some() {
             self.progress = later.progress;
         }
         self.failures_elided += later.failures_elided;
+        let mut failures = FailureLedger::new(std::mem::take(&mut self.failures));
         for f in later.failures {
-            self.add_failure(f);
+            failures.add(f);
         }
+        self.failures = failures.into_vec();
         self.modified_elided += later.modified_elided;
-        for f in later.modified {
-            push_unique(&mut self.modified, f);
-        }
+        extend_unique(&mut self.modified, later.modified);
         self.read_elided += later.read_elided;
-        for f in later.read {
-            push_unique(&mut self.read, f);
-        }
-        self.read.retain(|f| !self.modified.contains(f));
+        extend_unique(&mut self.read, later.read);
+        drop_modified(&mut self.read, &self.modified);
         if !later.recent.is_empty() {
             self.recent = later.recent;
-        }
-    }
-
-    fn add_failure(&mut self, mut f: Failure) {
-        // The same error again (on this target or another) is one entry: open again, the
-        // newest, naming the newest target and counting the others.
-        if let Some(i) = self
-            .failures
-            .iter()
-            .position(|x| x.tool == f.tool && x.line == f.line)
-        {
-            let old = self.failures.remove(i);
-            f.more += old.more + usize::from(old.target != f.target);
-        }
-        self.failures.push(f);
-    }
-
-    /// A success of `tool` on `target` resolves the earlier failures of the same call.
-    fn resolve(&mut self, tool: &str, target: &str) {
-        for f in &mut self.failures {
-            if f.tool == tool && f.target == target {
-                f.resolved = true;
-            }
         }
     }
 
     /// Learns from the messages of this span, oldest first.
     fn learn(&mut self, messages: &[MessageView]) {
         let mut pending = PendingCalls::default();
+        let mut requests = Vec::new();
+        let mut failures = FailureLedger::new(std::mem::take(&mut self.failures));
         for m in messages {
             match m.role {
                 Role::User => {
@@ -734,7 +761,7 @@ impl Sections {
                     self.started
                         .get_or_insert_with(|| clip(text, STARTED_CHARS));
                     self.current = Some(clip(text, CURRENT_CHARS));
-                    push_newest(&mut self.requests, clip(text, REQUEST_CHARS));
+                    requests.push(clip(text, REQUEST_CHARS));
                     for i in standing_instructions(text) {
                         add_instruction(&mut self.instructions, i);
                     }
@@ -748,7 +775,7 @@ impl Sections {
                 Role::ToolResult => {
                     let (tool, target) = pending.answer(m);
                     if m.is_error {
-                        self.add_failure(Failure {
+                        failures.add(Failure {
                             tool,
                             target,
                             line: error_line(&m.text),
@@ -756,27 +783,29 @@ impl Sections {
                             more: 0,
                         });
                     } else {
-                        self.resolve(&tool, &target);
+                        failures.resolve(&tool, &target);
                     }
                 }
                 _ => {}
             }
         }
+        extend_newest(&mut self.requests, requests);
+        self.failures = failures.into_vec();
         let (read, modified) = file_operations(messages);
-        for f in modified {
-            push_unique(&mut self.modified, f);
-        }
-        for f in read {
-            push_unique(&mut self.read, f);
-        }
-        self.read.retain(|f| !self.modified.contains(f));
-        let recent: Vec<String> = messages
+        extend_unique(&mut self.modified, modified);
+        extend_unique(&mut self.read, read);
+        drop_modified(&mut self.read, &self.modified);
+        // Only the newest exchanges are kept: only they are rendered.
+        let mut recent: Vec<String> = messages
             .iter()
+            .rev()
             .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.text.trim().is_empty())
+            .take(RECENT)
             .map(|m| format!("**{}**: {}", m.role.as_str(), clip(&m.text, RECENT_CHARS)))
             .collect();
         if !recent.is_empty() {
-            self.recent = last_n(recent, RECENT);
+            recent.reverse();
+            self.recent = recent;
         }
     }
 
@@ -790,12 +819,36 @@ impl Sections {
             .is_some_and(|said| progress.starts_with(said.trim_end_matches('…')))
     }
 
-    /// Elides the oldest items of a list while its rendered lines pass `budget`.
+    /// Elides the oldest items of a list while its rendered lines pass `budget`. The size of
+    /// the grouped lines is kept per directory as paths leave, not regrouped per path.
     fn fit_files(list: &mut Vec<String>, elided: &mut usize, budget: usize) {
-        while list.len() > 1 && grouped(list).iter().map(|l| l.len() + 3).sum::<usize>() > budget {
-            list.remove(0);
-            *elided += 1;
+        // Per directory: its paths and the bytes of their names.
+        let mut dirs: HashMap<&str, (usize, usize)> = HashMap::new();
+        for path in list.iter() {
+            let (dir, file) = dir_and_file(path);
+            let d = dirs.entry(dir).or_default();
+            d.0 += 1;
+            d.1 += file.len();
         }
+        // What `grouped` renders for a directory: `dir/name`, or `dir/{a, b}`; and `- `, `\n`.
+        let line = |dir: &str, (paths, bytes): (usize, usize)| match paths {
+            0 => 0,
+            1 => dir.len() + bytes + 3,
+            n => dir.len() + 2 + bytes + 2 * (n - 1) + 3,
+        };
+        let mut size: usize = dirs.iter().map(|(dir, d)| line(dir, *d)).sum();
+        let mut cut = 0;
+        while list.len() - cut > 1 && size > budget {
+            let (dir, file) = dir_and_file(&list[cut]);
+            if let Some(d) = dirs.get_mut(dir) {
+                size -= line(dir, *d);
+                *d = (d.0 - 1, d.1 - file.len());
+                size += line(dir, *d);
+            }
+            cut += 1;
+        }
+        list.drain(..cut);
+        *elided += cut;
     }
 
     fn render(&self) -> String {
@@ -862,12 +915,22 @@ impl Sections {
             MODIFIED_FILES_BUDGET,
         );
         Self::fit_files(&mut self.read, &mut self.read_elided, READ_FILES_BUDGET);
-        while self.requests.len() > 1
-            && self.requests.iter().map(|r| r.len() + 3).sum::<usize>() > REQUESTS_BUDGET
-        {
-            self.requests.remove(0);
-            self.requests_elided += 1;
+        let mut size: usize = self.requests.iter().map(|r| r.len() + 3).sum();
+        let mut cut = 0;
+        while self.requests.len() - cut > 1 && size > REQUESTS_BUDGET {
+            size -= self.requests[cut].len() + 3;
+            cut += 1;
         }
+        self.requests.drain(..cut);
+        self.requests_elided += cut;
+        self.shed_while_surely_over(max_chars);
+        self.render_shedding(max_chars)
+    }
+
+    /// Renders, and while over `max_chars` gives up one thing of the past and renders again
+    /// (see [`Self::render_bounded`]). Each step renders, so it comes after
+    /// [`Self::shed_while_surely_over`], which leaves it a bounded number of steps.
+    fn render_shedding(mut self, max_chars: usize) -> String {
         loop {
             let out = self.render();
             let over = out.chars().count().saturating_sub(max_chars);
@@ -933,6 +996,173 @@ impl Sections {
     }
 }
 
+impl Sections {
+    /// The steps the loop of [`Self::render_bounded_to`] takes while the summary is over
+    /// `max_chars`, taken without rendering for as long as it surely is: the request and failure
+    /// items alone (each at least `- ` and its text up to trailing blanks) pass `max_chars`.
+    /// Then the loop drops recent exchanges, the earlier text and progress, rewinds the start,
+    /// and sheds list items by the same rule, which needs only the lists' sizes, kept here as
+    /// items leave. The loop then goes on from where this stops, so the result is the same as
+    /// rendering after each step, without the render per step (quadratic in the failures a long
+    /// session collects).
+    fn shed_while_surely_over(&mut self, max_chars: usize) {
+        let floor = |item: &str| 2 + item.trim_end().chars().count();
+        let failures: Vec<String> = self.failures.iter().map(Failure::render).collect();
+        let mut surely: usize = self.requests.iter().map(|r| floor(r)).sum::<usize>()
+            + failures.iter().map(|f| floor(f)).sum::<usize>();
+        if surely <= max_chars {
+            return;
+        }
+        self.recent.clear();
+        self.earlier = None;
+        self.progress = None;
+        if self.started.is_some() {
+            self.started = self.current.clone();
+        }
+        let mut sizes = [
+            self.requests.iter().map(|r| r.len() + 3).sum::<usize>(),
+            failures.iter().map(|f| f.len() + 3).sum(),
+            grouped_size(&self.modified),
+            grouped_size(&self.read),
+        ];
+        let mut lens = [
+            self.requests.len(),
+            self.failures.len(),
+            self.modified.len(),
+            self.read.len() + 1,
+        ];
+        // Requests leave from the front; failures the oldest resolved one first, else the oldest.
+        let mut requests_gone = 0;
+        let mut failure_gone = vec![false; failures.len()];
+        let (mut oldest, mut oldest_resolved) = (0, 0);
+        while surely > max_chars {
+            let pick = (0..4).filter(|&k| lens[k] > 1).max_by(|&a, &b| {
+                (sizes[a] as f64 / SHARES[a]).total_cmp(&(sizes[b] as f64 / SHARES[b]))
+            });
+            match pick {
+                Some(0) => {
+                    let r = &self.requests[requests_gone];
+                    sizes[0] -= r.len() + 3;
+                    surely -= floor(r);
+                    requests_gone += 1;
+                    self.requests_elided += 1;
+                }
+                Some(1) => {
+                    while oldest_resolved < failures.len()
+                        && (failure_gone[oldest_resolved]
+                            || !self.failures[oldest_resolved].resolved)
+                    {
+                        oldest_resolved += 1;
+                    }
+                    while failure_gone[oldest] {
+                        oldest += 1;
+                    }
+                    let i = if oldest_resolved < failures.len() {
+                        oldest_resolved
+                    } else {
+                        oldest
+                    };
+                    failure_gone[i] = true;
+                    sizes[1] -= failures[i].len() + 3;
+                    surely -= floor(&failures[i]);
+                    self.failures_elided += 1;
+                }
+                // Files were fitted to their budgets already: few, regrouped as they leave.
+                Some(2) => {
+                    self.modified.remove(0);
+                    self.modified_elided += 1;
+                    sizes[2] = grouped_size(&self.modified);
+                }
+                Some(_) => {
+                    self.read.remove(0);
+                    self.read_elided += 1;
+                    sizes[3] = grouped_size(&self.read);
+                }
+                None => break,
+            }
+            if let Some(k) = pick {
+                lens[k] -= 1;
+            }
+        }
+        self.requests.drain(..requests_gone);
+        let mut gone = failure_gone.into_iter();
+        self.failures.retain(|_| !gone.next().unwrap_or(false));
+    }
+}
+
+/// The failures of a summary being learned, with the two lookups a span makes per tool result
+/// kept in maps: the same error again (tool and line) and the failures a success resolves (tool
+/// and target). Each is a lookup, not a scan of every failure so far.
+struct FailureLedger {
+    /// In order, oldest first; `None` where a failure was merged into a newer one.
+    slots: Vec<Option<Failure>>,
+    /// The slots of each (tool, error line), oldest first.
+    by_error: HashMap<(String, String), VecDeque<usize>>,
+    /// The slots of each (tool, target) not yet resolved.
+    unresolved: HashMap<(String, String), Vec<usize>>,
+}
+
+impl FailureLedger {
+    fn new(failures: Vec<Failure>) -> FailureLedger {
+        let mut ledger = FailureLedger {
+            slots: Vec::with_capacity(failures.len()),
+            by_error: HashMap::new(),
+            unresolved: HashMap::new(),
+        };
+        for f in failures {
+            ledger.push(f);
+        }
+        ledger
+    }
+
+    fn push(&mut self, f: Failure) {
+        let slot = self.slots.len();
+        self.by_error
+            .entry((f.tool.clone(), f.line.clone()))
+            .or_default()
+            .push_back(slot);
+        if !f.resolved {
+            self.unresolved
+                .entry((f.tool.clone(), f.target.clone()))
+                .or_default()
+                .push(slot);
+        }
+        self.slots.push(Some(f));
+    }
+
+    /// The same error again (on this target or another) is one entry: open again, the newest,
+    /// naming the newest target and counting the others.
+    fn add(&mut self, mut f: Failure) {
+        let same = self
+            .by_error
+            .get_mut(&(f.tool.clone(), f.line.clone()))
+            .and_then(VecDeque::pop_front);
+        if let Some(old) = same.and_then(|slot| self.slots[slot].take()) {
+            f.more += old.more + usize::from(old.target != f.target);
+        }
+        self.push(f);
+    }
+
+    /// A success of `tool` on `target` resolves the earlier failures of the same call.
+    fn resolve(&mut self, tool: &str, target: &str) {
+        let Some(slots) = self
+            .unresolved
+            .remove(&(tool.to_string(), target.to_string()))
+        else {
+            return;
+        };
+        for slot in slots {
+            if let Some(f) = &mut self.slots[slot] {
+                f.resolved = true;
+            }
+        }
+    }
+
+    fn into_vec(self) -> Vec<Failure> {
+        self.slots.into_iter().flatten().collect()
+    }
+}
+
 fn section(out: &mut String, title: &str, items: &[String]) {
     if items.is_empty() {
         return;
@@ -946,12 +1176,6 @@ fn section(out: &mut String, title: &str, items: &[String]) {
         out.push('\n');
     }
     out.push('\n');
-}
-
-fn last_n(mut items: Vec<String>, n: usize) -> Vec<String> {
-    let drop = items.len().saturating_sub(n);
-    items.drain(..drop);
-    items
 }
 
 /// The summary's state before this span: the previous summary's sections, or a model's text.
@@ -985,7 +1209,7 @@ pub fn summarize_at(
     s.learn(messages);
     if let Some(text) = current_request.filter(|t| !is_acknowledgement(t)) {
         s.current = Some(clip(text, CURRENT_CHARS));
-        push_newest(&mut s.requests, clip(text, REQUEST_CHARS));
+        extend_newest(&mut s.requests, [clip(text, REQUEST_CHARS)]);
         for i in standing_instructions(text) {
             add_instruction(&mut s.instructions, i);
         }
@@ -1064,11 +1288,11 @@ pub fn merge(parts: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::message::ToolCall;
 
-    fn msg(role: Role, text: &str) -> MessageView {
+    pub(in crate::compaction) fn msg(role: Role, text: &str) -> MessageView {
         MessageView {
             role,
             timestamp: 0,
@@ -1082,7 +1306,7 @@ mod tests {
         }
     }
 
-    fn call(name: &str, args: &str) -> MessageView {
+    pub(in crate::compaction) fn call(name: &str, args: &str) -> MessageView {
         let mut m = msg(Role::Assistant, "");
         m.tool_calls.push(ToolCall {
             id: "1".into(),
@@ -1092,7 +1316,7 @@ mod tests {
         m
     }
 
-    fn result(tool: &str, text: &str, is_error: bool) -> MessageView {
+    pub(in crate::compaction) fn result(tool: &str, text: &str, is_error: bool) -> MessageView {
         let mut m = msg(Role::ToolResult, text);
         m.tool_name = Some(tool.into());
         m.is_error = is_error;
@@ -1105,6 +1329,54 @@ mod tests {
             .unwrap_or_else(|| panic!("no {title} in {summary}"));
         let rest = &summary[start..];
         &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+    }
+
+    /// Shedding without rendering takes exactly the steps rendering after each would take:
+    /// both are run on summaries over their bound by every list in turn, at several bounds.
+    #[test]
+    fn shedding_without_rendering_ends_where_rendering_each_step_does() {
+        let mut inputs = Vec::new();
+        for (requests, failures, files) in [(400, 10, 5), (20, 300, 5), (50, 200, 400), (0, 2, 0)] {
+            let mut msgs: Vec<MessageView> = (0..requests)
+                .map(|i| msg(Role::User, &format!("request {i} {}", "w ".repeat(i % 13))))
+                .collect();
+            for i in 0..failures {
+                msgs.push(call(
+                    "bash",
+                    &format!(r#"{{"command":"make t{}"}}"#, i % 50),
+                ));
+                msgs.push(result(
+                    "bash",
+                    &format!("error: t{i} broke {}", "x".repeat(i % 40)),
+                    i % 4 != 3,
+                ));
+            }
+            for i in 0..files {
+                msgs.push(call(
+                    "edit",
+                    &format!(r#"{{"path":"src/d{}/f{i}.rs"}}"#, i % 9),
+                ));
+                msgs.push(call("read", &format!(r#"{{"path":"docs/n{i}.md"}}"#)));
+            }
+            msgs.push(msg(Role::Assistant, &"progress ".repeat(30)));
+            let mut s = previous(Some(&format!("Model prose {}", "p ".repeat(900))));
+            s.learn(&msgs);
+            inputs.push(s);
+        }
+        let mut shortcuts = 0;
+        for s in inputs {
+            for max in [400, 1200, MAX_CHARS, 20_000] {
+                let mut shed = s.clone();
+                shed.shed_while_surely_over(max);
+                shortcuts += usize::from(shed.failures.len() < s.failures.len());
+                assert_eq!(
+                    shed.render_shedding(max),
+                    s.clone().render_shedding(max),
+                    "max {max}"
+                );
+            }
+        }
+        assert!(shortcuts >= 3, "the shortcut was taken {shortcuts} times");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 
 pub mod citations;
 pub mod extractive;
+#[cfg(test)]
+mod golden;
 pub mod runtime;
 pub mod summarizer;
 

@@ -484,6 +484,7 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
             oversized_idx.push(i);
         }
     }
+    let oversized_idx: HashSet<usize> = oversized_idx.into_iter().collect();
     let oversized = oversized_outputs(t, &messages[cut..], &oversized_idx);
     let kept_pruned: Vec<String> = messages[cut..]
         .iter()
@@ -536,7 +537,7 @@ pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Re
 fn oversized_outputs(
     t: &Transcript,
     kept: &[usize],
-    oversized: &[usize],
+    oversized: &HashSet<usize>,
 ) -> Vec<extractive::Oversized> {
     // Naming them decodes the kept messages: only when there are some (prepare decodes none).
     if oversized.is_empty() {
@@ -794,21 +795,19 @@ fn merged_files(
     read: Vec<String>,
     modified: Vec<String>,
 ) -> (Vec<String>, Vec<String>) {
+    // Sets beside the lists: the lists grow with the session, one scan per path would not.
+    let extend = |all: &mut Vec<String>, new: Vec<String>| {
+        let mut listed: HashSet<String> = all.iter().cloned().collect();
+        all.extend(new.into_iter().filter(|p| listed.insert(p.clone())));
+    };
     let mut modified_all = prev
         .and_then(|r| r.modified_files.clone())
         .unwrap_or_default();
-    for p in modified {
-        if !modified_all.contains(&p) {
-            modified_all.push(p);
-        }
-    }
+    extend(&mut modified_all, modified);
     let mut read_all = prev.and_then(|r| r.read_files.clone()).unwrap_or_default();
-    for p in read {
-        if !read_all.contains(&p) {
-            read_all.push(p);
-        }
-    }
-    read_all.retain(|p| !modified_all.contains(p));
+    extend(&mut read_all, read);
+    let modified_set: HashSet<&str> = modified_all.iter().map(String::as_str).collect();
+    read_all.retain(|p| !modified_set.contains(p.as_str()));
     (read_all, modified_all)
 }
 

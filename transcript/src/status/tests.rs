@@ -119,8 +119,21 @@ fn bad_input_names_file_and_line() {
     );
 }
 
+/// What a scan must agree on with a full load of the same file.
+fn assert_same_as_load(path: &Path, source: CountSource) -> Status {
+    let t = Transcript::load(path).unwrap();
+    let s = scan(path).unwrap();
+    assert_eq!(s.context_tokens, t.context_tokens());
+    assert_eq!(s.context_messages, t.context().len());
+    assert_eq!(s.compaction_count, t.compaction_count() as u64);
+    assert_eq!(s.version, t.header().version());
+    assert_eq!(s.warnings, t.warnings());
+    assert_eq!(s.count_source, source);
+    s
+}
+
 #[test]
-fn v1_files_are_parsed_whole() {
+fn v1_files_without_a_compaction_are_walked_not_parsed() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("v1.jsonl");
     std::fs::write(
@@ -128,10 +141,115 @@ fn v1_files_are_parsed_whole() {
         "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"12345678\"}}\n",
     )
     .unwrap();
-    let s = scan(&p).unwrap();
-    assert_eq!(s.version, 1);
-    assert_eq!(s.context_tokens, 2);
-    assert_eq!(s.count_source, CountSource::FullParse);
+    let s = assert_same_as_load(&p, CountSource::ActiveBranch);
+    assert_eq!((s.version, s.context_tokens), (1, 2));
+
+    let text = crate::generate::to_v1(&coding_session(8, 400));
+    std::fs::write(&p, &text).unwrap();
+    let s = assert_same_as_load(&p, CountSource::ActiveBranch);
+    assert!(s.context_messages > 300, "{}", s.context_messages);
+    for window in [1_000, 10_000_000] {
+        let mut t = Transcript::load(&p).unwrap();
+        t.set_context_window(Some(window));
+        assert_eq!(
+            scan_for_window(&p, window).unwrap().context_tokens,
+            t.context_tokens()
+        );
+    }
+
+    // A torn last line is reported on its line, as loading reports it.
+    std::fs::write(&p, format!("{text}{{\"type\":\"mess")).unwrap();
+    let s = assert_same_as_load(&p, CountSource::ActiveBranch);
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+
+    // The shared pi session is a v1 file of the real kind.
+    let shared =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/pi-large-session.jsonl");
+    if shared.is_file() {
+        assert_same_as_load(&shared, CountSource::ActiveBranch);
+    }
+}
+
+#[test]
+fn v1_files_with_a_compaction_or_a_line_of_two_entries_are_parsed_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("v1.jsonl");
+    let text = crate::generate::to_v1(&coding_session(9, 60));
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines.insert(
+        30,
+        r#"{"type":"compaction","timestamp":"2025-01-01T00:00:00.000Z","summary":"s","firstKeptEntryIndex":20,"tokensBefore":5}"#.into(),
+    );
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let s = assert_same_as_load(&p, CountSource::FullParse);
+    assert_eq!(s.compaction_count, 1);
+
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let joined = format!("{}{}", lines[10], lines[11]);
+    lines.splice(10..12, [joined]);
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let s = assert_same_as_load(&p, CountSource::FullParse);
+    assert_eq!(s.warnings.len(), 1, "pi skips the line, and says so");
+}
+
+#[test]
+fn a_first_parent_outside_the_file_is_a_root_found_in_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("o.jsonl");
+    let text = crate::generate::with_outside_parent(&coding_session(4, 300), "feedf00d");
+    std::fs::write(&p, &text).unwrap();
+    let s = assert_same_as_load(&p, CountSource::ActiveBranch);
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert_eq!(s.warnings[0].line, 2, "{}", s.warnings[0]);
+
+    // With compactions another writer made (no running counts): the branch is walked to the
+    // same root and its compactions counted.
+    let (path, t) = compacted(dir.path(), 2);
+    let outside = crate::generate::with_outside_parent(&foreign(&t), "feedf00d");
+    std::fs::write(&path, &outside).unwrap();
+    let loaded = Transcript::load(&path).unwrap();
+    let s = scan(&path).unwrap();
+    assert_eq!(s.count_source, CountSource::ActiveBranch);
+    assert_eq!((s.compaction_count, s.summary_count), (2, 2));
+    assert_eq!(s.context_tokens, loaded.context_tokens());
+    assert_eq!(s.context_messages, loaded.context().len());
+}
+
+#[test]
+fn a_parent_later_in_the_file_or_on_a_shared_line_is_left_to_the_full_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.jsonl");
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    let user = |id: &str, parent: &str, text: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"message":{{"role":"user","content":"{text}"}}}}"#
+        )
+    };
+    // The parent of `x` is written after it.
+    let lines = [
+        header.to_string(),
+        user("x", "\"p\"", "second"),
+        user("p", "null", "first, written later"),
+        user("y", "\"x\"", "third"),
+    ];
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let s = assert_same_as_load(&p, CountSource::FullParse);
+    assert_eq!(s.context_messages, 3);
+
+    // The parent of `x` is the second entry of a line of two.
+    let lines = [
+        header.to_string(),
+        format!(
+            "{}{}",
+            user("q", "null", "zero"),
+            user("p", "\"q\"", "first")
+        ),
+        user("x", "\"p\"", "second"),
+        user("y", "\"x\"", "third"),
+    ];
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let s = assert_same_as_load(&p, CountSource::FullParse);
+    assert_eq!(s.context_messages, 4);
 }
 
 /// `value` written with a space after every colon and comma: the same JSON, spelled otherwise.
