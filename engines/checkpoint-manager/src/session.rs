@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use ctxhost_sdk::serde_json::{self, Value};
-use ctxhost_sdk::{AssembleRequest, AssembleResult, EntryRef, Message, Plan, Role};
+use ctxhost_sdk::{AssembleRequest, AssembleResult, ContextEntry, EntryRef, Message, Plan, Role};
 
 use crate::capture::{Capture, Dirty};
 use crate::checkpoint::{Checkpoint, Meta, SCHEMA, SCHEMA_VERSION, TokenUsage, Trigger};
@@ -73,6 +73,17 @@ struct GaugeNotes {
     notes: Vec<(EntryRef, String)>,
     /// The last reading given: (percent step, checkpoint saved).
     last: Option<(u64, bool)>,
+}
+
+/// The entry a new gauge note follows: the last one, or the one before it when the last is the
+/// user's prompt (a runtime that sends it among the entries), which must stay the last thing
+/// the model reads.
+fn note_anchor(entries: &[ContextEntry]) -> Option<EntryRef> {
+    match entries {
+        [.., before, last] if last.role == Role::User => Some(before.entry),
+        [.., last] => Some(last.entry),
+        [] => None,
+    }
 }
 
 /// Percentage points between gauge notes.
@@ -307,12 +318,12 @@ impl SessionState {
                 Some(saved)
             }
         };
-        if let (Some(saved), Some(last)) = (reading, request.entries.last()) {
+        if let (Some(saved), Some(anchor)) = (reading, note_anchor(&request.entries)) {
             let step = gauge::percent(tokens, window) / GAUGE_STEP_PERCENT;
             if self.gauge.last != Some((step, saved)) {
                 self.gauge.last = Some((step, saved));
                 let line = gauge::line(tokens, window, saved);
-                self.gauge.notes.push((last.entry, line));
+                self.gauge.notes.push((anchor, line));
             }
         }
 
@@ -662,6 +673,29 @@ mod tests {
         }
         // 70% to 95% in steps of 5 points, and the checkpoint saved at 80%.
         assert!((5..=8).contains(&notes), "{notes} notes");
+    }
+
+    #[test]
+    fn the_users_prompt_stays_the_last_message_the_model_reads() {
+        let root = tempfile::tempdir().unwrap();
+        let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+        work(&mut state);
+        let entries = vec![
+            entry(0, Role::User),
+            entry(1, Role::Assistant),
+            entry(2, Role::User),
+        ];
+        let result = state.assemble(&request(23_000, entries), NOW);
+        assert_eq!(gauge_notes(&result).len(), 1);
+        let expanded = expand(&result.items);
+        assert!(
+            matches!(expanded.last(), Some(ContextItem::Keep(2))),
+            "the prompt last, the note before it: {expanded:?}"
+        );
+        assert!(
+            matches!(expanded[2], ContextItem::Insert(_)),
+            "{expanded:?}"
+        );
     }
 
     /// Items with ranges spelled out, so a grown range compares as an extension.
