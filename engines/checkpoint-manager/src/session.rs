@@ -75,14 +75,19 @@ struct GaugeNotes {
     last: Option<(u64, bool)>,
 }
 
-/// The entry a new gauge note follows: the last one, or the one before it when the last is the
-/// user's prompt (a runtime that sends it among the entries), which must stay the last thing
-/// the model reads.
+/// The entry a new gauge note follows: the last one when the context ends a turn (the prompt
+/// is still to come); else the one before the turn's prompt, so the note neither becomes the
+/// last message the model reads (a runtime that sends the prompt among the entries, as pi does)
+/// nor lands inside a tool loop (a user message between a tool result and the model's next
+/// step).
 fn note_anchor(entries: &[ContextEntry]) -> Option<EntryRef> {
-    match entries {
-        [.., before, last] if last.role == Role::User => Some(before.entry),
-        [.., last] => Some(last.entry),
-        [] => None,
+    let last = entries.last()?;
+    if last.role != Role::User && !last.is_tool_result() {
+        return Some(last.entry);
+    }
+    match entries.iter().rposition(|e| e.role == Role::User) {
+        Some(prompt) if prompt > 0 => Some(entries[prompt - 1].entry),
+        _ => Some(last.entry),
     }
 }
 
@@ -694,6 +699,30 @@ mod tests {
         );
         assert!(
             matches!(expanded[2], ContextItem::Insert(_)),
+            "{expanded:?}"
+        );
+    }
+
+    #[test]
+    fn a_note_never_lands_inside_a_tool_loop() {
+        let root = tempfile::tempdir().unwrap();
+        let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+        work(&mut state);
+        let mut tool_result = entry(3, Role::ToolResult);
+        tool_result.tool_name = Some("read".into());
+        let entries = vec![
+            entry(0, Role::User),
+            entry(1, Role::Assistant),
+            entry(2, Role::User),
+            tool_result,
+        ];
+        let expanded = expand(&state.assemble(&request(23_000, entries), NOW).items);
+        assert!(
+            matches!(expanded[2], ContextItem::Insert(_)),
+            "before the turn's prompt: {expanded:?}"
+        );
+        assert!(
+            matches!(expanded.last(), Some(ContextItem::Keep(3))),
             "{expanded:?}"
         );
     }
