@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::session::Prefix;
+use crate::session::{Prefix, RequestDigest};
 
 /// The size at which a ledger file is rotated: about 3,000 turns.
 pub const MAX_LEDGER_BYTES: u64 = 1024 * 1024;
@@ -77,6 +77,10 @@ pub struct LedgerRecord {
     /// How much of the request repeats the previous turn's from its first byte.
     #[serde(default)]
     pub prefix: Prefix,
+    /// The request in brief, so the next turn (in this process or a new one) can tell whether
+    /// it extends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestDigest>,
     /// The compaction the turn ran, when it ran one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<LedgerCompaction>,
@@ -192,6 +196,21 @@ fn whole_lines_len(file: &mut File, len: u64) -> std::io::Result<u64> {
     Ok(0)
 }
 
+/// The ledger's last whole record, read from the end of the file (a missing or unreadable
+/// ledger has none): what a new process resumes the prefix measure from.
+pub fn last_record(transcript: &Path) -> Option<LedgerRecord> {
+    /// Far more than one record; the read stays small whatever the ledger's size.
+    const TAIL: u64 = 64 * 1024;
+    let mut file = File::open(ledger_path(transcript)).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut tail = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut tail).ok()?;
+    let whole = &tail[..tail.iter().rposition(|&b| b == b'\n')?];
+    let line = whole.rsplit(|&b| b == b'\n').next()?;
+    serde_json::from_slice(line).ok()
+}
+
 /// A ledger as read: its records, oldest first, and what could not be read.
 #[derive(Debug, Default)]
 pub struct LedgerHistory {
@@ -251,6 +270,7 @@ mod tests {
             messages: 0,
             assembled_tokens: tokens,
             prefix: Prefix::default(),
+            request: None,
             compaction: None,
             engine_micros: 10,
             bridge_micros: 20,
@@ -340,6 +360,23 @@ mod tests {
             tokens.windows(2).all(|w| w[0] + 1 == w[1]),
             "in order, none missing"
         );
+    }
+
+    #[test]
+    fn the_last_whole_record_is_read_from_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("s.jsonl");
+        assert!(last_record(&transcript).is_none());
+        let mut ledger = Ledger::new(&transcript);
+        for tokens in 1..=3 {
+            ledger.append(&record(tokens)).unwrap();
+        }
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(ledger_path(&transcript))
+            .unwrap();
+        file.write_all(br#"{"at":"torn"#).unwrap();
+        assert_eq!(last_record(&transcript).unwrap().assembled_tokens, 3);
     }
 
     #[test]

@@ -46,6 +46,6 @@ pub use error::{Error, Result};
 pub use host::{Host, SessionOptions, SessionTarget, encode_key, session_file};
 pub use session::{
     AfterTurnOptions, AgentTool, AssembleOptions, AssembledItem, Assembly, CompactOptions,
-    CompactOutcome, Prefix, Session, SpawnOptions, ToolOutput, ToolSource, Turn, TurnCompaction,
-    TurnRequest,
+    CompactOutcome, Prefix, RequestDigest, Session, SpawnOptions, ToolOutput, ToolSource, Turn,
+    TurnCompaction, TurnRequest,
 };

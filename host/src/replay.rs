@@ -225,6 +225,7 @@ pub async fn replay_with(
                 messages: n,
                 assembled_tokens: tally.assembled.last().copied().unwrap_or_default(),
                 prefix: turn.prefix,
+                request: Some(turn.request_digest.clone()),
                 compaction,
                 engine_micros: micros(turn.engine_time),
                 bridge_micros: micros(turn_started.elapsed()),

@@ -794,3 +794,41 @@ fn an_idle_session_gives_its_instance_back_and_the_next_request_starts_a_fresh_o
     assert_eq!(health["sessions"]["idleReleases"], 2, "{health}");
     server.finish();
 }
+
+#[test]
+fn a_new_sidecar_measures_its_first_turn_against_the_last_ones_request() {
+    let home = tempfile::tempdir().unwrap();
+    let key = "agent:main:per-run";
+    let mut mirror = PathBuf::new();
+    // One sidecar per run, as `openclaw agent --local` and pi start them.
+    for run in 0..2 {
+        let mut server = Server::start(home.path(), &[]);
+        let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+        mirror = mirror_file(&boot);
+        server.call(
+            "session.commitTurn",
+            json!({ "sessionKey": key, "advancementKey": format!("t{run}"),
+                    "messages": [user(&format!("q{run}")), assistant(&format!("a{run}"))] }),
+        );
+        server.call(
+            "session.assemble",
+            json!({ "sessionKey": key, "messageCount": 2 * (run + 1) }),
+        );
+        server.finish();
+    }
+    let ledger = std::fs::read_to_string(format!("{}.ledger.jsonl", mirror.display())).unwrap();
+    let records: Vec<Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    assert_eq!(
+        records[0]["prefix"]["keptPrevious"], false,
+        "nothing before the first"
+    );
+    assert_eq!(records[1]["prefix"]["keptPrevious"], true, "{ledger}");
+    assert_eq!(
+        records[1]["prefix"]["sharedTokens"], records[0]["prefix"]["requestTokens"],
+        "{ledger}"
+    );
+}

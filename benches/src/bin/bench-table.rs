@@ -369,6 +369,10 @@ fn ledger_append(budget: Budget) -> Result<Samples> {
         messages: 2000,
         assembled_tokens: 120_000,
         prefix: Default::default(),
+        request: Some(ctxhost::RequestDigest {
+            parts: 2001,
+            hash: "0123456789abcdef".into(),
+        }),
         compaction: Some(LedgerCompaction {
             compacted: true,
             layer: Some("summarize".into()),

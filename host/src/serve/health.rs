@@ -124,6 +124,7 @@ mod tests {
             messages: 0,
             assembled_tokens: 1,
             prefix: Prefix::default(),
+            request: None,
             compaction: None,
             engine_micros: 1,
             bridge_micros: 2,

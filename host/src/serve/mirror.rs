@@ -193,6 +193,11 @@ impl Mirror {
         // assembly, at the runtime's window), not the mirror's context: measure by estimates,
         // the same way before and after a compaction.
         session.set_estimates_only(true);
+        // A runtime that starts a sidecar per run (pi, `openclaw agent --local`) measures its
+        // first turn's prefix against the previous run's last one.
+        if let Some(digest) = crate::ledger::last_record(session.path()).and_then(|r| r.request) {
+            session.resume_prefix(digest);
+        }
         let (state, committed) = scan(&session.transcript());
         Ok(Mirror {
             ledger: Ledger::new(session.path()),
@@ -412,6 +417,7 @@ impl Mirror {
             messages: self.state.message_count,
             assembled_tokens: 0,
             prefix: Default::default(),
+            request: None,
             compaction: None,
             engine_micros: 0,
             bridge_micros: micros(bridge_time),
@@ -429,6 +435,7 @@ impl Mirror {
                 let turn = &assembly.turn;
                 record.assembled_tokens = turn.assembly.estimated_tokens;
                 record.prefix = turn.prefix;
+                record.request = Some(turn.request_digest.clone());
                 record.engine_micros = micros(turn.engine_time);
                 record.compaction = turn.compaction.as_ref().map(|c| self.ledger_compaction(c));
             }

@@ -22,7 +22,7 @@ use crate::timestamp::now_iso;
 pub use crate::error::ContextOverflow;
 pub use request::{Breakdown, FlushSignal, ModelRequest, TurnOptions};
 pub use tools::{AgentTool, ToolOutput, ToolSource};
-pub use turn::{Prefix, Turn, TurnCompaction, TurnRequest};
+pub use turn::{Prefix, RequestDigest, Turn, TurnCompaction, TurnRequest};
 pub use validate::{AssembledItem, Assembly};
 
 use crate::error::{Error, Result};

@@ -37,6 +37,8 @@ pub struct Turn {
     pub compaction: Option<TurnCompaction>,
     /// How much of this request repeats the previous turn's from its first byte.
     pub prefix: Prefix,
+    /// This request in brief, for the next turn of another process to compare with.
+    pub request_digest: RequestDigest,
     /// Wall time spent in the engine (assemble, and compact when it ran).
     pub engine_time: Duration,
 }
@@ -84,36 +86,78 @@ impl Prefix {
     }
 }
 
+/// A request in brief: its number of parts and one hash over their fingerprints, which is all
+/// the next turn needs to tell whether it extends it. The ledger keeps it, so a new process (a
+/// sidecar per `pi` or `openclaw agent --local` run) measures its first turn against the last.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestDigest {
+    /// Parts of the request (the tool list, the engine's addition, each message).
+    pub parts: usize,
+    /// The hash over their fingerprints, as 16 hex digits (exact in any JSON reader).
+    pub hash: String,
+}
+
+impl RequestDigest {
+    fn of(fingerprints: &[u64]) -> Self {
+        Self {
+            parts: fingerprints.len(),
+            hash: format!("{:016x}", fingerprint(fingerprints)),
+        }
+    }
+}
+
 /// The previous request, one fingerprint per part: a kept entry is rendered from the append-only
 /// transcript, so its index and pruned flag stand for its bytes; anything else is hashed.
 #[derive(Debug, Default)]
 pub(super) struct PrefixTracker {
     /// None before a session's first turn.
-    previous: Option<Vec<u64>>,
+    previous: Option<Previous>,
+}
+
+#[derive(Debug)]
+enum Previous {
+    /// This process's previous turn.
+    Parts(Vec<u64>),
+    /// Another process's last turn, from the ledger.
+    Digest(RequestDigest),
 }
 
 impl PrefixTracker {
     /// Compares `parts` (fingerprint, tokens) with the previous request and keeps them.
-    fn observe(&mut self, parts: Vec<(u64, u32)>) -> Prefix {
-        let previous = self.previous.take();
-        let previous = previous.as_deref();
-        let shared = (parts.iter().zip(previous.unwrap_or_default()))
-            .take_while(|((fingerprint, _), previous)| fingerprint == *previous)
-            .count();
+    fn observe(&mut self, parts: Vec<(u64, u32)>) -> (Prefix, RequestDigest) {
+        let fingerprints: Vec<u64> = parts.iter().map(|(fingerprint, _)| *fingerprint).collect();
+        let (kept_previous, shared) = match self.previous.take() {
+            None => (false, 0),
+            Some(Previous::Parts(previous)) => {
+                let shared = (fingerprints.iter().zip(&previous))
+                    .take_while(|(now, before)| now == before)
+                    .count();
+                (shared == previous.len(), shared)
+            }
+            // Only the whole previous request can be compared: shared is all of it or nothing.
+            Some(Previous::Digest(digest)) => {
+                let kept = fingerprints.len() >= digest.parts
+                    && RequestDigest::of(&fingerprints[..digest.parts]) == digest;
+                (kept, if kept { digest.parts } else { 0 })
+            }
+        };
         let request_tokens = parts.iter().map(|(_, t)| u64::from(*t)).sum();
         let shared_tokens = parts[..shared].iter().map(|(_, t)| u64::from(*t)).sum();
-        let kept_previous = previous.is_some_and(|previous| shared == previous.len());
-        self.previous = Some(
-            parts
-                .into_iter()
-                .map(|(fingerprint, _)| fingerprint)
-                .collect(),
-        );
-        Prefix {
+        let digest = RequestDigest::of(&fingerprints);
+        self.previous = Some(Previous::Parts(fingerprints));
+        let prefix = Prefix {
             kept_previous,
             shared_tokens,
             request_tokens,
-        }
+        };
+        (prefix, digest)
+    }
+
+    /// Takes another process's last request (from the ledger) as the previous one, unless this
+    /// process has had a turn already.
+    pub(super) fn resume(&mut self, digest: RequestDigest) {
+        self.previous.get_or_insert(Previous::Digest(digest));
     }
 }
 
@@ -176,13 +220,20 @@ impl Session {
                 outcome,
             });
         }
-        let prefix = self.observe_prefix(&request.available_tools, &assembly);
+        let (prefix, request_digest) = self.observe_prefix(&request.available_tools, &assembly);
         Ok(Turn {
             assembly,
             compaction,
             prefix,
+            request_digest,
             engine_time,
         })
+    }
+
+    /// Measures the next turn's prefix against `digest`, another process's last request of this
+    /// session (its ledger's), when this session has had no turn yet.
+    pub fn resume_prefix(&mut self, digest: RequestDigest) {
+        self.prefix.resume(digest);
     }
 
     /// The context a turn sends, by the count automatic compaction decides with.
@@ -199,7 +250,7 @@ impl Session {
     }
 
     /// The prefix this assembly, after these tools, shares with the previous turn's.
-    fn observe_prefix(&mut self, tools: &[String], assembly: &Assembly) -> Prefix {
+    fn observe_prefix(&mut self, tools: &[String], assembly: &Assembly) -> (Prefix, RequestDigest) {
         let parts = {
             let transcript = self.shared.read();
             let entries = transcript.entries();
@@ -247,10 +298,10 @@ mod tests {
     #[test]
     fn an_appended_turn_keeps_the_previous_request() {
         let mut tracker = PrefixTracker::default();
-        let first = tracker.observe(parts(&[1, 2]));
+        let first = tracker.observe(parts(&[1, 2])).0;
         assert!(!first.kept_previous, "nothing to keep on the first turn");
         assert_eq!(first.shared_tokens, 0);
-        let second = tracker.observe(parts(&[1, 2, 3]));
+        let second = tracker.observe(parts(&[1, 2, 3])).0;
         assert!(second.kept_previous);
         assert_eq!((second.shared_tokens, second.request_tokens), (20, 30));
     }
@@ -259,10 +310,10 @@ mod tests {
     fn a_changed_early_part_breaks_the_prefix_where_it_changed() {
         let mut tracker = PrefixTracker::default();
         tracker.observe(parts(&[9, 1, 2]));
-        let changed = tracker.observe(parts(&[8, 1, 2, 3]));
+        let changed = tracker.observe(parts(&[8, 1, 2, 3])).0;
         assert!(!changed.kept_previous);
         assert_eq!(changed.shared_tokens, 0);
-        let tail = tracker.observe(parts(&[8, 1, 7]));
+        let tail = tracker.observe(parts(&[8, 1, 7])).0;
         assert!(
             !tail.kept_previous,
             "a shorter request cannot extend the previous"
@@ -273,7 +324,31 @@ mod tests {
     #[test]
     fn an_empty_first_request_is_kept_by_the_next() {
         let mut tracker = PrefixTracker::default();
-        assert!(!tracker.observe(Vec::new()).kept_previous);
-        assert!(tracker.observe(parts(&[1])).kept_previous);
+        assert!(!tracker.observe(Vec::new()).0.kept_previous);
+        assert!(tracker.observe(parts(&[1])).0.kept_previous);
+    }
+
+    #[test]
+    fn another_processs_last_request_is_compared_by_its_digest() {
+        let mut first = PrefixTracker::default();
+        let (_, digest) = first.observe(parts(&[1, 2, 3]));
+        let mut next = PrefixTracker::default();
+        next.resume(digest.clone());
+        let (grown, _) = next.observe(parts(&[1, 2, 3, 4]));
+        assert!(grown.kept_previous);
+        assert_eq!(grown.shared_tokens, 30);
+        let mut changed = PrefixTracker::default();
+        changed.resume(digest.clone());
+        let (prefix, _) = changed.observe(parts(&[1, 9, 3, 4]));
+        assert!(!prefix.kept_previous);
+        assert_eq!(
+            prefix.shared_tokens, 0,
+            "a digest cannot say how much was shared"
+        );
+        // A process that had a turn already compares with that one.
+        let mut busy = PrefixTracker::default();
+        busy.observe(parts(&[7]));
+        busy.resume(digest);
+        assert!(busy.observe(parts(&[7, 8])).0.kept_previous);
     }
 }
