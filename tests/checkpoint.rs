@@ -135,7 +135,12 @@ fn gauge_checkpoints_and_restores_in_the_host() {
                 break;
             }
         }
-        // Every reading since the start stays where it was given.
+        // A reading taken inside a tool loop waits for the next turn: start one. Every reading
+        // since the start stays where it was given.
+        let prompt = serde_json::json!({
+            "role": "user", "content": "next step", "timestamp": 1_700_000_000_000u64
+        });
+        session.append(&prompt).await.unwrap();
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
         let lines = inserted_of(&assembly, "checkpoint-gauge");
         assert!(

@@ -76,18 +76,17 @@ struct GaugeNotes {
 }
 
 /// The entry a new gauge note follows: the last one when the context ends a turn (the prompt
-/// is still to come); else the one before the turn's prompt, so the note neither becomes the
-/// last message the model reads (a runtime that sends the prompt among the entries, as pi does)
-/// nor lands inside a tool loop (a user message between a tool result and the model's next
-/// step).
+/// is still to come), the one before the prompt when the context ends with it (a runtime that
+/// sends the prompt among the entries, as pi does: the prompt stays the last thing the model
+/// reads), and none inside a tool loop (a note between a tool result and the model's next step
+/// would interrupt it, and placed further back it would change what the previous call sent):
+/// the reading waits for the next turn.
 fn note_anchor(entries: &[ContextEntry]) -> Option<EntryRef> {
-    let last = entries.last()?;
-    if last.role != Role::User && !last.is_tool_result() {
-        return Some(last.entry);
-    }
-    match entries.iter().rposition(|e| e.role == Role::User) {
-        Some(prompt) if prompt > 0 => Some(entries[prompt - 1].entry),
-        _ => Some(last.entry),
+    match entries {
+        [.., last] if last.is_tool_result() => None,
+        [.., before, last] if last.role == Role::User => Some(before.entry),
+        [.., last] => Some(last.entry),
+        [] => None,
     }
 }
 
@@ -704,26 +703,33 @@ mod tests {
     }
 
     #[test]
-    fn a_note_never_lands_inside_a_tool_loop() {
+    fn a_reading_inside_a_tool_loop_waits_for_the_next_turn() {
         let root = tempfile::tempdir().unwrap();
         let mut state = SessionState::open(root.path(), start("k", "a.jsonl", 0));
         work(&mut state);
         let mut tool_result = entry(3, Role::ToolResult);
         tool_result.tool_name = Some("read".into());
-        let entries = vec![
+        let mut entries = vec![
             entry(0, Role::User),
             entry(1, Role::Assistant),
             entry(2, Role::User),
             tool_result,
         ];
-        let expanded = expand(&state.assemble(&request(23_000, entries), NOW).items);
+        let in_loop = state.assemble(&request(23_000, entries.clone()), NOW);
         assert!(
-            matches!(expanded[2], ContextItem::Insert(_)),
-            "before the turn's prompt: {expanded:?}"
+            gauge_notes(&in_loop).is_empty(),
+            "no note inside the tool loop"
+        );
+        entries.extend([entry(4, Role::Assistant), entry(5, Role::User)]);
+        let next = expand(&state.assemble(&request(23_500, entries), NOW).items);
+        assert!(matches!(next[5], ContextItem::Insert(_)), "{next:?}");
+        assert!(
+            matches!(next.last(), Some(ContextItem::Keep(5))),
+            "{next:?}"
         );
         assert!(
-            matches!(expanded.last(), Some(ContextItem::Keep(3))),
-            "{expanded:?}"
+            next.starts_with(&expand(&in_loop.items)),
+            "the loop's request stays a prefix"
         );
     }
 
