@@ -161,6 +161,13 @@ impl PrefixTracker {
     }
 }
 
+/// A kept entry's fingerprint without hashing (this runs for every entry of every assemble):
+/// its index and pruned flag under a tag that keeps it apart from the hashed parts.
+fn entry_fingerprint(index: usize, pruned: bool) -> u64 {
+    const ENTRY_TAG: u64 = 0xE7 << 56;
+    ENTRY_TAG | (index as u64) << 1 | u64::from(pruned)
+}
+
 fn fingerprint(value: impl Hash) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     value.hash(&mut hasher);
@@ -271,10 +278,7 @@ impl Session {
             let items = assembly.items.iter().map(|item| match item {
                 AssembledItem::Entry(index) => {
                     let entry = &entries[*index];
-                    (
-                        fingerprint(("entry", index, entry.is_pruned())),
-                        entry.tokens(),
-                    )
+                    (entry_fingerprint(*index, entry.is_pruned()), entry.tokens())
                 }
                 AssembledItem::Inserted(json) => (
                     fingerprint(("inserted", json)),
