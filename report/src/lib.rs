@@ -20,3 +20,4 @@ pub use html::render_html;
 pub use model::{Compaction, Outcome, ProbeRow, ProbeSummary, Report, Run, Turn};
 pub use stats::{PREFIX_KEPT, RunStats};
 pub use summary::render_summary;
+pub use text::thousands;

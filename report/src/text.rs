@@ -37,8 +37,9 @@ pub(crate) fn json_string(text: &str) -> String {
     out
 }
 
-/// A whole number with thousands separators: 1234567 → "1,234,567".
-pub(crate) fn thousands(value: u64) -> String {
+/// A whole number with thousands separators: 1234567 → "1,234,567" (the host's CLI prints
+/// its figures with it too, so the page and the terminal write numbers alike).
+pub fn thousands(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

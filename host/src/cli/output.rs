@@ -80,18 +80,8 @@ impl Out {
     }
 }
 
-/// Thousands separators for token figures.
-pub(super) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// Thousands separators for token figures, as the report writes them.
+pub(super) use ctxhost_report::thousands;
 
 /// A progress bar on stderr when it is a terminal; silent when piped.
 pub(super) struct Bar(Option<ProgressBar>);
