@@ -1,6 +1,11 @@
 use super::*;
 use crate::compaction::Extractive;
+use crate::compaction::Settings;
+use crate::compaction::summarizer::SummarizeError;
+use crate::entry::PRUNED_TEXT;
 use crate::generate::coding_session;
+use crate::role::Role;
+use crate::transcript::Transcript;
 
 fn settings(window: u64) -> Settings {
     Settings {
@@ -633,7 +638,7 @@ fn the_summary_names_the_request_the_user_is_on_and_errors_are_never_pruned() {
         plan.summary
     );
     // Phase 1 on the same history: the failed result is not among the pruned.
-    let (pruned, _) = prune_candidates(&t, t.context(), &s.policy);
+    let (pruned, _) = prepare::prune_candidates(t.entries(), t.context(), &s.policy);
     let entries = t.entries();
     assert_eq!(pruned, [4], "the big successful output only");
     assert!(

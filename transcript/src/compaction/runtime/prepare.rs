@@ -1,0 +1,617 @@
+//! [`prepare`] as named stages: admit the request, read its scope, choose a layer, prune
+//! (Phase 1), and when pruning is not enough cut (Phase 2), let oversized kept outputs give way,
+//! and gather what to summarize. Each stage reads the transcript and decides; none writes.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::{BUILTIN_PROTECTED_TOOLS, Job, Policy, Request, Skip, Summarize, Work};
+use crate::compaction::{Settings, extractive};
+use crate::entry::{Entry, PRUNED_TEXT};
+use crate::record::{CompactionRecord, Layer, Trigger};
+use crate::role::Role;
+use crate::tokens::estimate_text;
+use crate::transcript::Transcript;
+
+/// Decide and gather a compaction of the active branch.
+pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Result<Job, Skip> {
+    let stats = t.compaction_stats();
+    admit(settings, request, stats.auto_in_run)?;
+    let scope = Scope::read(t, settings, request);
+    let layer = choose_layer(&scope, settings, request)?;
+    let pruning = Pruning::plan(&scope, &settings.policy);
+    let job = |layer, pruned, work, warnings| Job {
+        layer,
+        trigger: request.trigger,
+        focus: request.focus.map(str::to_string),
+        engine: request.engine.map(str::to_string),
+        context_window: scope.window,
+        tokens_before: scope.tokens_before,
+        policy: settings.policy.clone(),
+        pruned,
+        pruned_saved: pruning.saved,
+        work,
+        counts_before: (stats.total as u64, stats.summarizing as u64),
+        warnings,
+    };
+    if pruning.is_enough(layer, &scope, settings, request) {
+        let work = prune_only(&scope, &pruning)?;
+        return Ok(job(Layer::Prune, pruning.ids(&scope), work, Vec::new()));
+    }
+    let layer = escalate(layer, &scope, &pruning, &settings.policy)?;
+    let cut = Cut::find(&scope, &pruning, layer, settings)?;
+    let kept = Kept::give_way(&scope, &pruning, &cut, settings);
+    let (work, warnings) = summarize(t, &scope, &cut, &kept, layer);
+    // Only the pruned outputs that stay in the context are recorded: the rest are summarized.
+    Ok(job(
+        layer,
+        kept.placeholder_ids(&scope, &pruning),
+        work,
+        warnings,
+    ))
+}
+
+/// Refuse what the operator's settings do not allow: an automatic compaction with automatic
+/// compaction off, or past `maxAutoCompactions` in this run.
+fn admit(settings: &Settings, request: &Request<'_>, auto_in_run: usize) -> Result<(), Skip> {
+    if request.trigger == Trigger::Manual {
+        return Ok(());
+    }
+    if !settings.auto_enabled {
+        let kind = if request.trigger == Trigger::Overflow {
+            "overflow"
+        } else {
+            "automatic"
+        };
+        return Err(Skip::because(format!(
+            "automatic compaction is off (agents.defaults.compaction.enabled: false): an {kind} compaction does not run; compact manually (`ctxhost compact`)"
+        )));
+    }
+    let cap = settings.policy.max_auto_compactions;
+    if cap > 0 && auto_in_run >= cap as usize {
+        return Err(Skip {
+            reason: format!(
+                "maxAutoCompactions ({cap}) reached in this run: automatic compaction stopped; compact manually (`ctxhost compact`) or start a fresh session"
+            ),
+            capped: true,
+        });
+    }
+    Ok(())
+}
+
+/// What a compaction works on: the context's messages after its boundary, and how full the
+/// window is.
+struct Scope<'t> {
+    entries: &'t [Entry],
+    /// The compaction entry the context starts with, if any.
+    boundary: Option<usize>,
+    /// Context messages in order, the boundary left out.
+    messages: Vec<usize>,
+    window: u64,
+    tokens_before: u64,
+    /// `tokens_before` as a share of the window.
+    share: f64,
+    /// The threshold fired (or the context overflowed): this compaction must do something.
+    fired: bool,
+}
+
+impl<'t> Scope<'t> {
+    fn read(t: &'t Transcript, settings: &Settings, request: &Request<'_>) -> Self {
+        let entries = t.entries();
+        let window = settings.context_window.max(1);
+        let tokens_before = request.context_tokens.unwrap_or_else(|| t.context_tokens());
+        let ctx = t.context();
+        let boundary = ctx
+            .first()
+            .copied()
+            .filter(|&i| entries[i].entry_type() == "compaction");
+        let messages = ctx
+            .iter()
+            .copied()
+            .filter(|&i| Some(i) != boundary)
+            .collect();
+        Scope {
+            entries,
+            boundary,
+            messages,
+            window,
+            tokens_before,
+            share: tokens_before as f64 / window as f64,
+            fired: settings.should_compact(tokens_before) || request.trigger == Trigger::Overflow,
+        }
+    }
+
+    fn tool_output_tokens(&self) -> u64 {
+        self.messages
+            .iter()
+            .filter(|&&i| self.entries[i].context_role() == Some(Role::ToolResult))
+            .map(|&i| u64::from(self.entries[i].tokens()))
+            .sum()
+    }
+
+    /// The summary the boundary carries (none for a prune-only note).
+    fn previous_summary(&self) -> Option<String> {
+        self.boundary
+            .filter(|&b| carries_summary(&self.entries[b]))
+            .and_then(|b| self.entries[b].view())
+            .map(|v| v.text)
+    }
+}
+
+/// The layer the window share asks for; a manual or fired compaction below every layer
+/// summarizes.
+fn choose_layer(
+    scope: &Scope<'_>,
+    settings: &Settings,
+    request: &Request<'_>,
+) -> Result<Layer, Skip> {
+    let policy = &settings.policy;
+    let r = scope.share;
+    if r >= policy.full_at {
+        Ok(Layer::Full)
+    } else if r >= policy.summarize_at {
+        Ok(Layer::Summarize)
+    } else if r >= policy.prune_at && scope.tool_output_tokens() > policy.prune_tool_output_tokens {
+        // With pruning off, the summarize layer runs where prune would have.
+        Ok(if policy.prune_enabled {
+            Layer::Prune
+        } else {
+            Layer::Summarize
+        })
+    } else if scope.fired || request.trigger == Trigger::Manual {
+        Ok(Layer::Summarize)
+    } else {
+        Err(Skip::because(format!(
+            "the context is at {:.0}% of the window: below every layer",
+            r * 100.0
+        )))
+    }
+}
+
+/// Phase 1: the old tool outputs that give way to placeholders.
+struct Pruning {
+    /// Entry indices, in context order; empty when pruning does not apply.
+    pruned: HashSet<usize>,
+    order: Vec<usize>,
+    /// Tokens pruning saves (0 when it does not apply).
+    saved: u64,
+    /// What pruning every candidate would save, applied or not (for the refusal's reason).
+    candidate_saving: u64,
+}
+
+impl Pruning {
+    /// Pruning applies when it is on, finds candidates, and saves at least
+    /// `pruneMinimumTokens`.
+    fn plan(scope: &Scope<'_>, policy: &Policy) -> Self {
+        let (order, saving) = if policy.prune_enabled {
+            prune_candidates(scope.entries, &scope.messages, policy)
+        } else {
+            (Vec::new(), 0)
+        };
+        let applies = !order.is_empty() && saving >= policy.prune_minimum_tokens;
+        let order = if applies { order } else { Vec::new() };
+        Pruning {
+            pruned: order.iter().copied().collect(),
+            order,
+            saved: if applies { saving } else { 0 },
+            candidate_saving: saving,
+        }
+    }
+
+    fn applies(&self) -> bool {
+        !self.order.is_empty()
+    }
+
+    /// Pruning alone is the compaction: the prune layer, or an automatic compaction that
+    /// pruning brings under the prune mark (and the threshold).
+    fn is_enough(
+        &self,
+        layer: Layer,
+        scope: &Scope<'_>,
+        settings: &Settings,
+        request: &Request<'_>,
+    ) -> bool {
+        let policy = &settings.policy;
+        let stop_at =
+            ((policy.prune_at * scope.window as f64) as u64).min(settings.auto_threshold().max(1));
+        let after = scope.tokens_before.saturating_sub(self.saved);
+        self.applies()
+            && (layer == Layer::Prune || (request.trigger != Trigger::Manual && after < stop_at))
+    }
+
+    /// An entry's tokens in the context after pruning.
+    fn tokens_of(&self, scope: &Scope<'_>, i: usize) -> u64 {
+        if self.pruned.contains(&i) {
+            placeholder_tokens()
+        } else {
+            u64::from(scope.entries[i].tokens())
+        }
+    }
+
+    fn ids(&self, scope: &Scope<'_>) -> Vec<String> {
+        self.order
+            .iter()
+            .map(|&i| scope.entries[i].id().to_string())
+            .collect()
+    }
+}
+
+fn placeholder_tokens() -> u64 {
+    u64::from(estimate_text(PRUNED_TEXT))
+}
+
+/// The prune layer's work: the boundary stays at the first message and carries the previous
+/// summary (or a note that outputs were pruned).
+fn prune_only(scope: &Scope<'_>, pruning: &Pruning) -> Result<Work, Skip> {
+    let first = scope
+        .messages
+        .first()
+        .copied()
+        .ok_or_else(|| Skip::because("no messages".into()))?;
+    let carried = scope.previous_summary();
+    let carries_summary = carried.is_some();
+    let summary = carried.unwrap_or_else(|| {
+        format!(
+            "[{} older tool output(s) pruned for context]",
+            pruning.order.len()
+        )
+    });
+    let tokens_after = u64::from(estimate_text(&summary))
+        + scope
+            .messages
+            .iter()
+            .map(|&i| pruning.tokens_of(scope, i))
+            .sum::<u64>();
+    Ok(Work::Prune {
+        first_kept_index: first,
+        first_kept_entry_id: scope.entries[first].id().to_string(),
+        summary,
+        carries_summary,
+        tokens_after,
+    })
+}
+
+/// Pruning was not enough: the prune layer becomes a summarize one when the compaction must do
+/// something, and is refused otherwise.
+fn escalate(
+    layer: Layer,
+    scope: &Scope<'_>,
+    pruning: &Pruning,
+    policy: &Policy,
+) -> Result<Layer, Skip> {
+    match layer {
+        Layer::Prune if !scope.fired => Err(Skip::because(format!(
+            "pruning would save {} tokens, less than pruneMinimumTokens ({})",
+            pruning.candidate_saving, policy.prune_minimum_tokens
+        ))),
+        Layer::Prune => Ok(Layer::Summarize),
+        other => Ok(other),
+    }
+}
+
+/// The summary's bound in tokens.
+fn summary_bound() -> u64 {
+    (extractive::MAX_CHARS as u64).div_ceil(4)
+}
+
+/// Phase 2's cut: the messages before `at` (an index into the scope's messages) are summarized.
+#[derive(Debug, PartialEq, Eq)]
+struct Cut {
+    at: usize,
+    /// The recent tokens the layer keeps verbatim.
+    keep: u64,
+    /// The most the kept part may hold: half the threshold.
+    cap: u64,
+    /// The cut fell inside the newest turn (it alone was bigger than `keep`).
+    split_turn: bool,
+}
+
+impl Cut {
+    /// The latest point at which the recent `keep` tokens are kept, never on a tool result (a
+    /// call and its results stay on the same side).
+    fn find(
+        scope: &Scope<'_>,
+        pruning: &Pruning,
+        layer: Layer,
+        settings: &Settings,
+    ) -> Result<Cut, Skip> {
+        let policy = &settings.policy;
+        let messages = &scope.messages;
+        let cap = (settings.threshold() / 2).max(1);
+        let keep = match layer {
+            Layer::Full => policy.full_keep_recent_tokens,
+            _ if scope.share >= policy.summarize_at => policy.summarize_keep_recent_tokens,
+            _ => settings.keep_recent_tokens,
+        }
+        .min(cap);
+        let mut kept = 0u64;
+        let reached = messages.iter().rposition(|&i| {
+            kept += pruning.tokens_of(scope, i);
+            kept >= keep
+        });
+        let Some(reached) = reached else {
+            return Err(Skip::because(format!(
+                "everything fits in the {keep} recent tokens kept: nothing to summarize"
+            )));
+        };
+        let cuttable =
+            |j: usize| scope.entries[messages[j]].context_role() != Some(Role::ToolResult);
+        let before = (0..=reached)
+            .rev()
+            .find(|&j| cuttable(j))
+            .filter(|&c| c > 0);
+        // No such point before the kept budget: the newest turn alone is bigger than what may
+        // be kept. Cut inside it, at its latest step that keeps something.
+        let split_turn = before.is_none();
+        // Nothing to cut between at all (the context is one call batch and its results): the
+        // cut falls before it, nothing new is summarized, and its outputs give way later.
+        let whole: u64 = messages.iter().map(|&i| pruning.tokens_of(scope, i)).sum();
+        let at = before
+            .or_else(|| (reached + 1..messages.len()).find(|&j| cuttable(j)))
+            .or_else(|| {
+                (cuttable(0) && whole + summary_bound() > settings.threshold()).then_some(0)
+            })
+            .ok_or_else(|| {
+                Skip::because(
+                    "no cut point: the newest turn is one tool call batch and its results".into(),
+                )
+            })?;
+        Ok(Cut {
+            at,
+            keep,
+            cap,
+            split_turn,
+        })
+    }
+}
+
+/// The part after the cut, and which of its outputs give way.
+struct Kept {
+    /// Where the kept part starts (the cut), an index into the scope's messages.
+    from: usize,
+    tokens: u64,
+    /// Kept tool results replaced by placeholders because the kept part alone would not leave
+    /// room for the next call.
+    oversized: HashSet<usize>,
+}
+
+impl Kept {
+    /// No cut may separate a call from its results, so a batch of parallel results bigger than
+    /// the window is kept whole and the next call would overflow. Its biggest outputs then give
+    /// way to placeholders (call and result stay, paired by id) until the kept part fits the
+    /// cut's cap; the summary carries their opening lines.
+    fn give_way(scope: &Scope<'_>, pruning: &Pruning, cut: &Cut, settings: &Settings) -> Self {
+        let after_cut = &scope.messages[cut.at..];
+        let mut tokens: u64 = after_cut.iter().map(|&i| pruning.tokens_of(scope, i)).sum();
+        let mut oversized = HashSet::new();
+        if tokens + summary_bound() > settings.threshold() {
+            let mut results: Vec<usize> = after_cut
+                .iter()
+                .copied()
+                .filter(|i| {
+                    !pruning.pruned.contains(i)
+                        && scope.entries[*i].context_role() == Some(Role::ToolResult)
+                })
+                .collect();
+            results.sort_by_key(|&i| std::cmp::Reverse(scope.entries[i].tokens()));
+            for i in results {
+                if tokens <= cut.cap {
+                    break;
+                }
+                tokens -= pruning
+                    .tokens_of(scope, i)
+                    .saturating_sub(placeholder_tokens());
+                oversized.insert(i);
+            }
+        }
+        Kept {
+            from: cut.at,
+            tokens,
+            oversized,
+        }
+    }
+
+    /// The kept entries shown as placeholders (pruned or given way), by id.
+    fn placeholder_ids(&self, scope: &Scope<'_>, pruning: &Pruning) -> Vec<String> {
+        scope.messages[self.from..]
+            .iter()
+            .filter(|i| pruning.pruned.contains(i) || self.oversized.contains(i))
+            .map(|&i| scope.entries[i].id().to_string())
+            .collect()
+    }
+}
+
+/// Phase 2's work: what the summarizer reads, and the warnings the cut earned.
+fn summarize(
+    t: &Transcript,
+    scope: &Scope<'_>,
+    cut: &Cut,
+    kept: &Kept,
+    layer: Layer,
+) -> (Work, Vec<String>) {
+    let entries = scope.entries;
+    let before_cut = &scope.messages[..cut.at];
+    let after_cut = &scope.messages[cut.at..];
+    let to_summarize: Vec<Entry> = before_cut
+        .iter()
+        .map(|&i| &entries[i])
+        .filter(|e| e.context_role().is_some())
+        .cloned()
+        .collect();
+    let prev_details = t
+        .active_branch()
+        .into_iter()
+        .rev()
+        .filter(|&i| entries[i].entry_type() == "compaction")
+        .map(|i| entries[i].compaction_record())
+        .find(|record| !record.is_some_and(CompactionRecord::is_prune))
+        .flatten()
+        .cloned();
+    let pinned = if layer == Layer::Full {
+        pinned_before(t, before_cut)
+    } else {
+        Vec::new()
+    };
+    let oversized = oversized_outputs(entries, after_cut, &kept.oversized);
+    let current_request = after_cut
+        .iter()
+        .rev()
+        .filter(|&&i| entries[i].context_role() == Some(Role::User))
+        .filter_map(|&i| entries[i].view())
+        .map(|v| v.text)
+        .find(|text| !extractive::is_acknowledgement(text));
+    let mut warnings = Vec::new();
+    if cut.split_turn {
+        warnings.push(format!(
+            "the newest turn alone exceeds the {} tokens kept: it was cut between its steps and its beginning summarized",
+            cut.keep
+        ));
+    }
+    if !oversized.is_empty() {
+        warnings.push(format!(
+            "the newest tool results alone pass the {} tokens that may be kept: {} of their outputs were replaced by placeholders, the summary quotes their opening lines",
+            cut.cap,
+            oversized.len()
+        ));
+    }
+    if layer == Layer::Full {
+        warnings.push(format!(
+            "the context reached {:.0}% of the window: full compaction kept only the last {} tokens (and pinned messages) verbatim",
+            scope.share * 100.0,
+            cut.keep
+        ));
+    }
+    let first = after_cut[0];
+    let work = Work::Summarize(Box::new(Summarize {
+        entries: to_summarize,
+        previous_summary: scope.previous_summary(),
+        pinned,
+        first_kept_index: first,
+        first_kept_entry_id: entries[first].id().to_string(),
+        kept_tokens: kept.tokens,
+        prev_details,
+        current_request,
+        split_turn: cut.split_turn,
+        oversized,
+    }));
+    (work, warnings)
+}
+
+/// The outputs at `oversized` (entry indices among `kept`), each named by the call it answers.
+fn oversized_outputs(
+    entries: &[Entry],
+    kept: &[usize],
+    oversized: &HashSet<usize>,
+) -> Vec<extractive::Oversized> {
+    // Naming them decodes the kept messages: only when there are some (prepare decodes none).
+    if oversized.is_empty() {
+        return Vec::new();
+    }
+    let mut pending = extractive::PendingCalls::default();
+    let mut out = Vec::new();
+    for &i in kept {
+        let Some(view) = entries[i].view() else {
+            continue;
+        };
+        match view.role {
+            Role::Assistant => pending.calls(&view),
+            Role::ToolResult => {
+                let (tool, target) = pending.answer(&view);
+                if oversized.contains(&i) {
+                    out.push(extractive::Oversized {
+                        tool,
+                        target,
+                        output: view.text,
+                        tokens: entries[i].tokens(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether a compaction entry's summary is a real one (prune-only entries without an earlier
+/// summary carry just a note).
+fn carries_summary(e: &Entry) -> bool {
+    e.compaction_record()
+        .is_none_or(|r| !(r.is_prune() && r.carries_summary == Some(false)))
+}
+
+/// Phase 1 walk: from the newest message back, protect the last 2 user turns and the most
+/// recent `pruneProtectTokens` of tool output, never touch protected tools, stop at a summary;
+/// the older tool results are candidates. Returns them and the tokens pruning them saves.
+pub(super) fn prune_candidates(
+    entries: &[Entry],
+    messages: &[usize],
+    policy: &Policy,
+) -> (Vec<usize>, u64) {
+    let placeholder = placeholder_tokens();
+    let mut users = 0;
+    let mut tool_tokens = 0u64;
+    let mut out = Vec::new();
+    let mut saved = 0u64;
+    for &i in messages.iter().rev() {
+        let e = &entries[i];
+        match e.context_role() {
+            Some(Role::User) => users += 1,
+            Some(Role::CompactionSummary | Role::BranchSummary) => break,
+            Some(Role::ToolResult) => {
+                let tokens = u64::from(e.tokens());
+                if users < 2 || e.is_pruned() || tool_tokens < policy.prune_protect_tokens {
+                    tool_tokens += tokens;
+                    continue;
+                }
+                // Read as loading kept them: decoding each output here cost most of prepare.
+                let tool = e.tool_name().unwrap_or_default();
+                // An error result is why something failed: a placeholder would hide it from
+                // the model and from the summary, and it is short as a rule.
+                let protected = e.is_error()
+                    || BUILTIN_PROTECTED_TOOLS.contains(&tool)
+                    || policy.prune_protected_tools.iter().any(|p| p == tool);
+                if protected || tokens <= placeholder {
+                    continue;
+                }
+                out.push(i);
+                saved += tokens - placeholder;
+            }
+            _ => {}
+        }
+    }
+    out.reverse();
+    (out, saved)
+}
+
+/// Messages before the cut that a `label` entry pinned (`pin` / `pinned`), as text.
+fn pinned_before(t: &Transcript, before_cut: &[usize]) -> Vec<String> {
+    let entries = t.entries();
+    let mut pinned_ids = HashSet::new();
+    for i in t.active_branch() {
+        let e = &entries[i];
+        if e.entry_type() != "label" {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(e.line()) {
+            let label = v.get("label").and_then(Value::as_str).unwrap_or("");
+            if matches!(label.to_ascii_lowercase().as_str(), "pin" | "pinned")
+                && let Some(target) = v.get("targetId").and_then(Value::as_str)
+            {
+                pinned_ids.insert(target.to_string());
+            }
+        }
+    }
+    before_cut
+        .iter()
+        .filter(|&&i| pinned_ids.contains(entries[i].id()))
+        .filter_map(|&i| entries[i].view())
+        .map(|v| {
+            let text: String = v.text.chars().take(2000).collect();
+            format!("**{}**: {}", v.role.as_str(), text.replace('\n', " "))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
