@@ -126,12 +126,7 @@ pub fn acknowledgement(text: &str) -> bool {
     if t.is_empty() || (t.starts_with('/') && !t.contains(char::is_whitespace)) {
         return true;
     }
-    let words: Vec<String> = t
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    words.len() <= 6 && words.iter().all(|w| ACKS.contains(&w.as_str()))
+    ctxhost_heuristics::only_words_of(t, ACKS)
 }
 
 /// The first 40 characters, folded: what identifies a request, rule or error line.

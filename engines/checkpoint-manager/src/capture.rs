@@ -5,6 +5,7 @@
 //! without bound). The four parts are persisted separately, as the spec's state files, and only
 //! when they changed.
 
+use ctxhost_heuristics::is_acknowledgement;
 use ctxhost_sdk::serde_json::{self, Value};
 use ctxhost_sdk::{Message, Role};
 use serde::{Deserialize, Serialize};
@@ -196,29 +197,6 @@ fn tail_gist(text: &str, max: usize) -> String {
     format!("…{}", tail.trim_start())
 }
 
-/// Words that, alone or together, only acknowledge or wave the agent on (`ok`, `yes, do it`,
-/// `continue`): such a reply decides nothing unless the agent had asked a question.
-const ACK_WORDS: &[&str] = &[
-    "ok", "okay", "k", "kk", "yes", "y", "yep", "yeah", "yup", "sure", "continue", "go", "on",
-    "ahead", "proceed", "do", "it", "all", "thanks", "thank", "you", "ty", "thx", "great", "nice",
-    "cool", "good", "done", "next", "lgtm", "sounds", "perfect", "alright", "right", "please",
-    "pls", "fine", "that", "works", "keep", "going",
-];
-
-/// Whether a user message only acknowledges (or is a bare slash command).
-pub fn acknowledgement(text: &str) -> bool {
-    let t = text.trim();
-    if t.starts_with('/') && !t.contains(char::is_whitespace) {
-        return true;
-    }
-    let words: Vec<String> = t
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    words.len() <= 6 && words.iter().all(|w| ACK_WORDS.contains(&w.as_str()))
-}
-
 /// Pushes `item` (moving an equal one to the end instead of repeating it), dropping the oldest
 /// items beyond `cap`.
 fn push_capped<T: PartialEq>(items: &mut Vec<T>, item: T, cap: usize) {
@@ -307,7 +285,9 @@ impl Capture {
         self.dirty.thread = true;
         // "ok" after a report decides nothing; "yes" to "Shall I …?" does.
         let answered_question = self.thread.working.agent_tail.trim_end().ends_with('?');
-        let decides = !acknowledgement(text) || answered_question;
+        // A reply that only acknowledges or waves the agent on (`ok`, `yes, do it`) decides
+        // nothing unless the agent had asked a question.
+        let decides = !is_acknowledgement(text) || answered_question;
         if follows_long_response && decides && text.chars().count() < DECISION_MAX_CHARS {
             self.decisions.made += 1;
             let what = format!(

@@ -23,6 +23,9 @@ const ASK_CHARS: usize = 160;
 const PARENT_ASK_CHARS: usize = 90;
 const OUTCOME_CHARS: usize = 160;
 const TARGET_CHARS: usize = 40;
+/// A standing rule and a failure's error line, as the host's extractive summary quotes them.
+const RULE_CHARS: usize = 120;
+const ERROR_LINE_CHARS: usize = 64;
 /// What a model is shown of one message, and of a whole span.
 const PROMPT_MESSAGE_CHARS: usize = 1_200;
 const PROMPT_CHARS: usize = 16_000;
@@ -41,17 +44,7 @@ pub struct Facts {
     pub outcome: Option<String>,
 }
 
-/// One line of at most `max` characters, whitespace folded, an ellipsis when shortened.
-pub fn clip(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
-    cut.truncate(cut.trim_end().len());
-    cut.push('…');
-    cut
-}
+pub use ctxhost_heuristics::clip;
 
 fn push_unique(list: &mut Vec<String>, item: String) {
     if !item.is_empty() && !list.contains(&item) {
@@ -91,40 +84,14 @@ fn view(message: &Message) -> MessageView {
     }
 }
 
-/// What a tool call ran on: the path or command it names, else its first string argument.
-fn call_target(arguments: &str) -> String {
-    let Ok(args) = ctxhost_sdk::serde_json::from_str::<ctxhost_sdk::serde_json::Value>(arguments)
-    else {
-        return String::new();
-    };
-    let named = [
-        "path",
-        "file_path",
-        "command",
-        "cmd",
-        "url",
-        "query",
-        "pattern",
-    ]
-    .iter()
-    .find_map(|k| args.get(k).and_then(|v| v.as_str()));
-    let first = named.or_else(|| args.as_object()?.values().find_map(|v| v.as_str()));
-    let line = first
-        .unwrap_or("")
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    clip(line, TARGET_CHARS)
-}
-
 /// The facts of a leaf's messages (oldest first).
 pub fn leaf_facts(messages: &[Message]) -> Facts {
     let mut facts = Facts::default();
     for (i, message) in messages.iter().enumerate() {
         match message.role {
-            Role::User if !extractive::is_acknowledgement(&message.text) => {
+            Role::User if !ctxhost_heuristics::is_acknowledgement(&message.text) => {
                 facts.asked.push(clip(&message.text, ASK_CHARS));
-                for rule in extractive::standing_instructions(&message.text) {
+                for rule in ctxhost_heuristics::standing_instructions(&message.text, RULE_CHARS) {
                     push_unique(&mut facts.rules, clip(&rule, ASK_CHARS));
                 }
             }
@@ -138,8 +105,10 @@ pub fn leaf_facts(messages: &[Message]) -> Facts {
                         .find(|c| c.id == id)
                 });
                 let tool = message.tool_name.as_deref().unwrap_or("tool");
-                let target = call.map(|c| call_target(&c.arguments)).unwrap_or_default();
-                let line = extractive::error_line(&message.text);
+                let target = call
+                    .map(|c| extractive::call_target(&c.arguments, TARGET_CHARS))
+                    .unwrap_or_default();
+                let line = ctxhost_heuristics::error_line(&message.text, ERROR_LINE_CHARS);
                 facts.failed.push(if target.is_empty() {
                     format!("{tool}: {line}")
                 } else {
@@ -330,7 +299,13 @@ fn leaf_material(messages: &[Message]) -> String {
         let calls: Vec<String> = message
             .tool_calls
             .iter()
-            .map(|c| format!(" → {} {}", c.name, call_target(&c.arguments)))
+            .map(|c| {
+                format!(
+                    " → {} {}",
+                    c.name,
+                    extractive::call_target(&c.arguments, TARGET_CHARS)
+                )
+            })
             .collect();
         material.push_str(&format!(
             "[{who}] {}{}\n",

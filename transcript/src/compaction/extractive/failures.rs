@@ -1,0 +1,219 @@
+//! Why tools failed: a failure as one summary line, the call a result answers, and the
+//! ledger a summary learns failures into.
+use super::*;
+
+/// A failed tool call: the tool, the command head or path it ran on, and the line of its
+/// output that names the error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Failure {
+    pub(super) tool: String,
+    pub(super) target: String,
+    pub(super) line: String,
+    pub(super) resolved: bool,
+    /// Other targets that failed with the same line (`grep …: exit code 1` nine times is one
+    /// lesson; the newest target is named).
+    pub(super) more: usize,
+}
+
+pub(super) const RESOLVED: &str = " — resolved";
+
+impl Failure {
+    pub(super) fn render(&self) -> String {
+        let mut s = self.tool.clone();
+        if self.resolved {
+            if self.more > 0 {
+                s.push_str(&format!(" (+{} more)", self.more));
+            }
+            s.push_str(": ");
+            s.push_str(&clip(&self.line, RESOLVED_LINE_CHARS));
+            s.push_str(RESOLVED);
+            return s;
+        }
+        if !self.target.is_empty() {
+            s.push_str(&format!(" `{}`", self.target));
+        }
+        if self.more > 0 {
+            s.push_str(&format!(" (+{} more)", self.more));
+        }
+        s.push_str(": ");
+        s.push_str(&self.line);
+        if self.resolved {
+            s.push_str(RESOLVED);
+        }
+        s
+    }
+
+    pub(super) fn parse(item: &str) -> Failure {
+        let (item, resolved) = match item.strip_suffix(RESOLVED) {
+            Some(rest) => (rest, true),
+            None => (item, false),
+        };
+        // `tool `target` (+N more): line`, `tool `target`: line`, `tool (+N more): line` or
+        // `tool: line`; a target may itself hold ": ", a line a backtick.
+        let count = |more: &str| -> Option<usize> {
+            more.trim()
+                .strip_prefix("(+")?
+                .strip_suffix(" more)")?
+                .parse()
+                .ok()
+        };
+        let quoted = item
+            .split_once(" `")
+            .filter(|(tool, _)| !tool.contains(": "))
+            .and_then(|(tool, rest)| {
+                let (target, rest) = rest.split_once('`')?;
+                let (more, line) = rest.split_once(": ")?;
+                Some((tool, target, count(more).unwrap_or(0), line))
+            });
+        let (tool, target, more, line) = quoted.unwrap_or_else(|| {
+            let (head, line) = item.split_once(": ").unwrap_or((item, ""));
+            match head.split_once(" (+") {
+                Some((tool, more)) => (tool, "", count(&format!("(+{more}")).unwrap_or(0), line),
+                None => (head, "", 0, line),
+            }
+        });
+        Failure {
+            tool: tool.to_string(),
+            target: target.to_string(),
+            line: line.to_string(),
+            resolved,
+            more,
+        }
+    }
+
+    /// What makes two failures the same entry: the tool, its target and the error line.
+    pub(super) fn key(&self) -> (String, String, String) {
+        (self.tool.clone(), self.target.clone(), self.line.clone())
+    }
+}
+
+/// What a tool call ran on: the path it names, else the first line of its command, else its
+/// first string argument; clipped to `max_chars`.
+pub fn call_target(arguments: &str, max_chars: usize) -> String {
+    let Ok(args) = serde_json::from_str::<Value>(arguments) else {
+        return String::new();
+    };
+    let pick = [
+        "path",
+        "file_path",
+        "command",
+        "cmd",
+        "url",
+        "query",
+        "pattern",
+    ]
+    .iter()
+    .find_map(|k| args.get(k).and_then(Value::as_str))
+    .or_else(|| {
+        args.as_object()
+            .and_then(|o| o.values().find_map(Value::as_str))
+    })
+    .unwrap_or("");
+    let first = pick.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    clip(first, max_chars)
+}
+
+/// The calls of the newest assistant message, for naming what each tool result answers:
+/// results follow their calls in order, paired by tool name.
+#[derive(Debug, Default)]
+pub(crate) struct PendingCalls(Vec<(String, String)>);
+
+impl PendingCalls {
+    /// An assistant message: its calls are the ones the next results answer.
+    pub(crate) fn calls(&mut self, assistant: &MessageView) {
+        self.0 = assistant
+            .tool_calls
+            .iter()
+            .map(|c| {
+                // Shown in a code span: a backtick would end it.
+                let target = call_target(&c.arguments, TARGET_CHARS).replace('`', "'");
+                (c.name.clone(), target)
+            })
+            .collect();
+    }
+
+    /// A tool result: its tool, and the target of the call it answers (empty when unknown).
+    pub(crate) fn answer(&mut self, result: &MessageView) -> (String, String) {
+        let tool = result.tool_name.clone().unwrap_or_else(|| "tool".into());
+        let target = self
+            .0
+            .iter()
+            .position(|(name, _)| *name == tool)
+            .map(|i| self.0.remove(i).1)
+            .unwrap_or_default();
+        (tool, target)
+    }
+}
+
+/// The failures of a summary being learned, with the two lookups a span makes per tool result
+/// kept in maps: the same error again (tool and line) and the failures a success resolves (tool
+/// and target). Each is a lookup, not a scan of every failure so far.
+pub(super) struct FailureLedger {
+    /// In order, oldest first; `None` where a failure was merged into a newer one.
+    pub(super) slots: Vec<Option<Failure>>,
+    /// The slots of each (tool, error line), oldest first.
+    pub(super) by_error: HashMap<(String, String), VecDeque<usize>>,
+    /// The slots of each (tool, target) not yet resolved.
+    pub(super) unresolved: HashMap<(String, String), Vec<usize>>,
+}
+
+impl FailureLedger {
+    pub(super) fn new(failures: Vec<Failure>) -> FailureLedger {
+        let mut ledger = FailureLedger {
+            slots: Vec::with_capacity(failures.len()),
+            by_error: HashMap::new(),
+            unresolved: HashMap::new(),
+        };
+        for f in failures {
+            ledger.push(f);
+        }
+        ledger
+    }
+
+    pub(super) fn push(&mut self, f: Failure) {
+        let slot = self.slots.len();
+        self.by_error
+            .entry((f.tool.clone(), f.line.clone()))
+            .or_default()
+            .push_back(slot);
+        if !f.resolved {
+            self.unresolved
+                .entry((f.tool.clone(), f.target.clone()))
+                .or_default()
+                .push(slot);
+        }
+        self.slots.push(Some(f));
+    }
+
+    /// The same error again (on this target or another) is one entry: open again, the newest,
+    /// naming the newest target and counting the others.
+    pub(super) fn add(&mut self, mut f: Failure) {
+        let same = self
+            .by_error
+            .get_mut(&(f.tool.clone(), f.line.clone()))
+            .and_then(VecDeque::pop_front);
+        if let Some(old) = same.and_then(|slot| self.slots[slot].take()) {
+            f.more += old.more + usize::from(old.target != f.target);
+        }
+        self.push(f);
+    }
+
+    /// A success of `tool` on `target` resolves the earlier failures of the same call.
+    pub(super) fn resolve(&mut self, tool: &str, target: &str) {
+        let Some(slots) = self
+            .unresolved
+            .remove(&(tool.to_string(), target.to_string()))
+        else {
+            return;
+        };
+        for slot in slots {
+            if let Some(f) = &mut self.slots[slot] {
+                f.resolved = true;
+            }
+        }
+    }
+
+    pub(super) fn into_vec(self) -> Vec<Failure> {
+        self.slots.into_iter().flatten().collect()
+    }
+}
