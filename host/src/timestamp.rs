@@ -1,17 +1,19 @@
-//! The clock as the host writes it: RFC 3339 UTC from `humantime`, for transcript entries,
-//! bundles, the system prompt and the names of files set aside. Reading and formatting the
-//! timestamps already in a transcript is the transcript crate's (`transcript::time`).
+//! The clock as the host writes it: RFC 3339 UTC for transcript entries, bundles, the system
+//! prompt and the names of files set aside. The formats are the transcript crate's
+//! (`transcript::time`), so what the host writes is what every reader reads back.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use ctxhost_transcript::time::{format_iso_ms, format_iso_seconds};
+
 /// Now with milliseconds (`2025-01-01T00:00:00.000Z`), as transcripts write it.
 pub fn now_iso() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+    format_iso_ms(now_unix_ms())
 }
 
 /// Now to the second (`2025-01-01T00:00:00Z`), for text a model reads.
 pub fn now_iso_seconds() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+    format_iso_seconds(now_unix_ms())
 }
 
 /// Now as [`now_iso`] with `-` for `:`, which Windows and some sync tools refuse in file names.
@@ -42,10 +44,9 @@ mod tests {
         let after = now_unix_ms();
         assert!(millis.ends_with('Z') && millis.len() == "2025-01-01T00:00:00.000Z".len());
         assert!(seconds.ends_with('Z') && seconds.len() == "2025-01-01T00:00:00Z".len());
-        for text in [&millis, &seconds] {
-            humantime::parse_rfc3339(text).unwrap();
-        }
         let ms = ctxhost_transcript::time::parse_iso_ms(&millis).unwrap();
+        let whole_second = ctxhost_transcript::time::parse_iso_ms(&seconds).unwrap();
+        assert!((before / 1000 * 1000..=after).contains(&whole_second));
         assert!(
             (before..=after).contains(&ms),
             "{before} <= {ms} <= {after}"

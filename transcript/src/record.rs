@@ -15,11 +15,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// What started a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Trigger {
+    /// The operator or the agent asked for it.
     Manual,
+    /// The context crossed the runtime's threshold.
     Auto,
+    /// The model refused a call as too long.
     Overflow,
 }
 

@@ -74,10 +74,15 @@ pub(crate) fn compact_json_chars(raw: &str) -> usize {
 /// has no `totalTokens` (older pi files), because that sum is what the provider saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
+    /// Input tokens not read from the cache.
     pub input: u64,
+    /// Output tokens.
     pub output: u64,
+    /// Input tokens read from the provider's cache.
     pub cache_read: u64,
+    /// Input tokens written to the provider's cache.
     pub cache_write: u64,
+    /// The provider's total for the call.
     pub total_tokens: u64,
 }
 

@@ -33,20 +33,9 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// Token usage an assistant message recorded, as the provider reported it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Usage {
-    /// Input tokens not read from the cache.
-    pub input: u64,
-    /// Output tokens.
-    pub output: u64,
-    /// Input tokens read from the provider's cache.
-    pub cache_read: u64,
-    /// Input tokens written to the provider's cache.
-    pub cache_write: u64,
-    /// The provider's total for the call.
-    pub total_tokens: u64,
-}
+/// Token usage an assistant message recorded, as the provider reported it (the transcript's
+/// own type: the host hands engines what it read).
+pub use ctxhost_transcript::Usage;
 
 /// A message as handed to an engine: the decoded parts plus the AgentMessage verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,16 +147,8 @@ pub struct AssembleResult {
     pub system_prompt_addition: Option<String>,
 }
 
-/// Why a compaction runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CompactionTrigger {
-    /// The operator or the agent asked for it.
-    Manual,
-    /// The context crossed the runtime's threshold.
-    Auto,
-    /// The model refused a call as too long.
-    Overflow,
-}
+/// Why a compaction runs: the trigger its record carries (`manual`, `auto`, `overflow`).
+pub use ctxhost_transcript::compaction::Trigger as CompactionTrigger;
 
 /// What `compact` (and `delegate-compaction`) is asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -334,7 +334,7 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
         }
         "session.compact" => {
             let p: CompactParams = rpc::params(method, raw)?;
-            let trigger = p.trigger.unwrap_or(Trigger::Manual).into();
+            let trigger = p.trigger.unwrap_or(Trigger::Manual);
             session(
                 p.session_key,
                 SessionMethod::Compact {
@@ -721,7 +721,7 @@ mod tests {
         ] {
             let params = format!(r#"{{"sessionKey":"s","trigger":"{name}"}}"#);
             assert_eq!(trigger(&params), Ok(expected));
-            assert_eq!(Trigger::from(expected).to_string(), name);
+            assert_eq!(expected.to_string(), name);
         }
         let refused = trigger(r#"{"sessionKey":"s","trigger":"later"}"#).unwrap_err();
         assert!(refused.contains("trigger"), "{refused}");

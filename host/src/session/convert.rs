@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use ctxhost_transcript::{Entry, Transcript};
 
 use crate::runtime::contract::{
-    Context, ContextEntry, EntryRef, HostError, Message, Role, ToolCall, Usage,
+    Context, ContextEntry, EntryRef, HostError, Message, Role, ToolCall,
 };
 
 /// Saturates a token figure into the contract's `u32`.
@@ -163,13 +163,7 @@ pub(super) fn message(index: usize, entry: &Entry) -> Option<Message> {
         tool_call_id,
         is_error: view.is_error,
         stop_reason: view.stop_reason,
-        usage: view.usage.map(|u| Usage {
-            input: u.input,
-            output: u.output,
-            cache_read: u.cache_read,
-            cache_write: u.cache_write,
-            total_tokens: u.total_tokens,
-        }),
+        usage: view.usage,
         tokens: view.tokens,
         json: entry.message_json().into_owned(),
     })

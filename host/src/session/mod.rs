@@ -12,7 +12,6 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use ctxhost_transcript::compaction;
 use ctxhost_transcript::store::TranscriptFile;
 use ctxhost_transcript::{CompactionRecord, NewCompaction, Transcript};
 use serde_json::Value;
@@ -617,7 +616,7 @@ impl Session {
         }
         record.tokens_after = Some(tokens_after);
         record.engine = Some(self.engine.id().to_string());
-        record.trigger = Some(options.trigger.into());
+        record.trigger = Some(options.trigger);
         if let Some(focus) = &options.custom_instructions {
             record.custom_instructions = Some(focus.clone());
         }
@@ -735,27 +734,6 @@ impl Session {
     /// Whether an engine instance is live for this session.
     pub fn has_instance(&self) -> bool {
         self.instance.is_some()
-    }
-}
-
-impl From<CompactionTrigger> for compaction::Trigger {
-    fn from(trigger: CompactionTrigger) -> Self {
-        match trigger {
-            CompactionTrigger::Manual => Self::Manual,
-            CompactionTrigger::Auto => Self::Auto,
-            CompactionTrigger::Overflow => Self::Overflow,
-        }
-    }
-}
-
-/// The way back, for callers that name a trigger as records do (the JSON-RPC `trigger`).
-impl From<compaction::Trigger> for CompactionTrigger {
-    fn from(trigger: compaction::Trigger) -> Self {
-        match trigger {
-            compaction::Trigger::Manual => Self::Manual,
-            compaction::Trigger::Auto => Self::Auto,
-            compaction::Trigger::Overflow => Self::Overflow,
-        }
     }
 }
 

@@ -102,7 +102,7 @@ impl Shared {
                 &transcript,
                 &self.settings(),
                 &compaction::Request {
-                    trigger: request.trigger.into(),
+                    trigger: request.trigger,
                     focus: request.custom_instructions.as_deref(),
                     engine: None,
                     context_tokens: request.current_tokens.map(u64::from),
