@@ -108,8 +108,26 @@ pub(super) async fn run(flag: Option<&Path>, json: bool) -> anyhow::Result<ExitC
     })
 }
 
+/// Each check in turn; one that leaves nothing to check further (no config, no runtime) ends
+/// the list.
 async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
-    let source = ConfigSource::resolve(flag, &home);
+    let Some(config) = check_config(report, &home, flag) else {
+        return;
+    };
+    let selected = config.active_engine().to_string();
+    let Some(host) = start_host(report, &home, config, &selected) else {
+        return;
+    };
+    let engines: Vec<_> = host.registry().all().cloned().collect();
+    for available in engines {
+        check_engine(report, &host, &home, &available, &selected).await;
+    }
+    check_cache(report, &home);
+}
+
+/// The config parses, and every key in it is one ctxhost knows.
+fn check_config(report: &mut Report, home: &Home, flag: Option<&Path>) -> Option<Config> {
+    let source = ConfigSource::resolve(flag, home);
     let config = match Config::load(source.clone()) {
         Ok(config) => {
             let state = if config.found {
@@ -126,7 +144,7 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
                 e.to_string(),
                 "correct the file at the position shown",
             );
-            return;
+            return None;
         }
     };
     // No silent keys: each key ctxhost does not know, with its path and the likely intended one.
@@ -137,7 +155,11 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
         };
         report.warn("config keys", unknown.to_string(), fix);
     }
-    let selected = config.active_engine().to_string();
+    Some(config)
+}
+
+/// The runtime starts, every installed package reads, and the slot names an available engine.
+fn start_host(report: &mut Report, home: &Home, config: Config, selected: &str) -> Option<Host> {
     let host = match Host::new(home.clone(), config) {
         Ok(host) => host,
         Err(e) => {
@@ -146,7 +168,7 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
                 ctxhost::error::chain(&e),
                 "see the error; the wasm engine could not start",
             );
-            return;
+            return None;
         }
     };
     for (folder, broken) in &host.registry().broken {
@@ -158,7 +180,7 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
     }
     match host
         .registry()
-        .resolve(&selected, host.config().source.path())
+        .resolve(selected, host.config().source.path())
     {
         Ok(available) => report.pass(
             "slot",
@@ -173,88 +195,110 @@ async fn check(report: &mut Report, home: Home, flag: Option<&Path>) {
             "ctxhost plugins use <id> with one of the available engines",
         ),
     }
-    let engines: Vec<_> = host.registry().all().cloned().collect();
-    for available in engines {
-        let id = available.id.clone();
-        let disabled = host.config().plugin_entry(&id).and_then(|e| e.enabled) == Some(false);
-        if disabled {
-            if id == selected {
-                report.fail(
-                    format!("engine {id}"),
-                    "the active engine is disabled",
-                    format!("ctxhost plugins enable {id}, or ctxhost plugins use another engine"),
-                );
-            } else {
-                report.pass(format!("engine {id}"), "disabled");
-            }
-            continue;
-        }
-        let started = Instant::now();
-        match host.engine(&id).await {
-            Ok(engine) => {
-                let info = engine.info();
-                report.pass(
-                    format!("engine {id}"),
-                    format!(
-                        "{} {} ({}), contract {}, {:?}; instantiated, info() answered, config valid in {:.1} ms",
-                        info.name,
-                        info.version,
-                        available.kind(),
-                        engine.contract_version(),
-                        engine.load_source(),
-                        started.elapsed().as_secs_f64() * 1e3
-                    ),
-                );
-                if let Some(reason) = engine.health().circuit_open {
-                    report.fail(
-                        format!("engine {id} health"),
-                        format!("refused after repeated faults: {reason}"),
-                        "fix the engine, then restart the process (or Host::reset_engine)",
-                    );
-                }
-            }
-            Err(e) => report.fail(
+    Some(host)
+}
+
+/// One engine: enabled (or disabled and not the active one), instantiated with its config,
+/// healthy, its capabilities granted, its state dir writable.
+async fn check_engine(
+    report: &mut Report,
+    host: &Host,
+    home: &Home,
+    available: &ctxhost::plugins::AvailableEngine,
+    selected: &str,
+) {
+    let id = available.id.clone();
+    let disabled = host.config().plugin_entry(&id).and_then(|e| e.enabled) == Some(false);
+    if disabled {
+        if id == selected {
+            report.fail(
                 format!("engine {id}"),
-                ctxhost::error::chain(&e),
-                match &e {
-                    ctxhost::Error::Plugin(ctxhost::plugins::PluginError::Config { .. }) => {
-                        format!("correct plugins.entries.{id}.config in {}", host.config().source.path().display())
-                    }
-                    _ => format!("rebuild the component and reinstall: ctxhost plugins install PATH --force (or ctxhost plugins disable {id})"),
-                },
-            ),
+                "the active engine is disabled",
+                format!("ctxhost plugins enable {id}, or ctxhost plugins use another engine"),
+            );
+        } else {
+            report.pass(format!("engine {id}"), "disabled");
         }
-        let ungranted = host.ungranted(&id, available.capabilities());
-        let names: Vec<&str> = ungranted.iter().map(|c| c.name()).collect();
-        if !ungranted.is_empty() && available.is_bundled() {
-            // A bundled engine works without them; granting is the operator's opt-in.
+        return;
+    }
+    let started = Instant::now();
+    match host.engine(&id).await {
+        Ok(engine) => {
+            let info = engine.info();
             report.pass(
-                format!("engine {id} capabilities"),
+                format!("engine {id}"),
                 format!(
-                    "optional, not granted: {} (grant in plugins.entries.{id}.grants to use)",
-                    names.join(", ")
+                    "{} {} ({}), contract {}, {:?}; instantiated, info() answered, config valid in {:.1} ms",
+                    info.name,
+                    info.version,
+                    available.kind(),
+                    engine.contract_version(),
+                    engine.load_source(),
+                    started.elapsed().as_secs_f64() * 1e3
                 ),
             );
-        } else if !ungranted.is_empty() {
-            report.warn(
-                format!("engine {id} capabilities"),
-                format!("requested but not granted: {}", names.join(", ")),
-                format!("grant in plugins.entries.{id}.grants (llm: true, workspaceRead: \"DIR\") if you trust it"),
-            );
+            if let Some(reason) = engine.health().circuit_open {
+                report.fail(
+                    format!("engine {id} health"),
+                    format!("refused after repeated faults: {reason}"),
+                    "fix the engine, then restart the process (or Host::reset_engine)",
+                );
+            }
         }
-        let state_dir = home.state_dir(&id);
-        match writable(&state_dir) {
-            Ok(()) => report.pass(
-                format!("engine {id} state-dir"),
-                format!("{} writable", state_dir.display()),
-            ),
-            Err(e) => report.fail(
-                format!("engine {id} state-dir"),
-                format!("{}: {e}", state_dir.display()),
-                "make the directory writable by this user, or set CTXHOST_HOME",
-            ),
-        }
+        Err(e) => report.fail(
+            format!("engine {id}"),
+            ctxhost::error::chain(&e),
+            match &e {
+                ctxhost::Error::Plugin(ctxhost::plugins::PluginError::Config { .. }) => {
+                    format!("correct plugins.entries.{id}.config in {}", host.config().source.path().display())
+                }
+                _ => format!("rebuild the component and reinstall: ctxhost plugins install PATH --force (or ctxhost plugins disable {id})"),
+            },
+        ),
     }
+    check_capabilities(report, host, available);
+    check_state_dir(report, home, &id);
+}
+
+/// Capabilities the engine asks for and the operator has not granted.
+fn check_capabilities(report: &mut Report, host: &Host, available: &ctxhost::plugins::AvailableEngine) {
+    let id = &available.id;
+    let ungranted = host.ungranted(id, available.capabilities());
+    let names: Vec<&str> = ungranted.iter().map(|c| c.name()).collect();
+    if !ungranted.is_empty() && available.is_bundled() {
+        // A bundled engine works without them; granting is the operator's opt-in.
+        report.pass(
+            format!("engine {id} capabilities"),
+            format!(
+                "optional, not granted: {} (grant in plugins.entries.{id}.grants to use)",
+                names.join(", ")
+            ),
+        );
+    } else if !ungranted.is_empty() {
+        report.warn(
+            format!("engine {id} capabilities"),
+            format!("requested but not granted: {}", names.join(", ")),
+            format!("grant in plugins.entries.{id}.grants (llm: true, workspaceRead: \"DIR\") if you trust it"),
+        );
+    }
+}
+
+fn check_state_dir(report: &mut Report, home: &Home, id: &str) {
+    let state_dir = home.state_dir(id);
+    match writable(&state_dir) {
+        Ok(()) => report.pass(
+            format!("engine {id} state-dir"),
+            format!("{} writable", state_dir.display()),
+        ),
+        Err(e) => report.fail(
+            format!("engine {id} state-dir"),
+            format!("{}: {e}", state_dir.display()),
+            "make the directory writable by this user, or set CTXHOST_HOME",
+        ),
+    }
+}
+
+fn check_cache(report: &mut Report, home: &Home) {
     let cache = ctxhost::runtime::cache_usage(&home.cache_dir());
     report.pass(
         "component cache",
