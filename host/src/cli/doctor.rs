@@ -261,7 +261,11 @@ async fn check_engine(
 }
 
 /// Capabilities the engine asks for and the operator has not granted.
-fn check_capabilities(report: &mut Report, host: &Host, available: &ctxhost::plugins::AvailableEngine) {
+fn check_capabilities(
+    report: &mut Report,
+    host: &Host,
+    available: &ctxhost::plugins::AvailableEngine,
+) {
     let id = &available.id;
     let ungranted = host.ungranted(id, available.capabilities());
     let names: Vec<&str> = ungranted.iter().map(|c| c.name()).collect();

@@ -26,7 +26,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use wasmtime::StoreContextMut;
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
@@ -189,6 +189,15 @@ fn contained_target(target: &str) -> bool {
 pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut fs = linker.instance(FS_TYPES)?;
+    charge_writes(&mut fs)?;
+    charge_new_entries(&mut fs)?;
+    answer_syncs(&mut fs)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// Writes, growth by `set-size` and write streams are charged before they reach the disk.
+fn charge_writes(fs: &mut LinkerInstance<'_, StoreState>) -> wasmtime::Result<()> {
     fs.func_wrap_async(
         "[method]descriptor.write",
         |mut store: StoreContextMut<'_, StoreState>,
@@ -238,6 +247,12 @@ pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
             })
         },
     )?;
+    Ok(())
+}
+
+/// Every entry an engine creates (a file, a directory, a link) is charged; a symlink may only
+/// point inside the state dir.
+fn charge_new_entries(fs: &mut LinkerInstance<'_, StoreState>) -> wasmtime::Result<()> {
     fs.func_wrap_async(
         "[method]descriptor.open-at",
         |mut store: StoreContextMut<'_, StoreState>,
@@ -306,8 +321,12 @@ pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
             })
         },
     )?;
-    // An engine's fsyncs wait on the disk; a session that is not durable itself (a replay into
-    // a scratch file) answers them at once. Nothing else about the write changes.
+    Ok(())
+}
+
+/// An engine's fsyncs wait on the disk; a session that is not durable itself (a replay into a
+/// scratch file) answers them at once. Nothing else about the write changes.
+fn answer_syncs(fs: &mut LinkerInstance<'_, StoreState>) -> wasmtime::Result<()> {
     for method in ["[method]descriptor.sync", "[method]descriptor.sync-data"] {
         let data_only = method.ends_with("sync-data");
         fs.func_wrap_async(
@@ -328,7 +347,6 @@ pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
             },
         )?;
     }
-    linker.allow_shadowing(false);
     Ok(())
 }
 

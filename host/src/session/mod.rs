@@ -1,6 +1,7 @@
 //! A session: the transcript the host owns, and the engine instance that serves it. This is
 //! the API an agent runtime embeds: append, assemble, compact, after-turn, subagent hooks, close.
 
+mod compact;
 mod convert;
 mod request;
 mod shared;
@@ -12,8 +13,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use ctxhost_transcript::Transcript;
 use ctxhost_transcript::store::TranscriptFile;
-use ctxhost_transcript::{CompactionRecord, NewCompaction, Transcript};
 use serde_json::Value;
 
 use crate::timestamp::now_iso;
@@ -26,8 +27,8 @@ pub use validate::{AssembledItem, Assembly};
 
 use crate::error::{Error, Result};
 use crate::runtime::contract::{
-    AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactRequest, CompactionTrigger,
-    ContextMode, Session as SessionId, SubagentEndReason, SubagentSpawn,
+    AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactionTrigger, ContextMode,
+    Session as SessionId, SubagentEndReason, SubagentSpawn,
 };
 use crate::runtime::{EngineError, EngineInstance, Function, PreparedEngine};
 pub use convert::tokens_u32;
@@ -507,147 +508,6 @@ impl Session {
                 AssembledItem::Inserted(json) => json.clone(),
             })
             .collect()
-    }
-
-    /// Compacts through the engine; a compaction it returns is validated, then written as a
-    /// `compaction` entry (and the next assemble starts from it).
-    pub async fn compact(&mut self, options: &CompactOptions) -> Result<CompactOutcome> {
-        // "Before" and "after" are both the host's count of the context messages: recorded
-        // usage compared with an estimate once let a compaction grow the context. The engine
-        // is told the fuller of usage and that count (with estimates only, the count).
-        let (tokens_before, current_tokens) = {
-            let (counted, fullness) =
-                Self::compaction_tokens(&self.shared.read(), self.context_window);
-            let fullness = if self.estimates_only {
-                counted
-            } else {
-                fullness
-            };
-            (counted, fullness)
-        };
-        let assembled_tokens = self
-            .assembled_offset
-            .map(|offset| tokens_u32(tokens_before.saturating_add_signed(offset)));
-        let request = CompactRequest {
-            session: self.shared.session.clone(),
-            session_file: self.path().display().to_string(),
-            force: options.force,
-            token_budget: options.token_budget,
-            current_tokens: Some(tokens_u32(current_tokens)),
-            custom_instructions: options.custom_instructions.clone(),
-            trigger: options.trigger,
-            context_window: Some(tokens_u32(self.context_window)),
-            assembled_tokens,
-        };
-        let result = self.instance().await?.compact(&request).await;
-        let result = self.settle(result)?;
-        if !result.ok {
-            return Err(Error::CompactionFailed {
-                engine: self.engine.id().to_string(),
-                session: self.key().to_string(),
-                reason: result.reason.unwrap_or_else(|| "no reason given".into()),
-            });
-        }
-        let compaction = match (result.compacted, result.compaction) {
-            (true, Some(compaction)) => compaction,
-            (true, None) => {
-                return Err(self.invalid(
-                    Function::Compact,
-                    "compacted is true but no compaction was returned".into(),
-                ));
-            }
-            (false, _) => {
-                return Ok(CompactOutcome {
-                    compacted: false,
-                    reason: result.reason,
-                    tokens_before,
-                    tokens_after: tokens_before,
-                    first_kept_entry_id: None,
-                });
-            }
-        };
-        // Measured by the host before the engine's figures are judged: a compaction that would
-        // not shrink the context is refused as a skip, not an engine fault (the runtime
-        // compaction reports one honestly). Only results within the size limit are looked at.
-        let within_limit = compaction.summary.len()
-            + compaction.details.as_ref().map_or(0, String::len)
-            <= self.host_bytes_limit();
-        // The engine's record, with what the host measured added (keys it wrote are kept).
-        let mut record = compaction
-            .details
-            .as_deref()
-            .filter(|_| within_limit)
-            .and_then(CompactionRecord::from_json)
-            .unwrap_or_default();
-        let tokens_after = within_limit
-            .then(|| {
-                request::counted_tokens_after(
-                    &self.shared.read(),
-                    &compaction.summary,
-                    compaction.first_kept_entry as usize,
-                    &request::pruned_ids(&record),
-                )
-            })
-            .flatten();
-        if let Some(after) = tokens_after
-            && after >= tokens_before
-        {
-            return Ok(CompactOutcome {
-                compacted: false,
-                reason: Some(format!(
-                    "refused: the compaction would not make the context smaller ({tokens_before} -> {after} tokens, both counted from the context messages); nothing written"
-                )),
-                tokens_before,
-                tokens_after: tokens_before,
-                first_kept_entry_id: None,
-            });
-        }
-        let context = self.shared.context.context(&self.shared.read());
-        validate::compaction(&context.entries, &compaction, self.host_bytes_limit())
-            .map_err(|problem| self.invalid(Function::Compact, problem))?;
-        let tokens_after = tokens_after.ok_or_else(|| {
-            self.invalid(
-                Function::Compact,
-                "first-kept-entry is not in the current context".into(),
-            )
-        })?;
-        if u64::from(compaction.tokens_after) != tokens_after {
-            record.engine_tokens_after = Some(compaction.tokens_after.into());
-        }
-        record.tokens_after = Some(tokens_after);
-        record.engine = Some(self.engine.id().to_string());
-        record.trigger = Some(options.trigger);
-        if let Some(focus) = &options.custom_instructions {
-            record.custom_instructions = Some(focus.clone());
-        }
-        let first_kept_entry_id = {
-            let mut transcript = self.shared.write();
-            let first_kept_entry_id = transcript.entries()[compaction.first_kept_entry as usize]
-                .id()
-                .to_string();
-            let index = transcript.append_compaction(
-                &NewCompaction {
-                    summary: compaction.summary,
-                    first_kept_entry_id: first_kept_entry_id.clone(),
-                    tokens_before,
-                    details: Some(record.to_value()),
-                },
-                &now_iso(),
-            )?;
-            write_or_undo(&mut self.file, &mut transcript, index)?;
-            first_kept_entry_id
-        };
-        // Told now that it is written, never about a proposal that was refused.
-        for warning in &record.warnings {
-            tracing::warn!(session = %self.key(), "compaction: {warning}");
-        }
-        Ok(CompactOutcome {
-            compacted: true,
-            reason: result.reason,
-            tokens_before,
-            tokens_after,
-            first_kept_entry_id: Some(first_kept_entry_id),
-        })
     }
 
     /// Tells the engine a turn ended.
