@@ -76,22 +76,16 @@ impl Sidecar {
     /// One request and its result (requests are sequential here, so the next line answers).
     pub fn call(&mut self, method: &str, params: Value) -> Result<Value> {
         self.next_id += 1;
-        let line =
-            json!({ "jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params })
-                .to_string();
-        self.stdin.write_all(line.as_bytes())?;
-        self.stdin.write_all(b"\n")?;
-        self.stdin.flush()?;
-        self.sent += line.len() + 1;
-        let mut response = String::new();
-        self.stdout.read_line(&mut response)?;
-        self.received += response.len();
-        let response: Value = serde_json::from_str(&response)
-            .with_context(|| format!("{method}: the sidecar answered {response:?}"))?;
-        match response.get("result") {
-            Some(result) => Ok(result.clone()),
-            None => bail!("{method} failed: {response}"),
-        }
+        let (result, sent, received) = exchange(
+            &mut self.stdin,
+            &mut self.stdout,
+            self.next_id,
+            method,
+            params,
+        )?;
+        self.sent += sent;
+        self.received += received;
+        Ok(result)
     }
 
     /// Closes stdin and waits for the exit.
@@ -102,6 +96,31 @@ impl Sidecar {
             bail!("the sidecar exited with {status}");
         }
         Ok(())
+    }
+}
+
+/// Sends one request and reads the next line as its answer: the result, and the bytes sent
+/// and received.
+pub fn exchange(
+    write: &mut impl Write,
+    read: &mut impl BufRead,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Result<(Value, usize, usize)> {
+    let mut line =
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
+    line.push('\n');
+    write.write_all(line.as_bytes())?;
+    write.flush()?;
+    let mut response = String::new();
+    read.read_line(&mut response)?;
+    let received = response.len();
+    let response: Value = serde_json::from_str(&response)
+        .with_context(|| format!("{method}: the sidecar answered {response:?}"))?;
+    match response.get("result") {
+        Some(result) => Ok((result.clone(), line.len(), received)),
+        None => bail!("{method} failed: {response}"),
     }
 }
 
