@@ -134,28 +134,48 @@ pub fn bench_home() -> Result<tempfile::TempDir> {
     Ok(home)
 }
 
-/// Spawn to the answer of the first `session.bootstrap` (engine loaded from the warm cache,
-/// instance created, mirror opened), per fresh sidecar.
-pub fn first_call(binary: &Path, budget: Budget) -> Result<Samples> {
+/// Per fresh sidecar: spawn to the answer of the first `session.bootstrap` (engine loaded from
+/// the warm cache, instance created, mirror created), and spawn to the answer of the `assemble`
+/// after that session's first `commitTurn` (what a runtime that starts a sidecar per turn pays
+/// before its model call).
+pub struct FirstCall {
+    pub bootstrap: Samples,
+    pub first_turn: Samples,
+}
+
+/// [`FirstCall`], sampled over fresh sidecars on one home.
+pub fn first_call(binary: &Path, budget: Budget) -> Result<FirstCall> {
     let home = bench_home()?;
     // Warm the component cache the way an operator's first run would.
     let mut warm = Sidecar::start(binary, home.path())?;
     warm.call("initialize", json!({}))?;
     warm.finish()?;
     let mut sampler = Sampler::new(budget);
+    let mut turns = Sampler::new(budget);
     let mut n = 0;
     while sampler.more() {
         n += 1;
+        let key = format!("agent:bench:first-{n}");
         let started = Instant::now();
         let mut sidecar = Sidecar::start(binary, home.path())?;
-        sidecar.call(
-            "session.bootstrap",
-            json!({ "sessionKey": format!("agent:bench:first-{n}") }),
-        )?;
+        sidecar.call("session.bootstrap", json!({ "sessionKey": key }))?;
         sampler.push(started.elapsed());
+        let message = json!({ "role": "user", "content": "hi", "timestamp": 1 });
+        sidecar.call(
+            "session.commitTurn",
+            json!({ "sessionKey": key, "advancementKey": "t1", "messages": [message] }),
+        )?;
+        sidecar.call(
+            "session.assemble",
+            json!({ "sessionKey": key, "messageCount": 1 }),
+        )?;
+        turns.push(started.elapsed());
         sidecar.finish()?;
     }
-    Ok(sampler.done())
+    Ok(FirstCall {
+        bootstrap: sampler.done(),
+        first_turn: turns.done(),
+    })
 }
 
 /// What an in-sync `session.assemble` costs over the pipe on a long session.

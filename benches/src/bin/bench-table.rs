@@ -301,8 +301,14 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
     let first = b::serve::first_call(&sidecar, Budget::SLOW.from_env())?;
     rows.push(goal_row_with(
         "`ctxhost serve`: first call of a fresh sidecar (spawn + cached engine load + instance + mirror)",
-        Duration::from_millis(50),
-        &first,
+        Duration::from_millis(5),
+        &first.bootstrap,
+        "",
+    ));
+    rows.push(goal_row_with(
+        "↳ spawn to the answer of a new session's first `assemble` (bootstrap, `commitTurn`, `assemble`)",
+        Duration::from_millis(10),
+        &first.first_turn,
         "",
     ));
     let messages = b::generated_messages();

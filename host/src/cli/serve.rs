@@ -30,10 +30,10 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 300_000)]
     idle_release_ms: u64,
     /// Engine instances live at once (the size of the instance pool); more sessions than that
-    /// stay open, the least recently used idle ones giving their instance back.
-    #[arg(long, value_name = "N", default_value_t = RuntimeOptions::default().max_instances,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    max_instances: u32,
+    /// stay open, the least recently used idle ones giving their instance back. Default: as
+    /// many as the descriptor limit lets sessions hold (223 at `ulimit -n` 1024), at most 1000.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_instances: Option<u32>,
 }
 
 pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -45,7 +45,9 @@ pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::
     let _lock = HomeLock::acquire(home.root(), &serving)?;
     let runtime = RuntimeOptions {
         cache_dir: Some(home.cache_dir()),
-        max_instances: args.max_instances,
+        max_instances: args
+            .max_instances
+            .unwrap_or_else(|| ctxhost::serve::pool_slots(RuntimeOptions::default().max_instances)),
         ..RuntimeOptions::default()
     };
     let host = Arc::new(ctxhost::Host::with_options(home, config, &runtime)?);

@@ -32,6 +32,13 @@ use rpc::{Line, RpcError, code};
 
 pub use lock::{HomeLock, LockError};
 
+/// The instance pool a server needs, at most `most` slots: one for every session the
+/// process's descriptor limit lets hold an instance at once (at 4 descriptors a session after
+/// a reserve), and the two engine loads borrow. `ulimit -n` 1024 gives 223.
+pub fn pool_slots(most: u32) -> u32 {
+    residency::pool_slots(most)
+}
+
 /// The protocol version `initialize` reports.
 pub const PROTOCOL_VERSION: u32 = 1;
 
@@ -121,6 +128,16 @@ impl Server {
         mirror::remove_stale_scratch_dirs();
         let (capacity, limit) = residency::capacity(host.runtime().instance_capacity());
         tracing::debug!("at most {capacity} sessions hold an instance at once ({limit})");
+        // The engine loads while the first request is read and its mirror created (a request
+        // that needs it sooner waits for this load, never starts another).
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let host = host.clone();
+            runtime.spawn(async move {
+                if let Err(e) = host.active_engine().await {
+                    tracing::debug!("loading the engine ahead of the first request: {e}");
+                }
+            });
+        }
         Arc::new(Self {
             host,
             sessions: Mutex::default(),

@@ -59,19 +59,39 @@ impl fmt::Display for Limit {
 /// less the two an engine load and a fallback's load borrow, and the descriptors left once what
 /// is open now and a reserve for connections and the host's own files are set aside.
 pub(super) fn capacity(pool_slots: Option<u32>) -> (usize, Limit) {
-    let by_pool = pool_slots.map(|slots| (slots.saturating_sub(2).max(1) as usize, slots));
-    let by_descriptors = descriptor_limit().map(|soft| {
-        let open = open_descriptors();
-        let reserve = (soft / 8).max(32);
-        let left = soft.saturating_sub(open + reserve) / DESCRIPTORS_PER_SESSION;
-        (left.max(1) as usize, soft)
-    });
+    let by_pool =
+        pool_slots.map(|slots| (slots.saturating_sub(BORROWED_SLOTS).max(1) as usize, slots));
+    let by_descriptors = descriptor_capacity();
     match (by_pool, by_descriptors) {
         (Some((pool, slots)), Some((fds, _))) if pool <= fds => (pool, Limit::Instances(slots)),
         (_, Some((fds, soft))) => (fds, Limit::Descriptors(soft)),
         (Some((pool, slots)), None) => (pool, Limit::Instances(slots)),
         (None, None) => (usize::MAX, Limit::Descriptors(u64::MAX)),
     }
+}
+
+/// Instance slots an engine load and a fallback engine's load borrow for their `info` call.
+const BORROWED_SLOTS: u32 = 2;
+
+/// How many sessions the descriptor limit lets be resident, and the limit; None when unlimited.
+fn descriptor_capacity() -> Option<(usize, u64)> {
+    let soft = descriptor_limit()?;
+    let open = open_descriptors();
+    let reserve = (soft / 8).max(32);
+    let left = soft.saturating_sub(open + reserve) / DESCRIPTORS_PER_SESSION;
+    Some((left.max(1) as usize, soft))
+}
+
+/// The instance pool a server needs: a slot for every session the descriptor limit lets be
+/// resident and for the engine loads, at most `most`. A bigger pool would never fill, and
+/// reserving it is most of a fresh sidecar's start (a guard page set per slot's stack).
+pub(super) fn pool_slots(most: u32) -> u32 {
+    descriptor_capacity().map_or(most, |(sessions, _)| {
+        u32::try_from(sessions)
+            .unwrap_or(u32::MAX)
+            .saturating_add(BORROWED_SLOTS)
+            .min(most)
+    })
 }
 
 /// The soft limit on descriptors; None when unlimited.
