@@ -543,6 +543,9 @@ async fn take_resources(
     mirror: &mut Option<Mirror>,
     call: &SessionMethod,
 ) -> Result<(), RpcError> {
+    if mirror.is_none() && !matches!(call, SessionMethod::Bootstrap { .. }) {
+        return Ok(()); // not open: the call answers so, and takes nobody's place
+    }
     let residency = &server.residency;
     suspend_others(residency.enter(mailbox.id, &mailbox.handle)).await;
     loop {
@@ -554,7 +557,6 @@ async fn take_resources(
                     Err(e) => Err(e),
                 }
             }
-            // Not open: the call answers so.
             (None, _) => return Ok(()),
         };
         let error = match taken {
