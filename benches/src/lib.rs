@@ -10,6 +10,7 @@ pub mod instances;
 pub mod lossless;
 pub mod probes;
 pub mod recall;
+pub mod scale;
 pub mod serve;
 
 use std::hint::black_box;

@@ -76,22 +76,16 @@ impl Sidecar {
     /// One request and its result (requests are sequential here, so the next line answers).
     pub fn call(&mut self, method: &str, params: Value) -> Result<Value> {
         self.next_id += 1;
-        let line =
-            json!({ "jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params })
-                .to_string();
-        self.stdin.write_all(line.as_bytes())?;
-        self.stdin.write_all(b"\n")?;
-        self.stdin.flush()?;
-        self.sent += line.len() + 1;
-        let mut response = String::new();
-        self.stdout.read_line(&mut response)?;
-        self.received += response.len();
-        let response: Value = serde_json::from_str(&response)
-            .with_context(|| format!("{method}: the sidecar answered {response:?}"))?;
-        match response.get("result") {
-            Some(result) => Ok(result.clone()),
-            None => bail!("{method} failed: {response}"),
-        }
+        let (result, sent, received) = exchange(
+            &mut self.stdin,
+            &mut self.stdout,
+            self.next_id,
+            method,
+            params,
+        )?;
+        self.sent += sent;
+        self.received += received;
+        Ok(result)
     }
 
     /// Closes stdin and waits for the exit.
@@ -105,6 +99,31 @@ impl Sidecar {
     }
 }
 
+/// Sends one request and reads the next line as its answer: the result, and the bytes sent
+/// and received.
+pub fn exchange(
+    write: &mut impl Write,
+    read: &mut impl BufRead,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Result<(Value, usize, usize)> {
+    let mut line =
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
+    line.push('\n');
+    write.write_all(line.as_bytes())?;
+    write.flush()?;
+    let mut response = String::new();
+    read.read_line(&mut response)?;
+    let received = response.len();
+    let response: Value = serde_json::from_str(&response)
+        .with_context(|| format!("{method}: the sidecar answered {response:?}"))?;
+    match response.get("result") {
+        Some(result) => Ok((result.clone(), line.len(), received)),
+        None => bail!("{method} failed: {response}"),
+    }
+}
+
 /// A home whose config keeps a 2,000-message session uncompacted (the window is 2M tokens).
 pub fn bench_home() -> Result<tempfile::TempDir> {
     let home = tempfile::tempdir()?;
@@ -115,28 +134,48 @@ pub fn bench_home() -> Result<tempfile::TempDir> {
     Ok(home)
 }
 
-/// Spawn to the answer of the first `session.bootstrap` (engine loaded from the warm cache,
-/// instance created, mirror opened), per fresh sidecar.
-pub fn first_call(binary: &Path, budget: Budget) -> Result<Samples> {
+/// Per fresh sidecar: spawn to the answer of the first `session.bootstrap` (engine loaded from
+/// the warm cache, instance created, mirror created), and spawn to the answer of the `assemble`
+/// after that session's first `commitTurn` (what a runtime that starts a sidecar per turn pays
+/// before its model call).
+pub struct FirstCall {
+    pub bootstrap: Samples,
+    pub first_turn: Samples,
+}
+
+/// [`FirstCall`], sampled over fresh sidecars on one home.
+pub fn first_call(binary: &Path, budget: Budget) -> Result<FirstCall> {
     let home = bench_home()?;
     // Warm the component cache the way an operator's first run would.
     let mut warm = Sidecar::start(binary, home.path())?;
     warm.call("initialize", json!({}))?;
     warm.finish()?;
     let mut sampler = Sampler::new(budget);
+    let mut turns = Sampler::new(budget);
     let mut n = 0;
     while sampler.more() {
         n += 1;
+        let key = format!("agent:bench:first-{n}");
         let started = Instant::now();
         let mut sidecar = Sidecar::start(binary, home.path())?;
-        sidecar.call(
-            "session.bootstrap",
-            json!({ "sessionKey": format!("agent:bench:first-{n}") }),
-        )?;
+        sidecar.call("session.bootstrap", json!({ "sessionKey": key }))?;
         sampler.push(started.elapsed());
+        let message = json!({ "role": "user", "content": "hi", "timestamp": 1 });
+        sidecar.call(
+            "session.commitTurn",
+            json!({ "sessionKey": key, "advancementKey": "t1", "messages": [message] }),
+        )?;
+        sidecar.call(
+            "session.assemble",
+            json!({ "sessionKey": key, "messageCount": 1 }),
+        )?;
+        turns.push(started.elapsed());
         sidecar.finish()?;
     }
-    Ok(sampler.done())
+    Ok(FirstCall {
+        bootstrap: sampler.done(),
+        first_turn: turns.done(),
+    })
 }
 
 /// What an in-sync `session.assemble` costs over the pipe on a long session.

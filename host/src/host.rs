@@ -49,6 +49,9 @@ pub struct SessionOptions {
     /// against; default the config's ([`Host::compaction_settings`]). A replay at another
     /// window sets them.
     pub settings: Option<Settings>,
+    /// Open without an engine instance: it starts on the first call (or
+    /// [`Session::resume`]). A server that limits how many sessions hold one opens them so.
+    pub defer_instance: bool,
 }
 
 impl SessionOptions {
@@ -56,7 +59,7 @@ impl SessionOptions {
     pub fn on(engine: Arc<PreparedEngine>) -> Self {
         Self {
             engine: Some(engine),
-            settings: None,
+            ..Self::default()
         }
     }
 
@@ -304,8 +307,8 @@ impl Host {
     }
 
     /// Opens the session's transcript (creating it when missing) and starts an engine instance
-    /// for it, bootstrapped from the transcript. `options` may name the engine and the
-    /// compaction settings; by default the config decides both.
+    /// for it, bootstrapped from the transcript (unless `options` defer it). `options` may name
+    /// the engine and the compaction settings; by default the config decides both.
     pub async fn open_session(
         &self,
         target: &SessionTarget,
@@ -333,6 +336,9 @@ impl Host {
         )
         .await?;
         session.set_recall_tools(self.config.settings.recall.tools_enabled());
+        if !options.defer_instance {
+            session.resume().await?;
+        }
         Ok(session)
     }
 

@@ -147,6 +147,12 @@ impl Ledger {
         Ok(())
     }
 
+    /// Closes the file until the next append reopens it: a session gone idle holds no
+    /// descriptor.
+    pub fn release_handle(&mut self) {
+        self.file = None;
+    }
+
     fn rotate(&mut self) -> std::io::Result<()> {
         self.file = None;
         std::fs::rename(

@@ -771,9 +771,14 @@ fn an_idle_session_gives_its_instance_back_and_the_next_request_starts_a_fresh_o
         "session.commitTurn",
         json!({ "sessionKey": key, "advancementKey": "t0", "messages": [user("q0"), assistant("a0")] }),
     );
+    let server_pid = server.child.id();
+    let held = || descriptors_under(server_pid, home.path());
+    assert!(!held().is_empty(), "a busy session holds its mirror open");
     std::thread::sleep(Duration::from_millis(900));
     let health = server.call("health", json!({}));
     assert_eq!(health["sessions"]["idleReleases"], 1, "{health}");
+    // Nothing in the home is held open by an idle session (its mirror, ledger, state dir).
+    assert_eq!(held(), Vec::<PathBuf>::new());
     // The session is still open: the next turn bootstraps a fresh instance from the mirror.
     server.call(
         "session.commitTurn",
@@ -793,6 +798,16 @@ fn an_idle_session_gives_its_instance_back_and_the_next_request_starts_a_fresh_o
     let health = server.call("health", json!({}));
     assert_eq!(health["sessions"]["idleReleases"], 2, "{health}");
     server.finish();
+}
+
+/// What process `pid` holds open under `dir`.
+fn descriptors_under(pid: u32, dir: &Path) -> Vec<PathBuf> {
+    let open = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap();
+    (open.flatten())
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .filter(|target| target.file_name().is_some_and(|n| n != "serve.lock"))
+        .collect()
 }
 
 #[test]

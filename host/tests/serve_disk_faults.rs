@@ -10,33 +10,17 @@ mod common;
 
 use common::serve::{Server, markers, mirror_file, user};
 
-/// `ctxhost serve` in a shell that limits the size of any file it writes to `kib` KiB (with
-/// SIGXFSZ ignored, so a write past it fails with EFBIG instead of killing the process).
+/// `ctxhost serve` limited to files of `kib` KiB (with SIGXFSZ ignored, so a write past it
+/// fails with EFBIG instead of killing the process).
 fn serve_with_file_limit(home: &Path, kib: u64) -> Server {
-    let command = common::command(home);
-    let program = command.get_program().to_owned();
-    let mut shell = std::process::Command::new("sh");
-    shell
-        .arg("-c")
-        // `ulimit -f` counts 512-byte blocks in POSIX shells.
-        .arg(format!(
-            "trap '' XFSZ; ulimit -f {}; exec \"$0\" serve",
-            kib * 2
-        ))
-        .arg(program)
-        .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .env_remove("CTXHOST_CONFIG");
-    Server::start_command(shell)
+    // `ulimit -f` counts 512-byte blocks in POSIX shells.
+    Server::start_limited(home, &format!("trap '' XFSZ; ulimit -f {}", kib * 2))
 }
 
 #[test]
 fn a_commit_past_the_file_size_limit_is_refused_and_leaves_no_fragment() {
     let home = tempfile::tempdir().unwrap();
     let key = "agent:main:efbig";
-    // The engine's compiled form is cached first: the limit is for the mirror's writes.
-    let mut warm = Server::start(home.path(), &[]);
-    warm.call("initialize", json!({}));
-    warm.finish();
     let mut server = serve_with_file_limit(home.path(), 64);
     let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
     let mirror = mirror_file(&boot);

@@ -1,8 +1,9 @@
 //! `ctxhost serve` at its limits: any valid session key opens (long non-ASCII ones under a
 //! stable short file name), a key that cannot be one is refused without leaving anything in
 //! the server, a client that never reads is not read either, a shutdown ends the server
-//! whatever another client does, and a second server on the same home is refused, naming
-//! the first.
+//! whatever another client does, a second server on the same home is refused, naming
+//! the first, and more sessions than the instance pool's slots or the descriptor limit allow
+//! all answer (the least recently used idle ones giving their instance and descriptors up).
 
 use serde_json::{Value, json};
 
@@ -209,4 +210,61 @@ fn scratch_dirs_a_killed_server_left_are_removed_at_start() {
     server.finish();
     assert!(!dead.exists(), "the dead server's scratch is still there");
     assert!(alive.exists(), "a live server's scratch was removed");
+}
+
+/// Bootstraps `key`, commits one turn and assembles it; the assembly keeps the turn.
+fn open_and_turn(server: &mut Server, key: &str) {
+    server.call("session.bootstrap", json!({ "sessionKey": key }));
+    let commit = json!({ "sessionKey": key, "advancementKey": "t1", "messages": [user(key)] });
+    assert_eq!(
+        server.call("session.commitTurn", commit)["status"],
+        "committed"
+    );
+    assemble_keeps_the_turn(server, key);
+}
+
+fn assemble_keeps_the_turn(server: &mut Server, key: &str) {
+    let assembled = server.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 1 }),
+    );
+    assert_eq!(assembled["status"], "ok", "{key}: {assembled}");
+    assert_eq!(assembled["items"], json!([{ "index": 0 }]), "{key}");
+}
+
+/// Every session answers, the first ones again after the later ones took their places, the
+/// engine's breaker never counted a shortage, and no more sessions than allowed hold one.
+fn every_session_answers(server: &mut Server, sessions: usize) {
+    let keys: Vec<String> = (0..sessions).map(|n| format!("agent:main:s{n}")).collect();
+    for key in &keys {
+        open_and_turn(server, key);
+    }
+    for key in &keys {
+        assemble_keeps_the_turn(server, key);
+    }
+    let health = server.call("health", json!({}));
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["engine"]["circuitOpen"], Value::Null, "{health}");
+    let counts = &health["sessions"];
+    assert_eq!(counts["open"], sessions, "{health}");
+    let (resident, limit) = (&counts["resident"], &counts["residentLimit"]);
+    assert!(resident.as_u64() <= limit.as_u64(), "{health}");
+    assert!(counts["evictions"].as_u64().unwrap() > 0, "{health}");
+}
+
+#[test]
+fn more_sessions_than_instance_slots_all_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &["--max-instances", "3"]);
+    every_session_answers(&mut server, 12);
+    server.finish();
+}
+
+#[test]
+fn more_sessions_than_descriptors_allow_all_answer() {
+    let home = tempfile::tempdir().unwrap();
+    // 2 to 4 descriptors a session held would run out after 20 to 40 sessions.
+    let mut server = Server::start_limited(home.path(), "ulimit -n 96");
+    every_session_answers(&mut server, 60);
+    server.finish();
 }

@@ -14,7 +14,8 @@ use crate::transcript::Transcript;
 #[derive(Debug)]
 pub struct TranscriptFile {
     path: PathBuf,
-    file: File,
+    /// None while released ([`TranscriptFile::release_handle`]); the next append reopens it.
+    file: Option<File>,
     sync: bool,
     /// A failed append left bytes that could not be cut off: nothing more may be appended.
     torn: bool,
@@ -49,7 +50,7 @@ impl TranscriptFile {
             .len();
         Ok(TranscriptFile {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             sync: true,
             torn: false,
             known_len,
@@ -121,17 +122,36 @@ impl TranscriptFile {
             buf.push_str(e.v3_line());
             buf.push('\n');
         }
-        let io = |e| TranscriptError::io(&self.path, "cannot append", e);
-        self.file.lock().map_err(io)?;
-        let result = self.append_locked(buf.as_bytes());
+        self.reopen()?;
+        let mut file = self.file.take().expect("reopened above");
+        let result = file
+            .lock()
+            .map_err(|e| TranscriptError::io(&self.path, "cannot append", e))
+            .and_then(|()| self.append_locked(&mut file, buf.as_bytes()));
         // Dropping the handle would release it too; a writer keeps its handle for the session.
-        let _ = self.file.unlock();
+        let _ = file.unlock();
+        self.file = Some(file);
         result
     }
 
-    fn append_locked(&mut self, buf: &[u8]) -> Result<(), TranscriptError> {
+    /// Opens the handle again if it was released. Safe whenever: the next append checks the
+    /// file's length against what this writer left it at.
+    pub fn reopen(&mut self) -> Result<(), TranscriptError> {
+        if self.file.is_none() {
+            self.file = Some(open_append(&self.path)?);
+        }
+        Ok(())
+    }
+
+    /// Closes the handle until the next append (or [`TranscriptFile::reopen`]): a session gone
+    /// idle holds no descriptor.
+    pub fn release_handle(&mut self) {
+        self.file = None;
+    }
+
+    fn append_locked(&mut self, file: &mut File, buf: &[u8]) -> Result<(), TranscriptError> {
         let io = |e| TranscriptError::io(&self.path, "cannot append", e);
-        let good_len = self.file.metadata().map_err(io)?.len();
+        let good_len = file.metadata().map_err(io)?.len();
         if good_len != self.known_len {
             return Err(TranscriptError::Changed {
                 file: self.path.display().to_string(),
@@ -139,25 +159,15 @@ impl TranscriptFile {
                 found: good_len,
             });
         }
-        let written = self
-            .file
+        let written = file
             .write_all(buf)
-            .and_then(|()| self.file.flush())
-            .and_then(|()| {
-                if self.sync {
-                    self.file.sync_data()
-                } else {
-                    Ok(())
-                }
-            });
+            .and_then(|()| file.flush())
+            .and_then(|()| if self.sync { file.sync_data() } else { Ok(()) });
         if let Err(e) = written {
             // A full disk or the file size limit (EFBIG) can stop a write part way: cut the
             // file back to its last good length, so what comes next is never glued to a
             // fragment. If even that fails, no later append may be acknowledged.
-            let undone = self
-                .file
-                .set_len(good_len)
-                .and_then(|()| self.file.sync_data());
+            let undone = file.set_len(good_len).and_then(|()| file.sync_data());
             if undone.is_err() {
                 self.torn = true;
             }

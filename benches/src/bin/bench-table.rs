@@ -6,6 +6,7 @@
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --no-peer
 //! BENCH_QUICK=1 cargo run --release -p ctxhost-benches --bin bench-table   # smoke run
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --serve  # the sidecar rows only
+//! cargo run --release -p ctxhost-benches --bin bench-table -- --scale  # 10,000 sessions in one serve
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --instances  # load + instance rows
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --assemble  # assemble, 0.2 and 0.1
 //! cargo run --release -p ctxhost-benches --bin bench-table -- --continuity  # what compaction keeps
@@ -136,6 +137,12 @@ fn main() -> Result<()> {
     if args.iter().any(|a| a == "--transcript") {
         // Only the transcript rows and pi side by side, on big files too (issue 15).
         return transcript_table(no_peer, &out_path);
+    }
+    if args.iter().any(|a| a == "--scale") {
+        let mut rows = Vec::new();
+        scale_rows(&mut rows)?;
+        print_rows(&rows);
+        return Ok(());
     }
     if args.iter().any(|a| a == "--serve") {
         // Only the sidecar rows (quick to rerun while working on `serve`).
@@ -294,8 +301,14 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
     let first = b::serve::first_call(&sidecar, Budget::SLOW.from_env())?;
     rows.push(goal_row_with(
         "`ctxhost serve`: first call of a fresh sidecar (spawn + cached engine load + instance + mirror)",
-        Duration::from_millis(50),
-        &first,
+        Duration::from_millis(5),
+        &first.bootstrap,
+        "",
+    ));
+    rows.push(goal_row_with(
+        "↳ spawn to the answer of a new session's first `assemble` (bootstrap, `commitTurn`, `assemble`)",
+        Duration::from_millis(10),
+        &first.first_turn,
         "",
     ));
     let messages = b::generated_messages();
@@ -349,6 +362,90 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
             pipe.turn_bytes_late,
             history_bytes / 1000
         ),
+        None,
+    ));
+    Ok(())
+}
+
+/// 10,000 sessions in one `ctxhost serve` on its socket at `ulimit -n` 1024 (`--scale`).
+fn scale_rows(rows: &mut Vec<Row>) -> Result<()> {
+    step("10,000 sessions in one ctxhost serve");
+    let sidecar = b::serve::sidecar_binary()?;
+    let mut run = b::scale::ScaleRun::default();
+    if std::env::var_os("BENCH_QUICK").is_some() {
+        run.sessions = 1_000;
+        run.assembles_per_client = 10;
+    }
+    let scale = b::scale::scale(&sidecar, run)?;
+    let n = run.sessions;
+    rows.push(row(
+        &format!(
+            "{n} sessions opened in one `serve` over its socket by {} clients (bootstrap, a 2-message `commitTurn`, an assemble each), `ulimit -n` {}",
+            run.opening_clients, run.descriptor_limit
+        ),
+        "all open",
+        format!(
+            "{} ({:.0} sessions/s), none refused",
+            fmt_duration(scale.opened_in),
+            n as f64 / scale.opened_in.as_secs_f64()
+        ),
+        None,
+    ));
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    rows.push(row(
+        &format!("memory of the server with {n} sessions open and idle (RSS)"),
+        "≤ 1 GiB for 10,000",
+        format!(
+            "{:.0} MiB: {:.1} KiB a session ({:.0} MiB before the first)",
+            mib(scale.rss_open),
+            (scale.rss_open - scale.rss_empty) as f64 / 1024.0 / n as f64,
+            mib(scale.rss_empty)
+        ),
+        Some(scale.rss_open * 10_000 / n as u64 <= 1 << 30),
+    ));
+    let health = &scale.health;
+    rows.push(row(
+        &format!("descriptors the server holds with {n} sessions open"),
+        &format!("< {} (`ulimit -n`)", run.descriptor_limit),
+        format!(
+            "{} ({} sessions hold an instance, at most {}; {} gave theirs up for another)",
+            scale.descriptors, health["resident"], health["residentLimit"], health["evictions"]
+        ),
+        Some((scale.descriptors as u64) < run.descriptor_limit),
+    ));
+    let p = |samples: &Samples| {
+        format!(
+            "p50 {}, p99 {} (n={})",
+            fmt_duration(samples.median()),
+            fmt_duration(samples.percentile(99.0)),
+            samples.len()
+        )
+    };
+    rows.push(row(
+        &format!(
+            "`session.assemble` round trip, {} clients at once, each every {} on a random one of its {} sessions",
+            run.assembling_clients,
+            fmt_duration(run.pace),
+            n / run.assembling_clients
+        ),
+        "p99 ≤ 2 ms",
+        p(&scale.assemble),
+        Some(scale.assemble.percentile(99.0) <= Duration::from_millis(2)),
+    ));
+    rows.push(row(
+        "↳ the same clients back to back (each sends its next as soon as it is answered)",
+        "report",
+        format!(
+            "{}; {:.0} assembles/s",
+            p(&scale.assemble_saturated),
+            scale.assemble_saturated.len() as f64 / scale.saturated_in.as_secs_f64()
+        ),
+        None,
+    ));
+    rows.push(row(
+        &format!("↳ the same, one client alone, a random one of the {n} sessions"),
+        "report",
+        p(&scale.assemble_alone),
         None,
     ));
     Ok(())

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use ctxhost::config::{Config, Home};
+use ctxhost::runtime::RuntimeOptions;
 use ctxhost::serve::{HomeLock, ServeOptions, Server};
 
 #[derive(Args)]
@@ -28,6 +29,11 @@ pub(super) struct ServeArgs {
     /// (the next request bootstraps a fresh one from the mirror); 0: never.
     #[arg(long, value_name = "MS", default_value_t = 300_000)]
     idle_release_ms: u64,
+    /// Engine instances live at once (the size of the instance pool); more sessions than that
+    /// stay open, the least recently used idle ones giving their instance back. Default: as
+    /// many as the descriptor limit lets sessions hold (223 at `ulimit -n` 1024), at most 1000.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_instances: Option<u32>,
 }
 
 pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -37,7 +43,14 @@ pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::
     };
     // Held until the server exits: one server per home.
     let _lock = HomeLock::acquire(home.root(), &serving)?;
-    let host = Arc::new(ctxhost::Host::new(home, config)?);
+    let runtime = RuntimeOptions {
+        cache_dir: Some(home.cache_dir()),
+        max_instances: args
+            .max_instances
+            .unwrap_or_else(|| ctxhost::serve::pool_slots(RuntimeOptions::default().max_instances)),
+        ..RuntimeOptions::default()
+    };
+    let host = Arc::new(ctxhost::Host::with_options(home, config, &runtime)?);
     let options = ServeOptions {
         max_line_bytes: args.max_line_bytes,
         ledger: !args.no_ledger,

@@ -98,7 +98,8 @@ pub struct Runtime {
     engine: Engine,
     linker: Arc<Linker<StoreState>>,
     cache: Option<cache::CompileCache>,
-    pooling: bool,
+    /// The instance pool's size; None when instances are allocated on demand.
+    pool_instances: Option<u32>,
     _ticker: EpochTicker,
 }
 
@@ -131,7 +132,7 @@ impl Runtime {
             engine,
             linker: Arc::new(linker),
             cache,
-            pooling,
+            pool_instances: pooling.then_some(options.max_instances),
             _ticker: ticker,
         })
     }
@@ -142,7 +143,13 @@ impl Runtime {
 
     /// True when instances come from the pooling allocator.
     pub fn uses_pooling(&self) -> bool {
-        self.pooling
+        self.pool_instances.is_some()
+    }
+
+    /// How many instances can be live at once (every engine's together): the pool's size, or
+    /// None when instances are allocated on demand (bounded by memory only).
+    pub fn instance_capacity(&self) -> Option<u32> {
+        self.pool_instances
     }
 
     /// Compiles (or loads from the cache) a component, after checking that it is one.

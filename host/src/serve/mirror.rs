@@ -151,7 +151,8 @@ struct Marker {
 impl Mirror {
     /// Opens (creating when missing) the mirror of `key` on the host's active engine, after
     /// setting aside a commit that a crash left half-written. A mirror created here carries the
-    /// runtime's `session_id` as its header id, so the two name the session alike.
+    /// runtime's `session_id` as its header id, so the two name the session alike. The engine
+    /// instance starts on the first call (or `Session::resume`).
     pub(crate) async fn open(host: &Host, key: &str, session_id: Option<&str>) -> Result<Mirror> {
         let scratch = if key.contains(EPHEMERAL_KEY_PART) {
             Some(
@@ -183,12 +184,11 @@ impl Mirror {
             key: key.to_string(),
             path,
         };
-        let mut session = host
-            .open_session(
-                &target,
-                &crate::SessionOptions::on(engine).with_settings(configured.clone()),
-            )
-            .await?;
+        let options = crate::SessionOptions {
+            defer_instance: true,
+            ..crate::SessionOptions::on(engine).with_settings(configured.clone())
+        };
+        let mut session = host.open_session(&target, &options).await?;
         // The runtime's recorded usage describes what its model was sent (the engine's
         // assembly, at the runtime's window), not the mirror's context: measure by estimates,
         // the same way before and after a compaction.
@@ -505,6 +505,14 @@ impl Mirror {
         let transcript = self.session.transcript();
         let index = transcript.index_of(entry_id)?;
         message_positions(&transcript).get(index).copied().flatten()
+    }
+
+    /// Gives back the engine instance and every descriptor (the ledger's too) until the next
+    /// call takes them again; the ledger's waiting record is written first.
+    pub(crate) async fn suspend(&mut self) -> Result<()> {
+        self.write_ledger();
+        self.ledger.release_handle();
+        self.session.suspend().await
     }
 
     /// Disposes the engine instance; an ephemeral mirror's directory goes with the value.

@@ -4,7 +4,8 @@
 //!
 //! Each open session is an actor: a task that owns its `Mirror` and runs that session's
 //! requests one after another in the order they were read, so requests for different
-//! sessions run concurrently and requests for one session in order.
+//! sessions run concurrently and requests for one session in order. Only the recently used
+//! sessions hold an engine instance and descriptors (`residency`): any number stay open.
 
 mod checks;
 mod health;
@@ -12,6 +13,7 @@ mod lock;
 mod methods;
 pub(crate) mod mirror;
 mod output;
+mod residency;
 pub(crate) mod rpc;
 
 use std::collections::HashMap;
@@ -20,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncWrite};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::host::Host;
@@ -29,6 +31,13 @@ use mirror::Mirror;
 use rpc::{Line, RpcError, code};
 
 pub use lock::{HomeLock, LockError};
+
+/// The instance pool a server needs, at most `most` slots: one for every session the
+/// process's descriptor limit lets hold an instance at once (at 4 descriptors a session after
+/// a reserve), and the two engine loads borrow. `ulimit -n` 1024 gives 223.
+pub fn pool_slots(most: u32) -> u32 {
+    residency::pool_slots(most)
+}
 
 /// The protocol version `initialize` reports.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -69,10 +78,22 @@ struct Job {
     notify: Notify,
 }
 
+/// What a session's actor is asked to do, in order.
+enum Message {
+    Call(Job),
+    /// Give the engine instance and descriptors back (another session needs them); answered
+    /// once they are.
+    Suspend(oneshot::Sender<()>),
+}
+
+/// Asks a resident session to give its resources back; weak, so it never keeps an actor
+/// whose session was closed alive.
+type Handle = mpsc::WeakUnboundedSender<Message>;
+
 struct Actor {
     /// Tells this actor from a later one for the same key.
     id: u64,
-    jobs: mpsc::UnboundedSender<Job>,
+    jobs: mpsc::UnboundedSender<Message>,
     task: JoinHandle<()>,
 }
 
@@ -95,6 +116,8 @@ pub struct Server {
     sessions: Mutex<Sessions>,
     /// Every session's turns, for `health`.
     health: Arc<health::HealthBoard>,
+    /// The sessions holding an instance and descriptors.
+    residency: Arc<residency::Residency<Handle>>,
     stop: watch::Sender<bool>,
 }
 
@@ -103,10 +126,23 @@ impl Server {
     /// [`Server::serve_connection`] serve connections that share the sessions it opens.
     pub fn new(host: Arc<Host>, options: ServeOptions) -> Arc<Self> {
         mirror::remove_stale_scratch_dirs();
+        let (capacity, limit) = residency::capacity(host.runtime().instance_capacity());
+        tracing::debug!("at most {capacity} sessions hold an instance at once ({limit})");
+        // The engine loads while the first request is read and its mirror created (a request
+        // that needs it sooner waits for this load, never starts another).
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let host = host.clone();
+            runtime.spawn(async move {
+                if let Err(e) = host.active_engine().await {
+                    tracing::debug!("loading the engine ahead of the first request: {e}");
+                }
+            });
+        }
         Arc::new(Self {
             host,
             sessions: Mutex::default(),
             health: Arc::new(health::HealthBoard::new(options.ledger)),
+            residency: Arc::new(residency::Residency::new(capacity, limit)),
             options,
             stop: watch::channel(false).0,
         })
@@ -142,7 +178,19 @@ impl Server {
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
-                    let (stream, _) = accepted?;
+                    let stream = match accepted {
+                        Ok((stream, _)) => stream,
+                        // Out of descriptors: idle sessions give theirs back, and the client
+                        // is accepted once there is one (it waits in the backlog meanwhile).
+                        Err(e) if residency::out_of_descriptors(&e) => {
+                            tracing::warn!("cannot accept a client: {e}");
+                            let limit = self.residency.limit();
+                            suspend_others(self.residency.short_of(limit)).await;
+                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
                     let (read, write) = stream.into_split();
                     let server = self.clone();
                     connections.spawn(async move {
@@ -317,6 +365,7 @@ impl Server {
             .as_ref()
             .and_then(|engine| engine.health().circuit_open);
         let (sessions, turns, degraded_turns) = self.health.totals();
+        let (resident, resident_limit, evictions) = self.residency.counts();
         let degraded: Vec<Value> = (self.health.degraded().into_iter())
             .map(|(key, health)| json!({ "sessionKey": key, "health": health }))
             .collect();
@@ -335,6 +384,9 @@ impl Server {
                 "turns": turns,
                 "degradedTurns": degraded_turns,
                 "idleReleases": self.health.idle_releases(),
+                "resident": resident,
+                "residentLimit": resident_limit.min(u32::MAX as usize),
+                "evictions": evictions,
             },
             "degradedSessions": degraded,
         });
@@ -375,10 +427,13 @@ impl Server {
             sessions.next_actor += 1;
             let task = tokio::spawn(run_actor(
                 Arc::downgrade(self),
-                id,
+                Mailbox {
+                    id,
+                    handle: jobs.downgrade(),
+                    queue,
+                },
                 key.clone(),
                 predecessor,
-                queue,
             ));
             sessions.open.insert(key.clone(), Actor { id, jobs, task });
         }
@@ -388,7 +443,8 @@ impl Server {
             reply,
             notify,
         };
-        if let Err(mpsc::error::SendError(job)) = actor.jobs.send(job) {
+        if let Err(mpsc::error::SendError(Message::Call(job))) = actor.jobs.send(Message::Call(job))
+        {
             (job.reply)(Err(RpcError::unknown_session(&key)));
         }
         if is_close {
@@ -431,7 +487,7 @@ impl Server {
     /// `bootstrap` (a key that cannot be a file, a mirror that cannot open) or a call that
     /// lost its session leaves nothing behind. Under the sessions lock, which `enqueue` holds
     /// while it queues, so no request is queued to an actor that is going away.
-    fn retire_if_idle(&self, id: u64, key: &str, queue: &mpsc::UnboundedReceiver<Job>) -> bool {
+    fn retire_if_idle(&self, id: u64, key: &str, queue: &mpsc::UnboundedReceiver<Message>) -> bool {
         let mut sessions = self.sessions();
         if !queue.is_empty() || sessions.open.get(key).is_none_or(|actor| actor.id != id) {
             return false;
@@ -442,89 +498,165 @@ impl Server {
     }
 }
 
-/// Gives an idle session's engine instance back; a failure to dispose it is logged (the
-/// instance is dropped either way).
-async fn release_idle(mirror: &mut Mirror, health: &health::HealthBoard) {
-    let key = mirror.session().key().to_string();
-    if let Err(e) = mirror.session_mut().release_instance().await {
-        tracing::warn!(session = %key, "releasing an idle instance: {e}");
+/// Gives a session's engine instance and descriptors back (idle, or its place taken by
+/// another); a failure to dispose the instance is logged (it is dropped either way).
+async fn suspend(mirror: Option<&mut Mirror>) {
+    let Some(mirror) = mirror else { return };
+    if let Err(e) = mirror.suspend().await {
+        let key = mirror.session().key();
+        tracing::warn!(session = %key, "giving back an idle instance: {e}");
     }
-    health.count_idle_release();
-    tracing::debug!(session = %key, "idle: engine instance released");
+}
+
+/// Asks each session to give its resources back, and waits until they have.
+async fn suspend_others(sessions: Vec<Handle>) {
+    let mut waiting = Vec::new();
+    for session in sessions {
+        let (done, wait) = oneshot::channel();
+        if let Some(jobs) = session.upgrade()
+            && jobs.send(Message::Suspend(done)).is_ok()
+        {
+            waiting.push(wait);
+        }
+    }
+    for wait in waiting {
+        let _ = wait.await;
+    }
+}
+
+/// An actor's id, its queue, and the handle others ask it to give its resources back by.
+struct Mailbox {
+    id: u64,
+    handle: Handle,
+    queue: mpsc::UnboundedReceiver<Message>,
+}
+
+/// Makes a session resident before a call: a place among the resident sessions (the least
+/// recently used idle one gives its place up when they are full), its mirror opened (for
+/// `bootstrap`) and its instance and descriptors taken. When the host runs out of either
+/// anyway, more idle sessions give theirs up and it tries again; when none is left to, the
+/// error names the limit (never an engine fault: the breaker does not count it).
+async fn take_resources(
+    server: &Server,
+    mailbox: &Mailbox,
+    key: &str,
+    mirror: &mut Option<Mirror>,
+    call: &SessionMethod,
+) -> Result<(), RpcError> {
+    if mirror.is_none() && !matches!(call, SessionMethod::Bootstrap { .. }) {
+        return Ok(()); // not open: the call answers so, and takes nobody's place
+    }
+    let residency = &server.residency;
+    suspend_others(residency.enter(mailbox.id, &mailbox.handle)).await;
+    loop {
+        let taken = match (mirror.as_mut(), call) {
+            (Some(open), _) => open.session_mut().resume().await,
+            (None, SessionMethod::Bootstrap { session_id }) => {
+                match Mirror::open(&server.host, key, session_id.as_deref()).await {
+                    Ok(opened) => mirror.insert(opened).session_mut().resume().await,
+                    Err(e) => Err(e),
+                }
+            }
+            (None, _) => return Ok(()),
+        };
+        let error = match taken {
+            Ok(()) => return Ok(()),
+            Err(error) => error,
+        };
+        let pool = server.host.runtime().instance_capacity();
+        let Some(limit) = residency::shortage(&error, pool) else {
+            return Err(error.into());
+        };
+        let others = residency.short_of(limit);
+        if others.is_empty() {
+            let cause = crate::error::chain(&error);
+            return Err(RpcError::new(
+                code::HOST_ERROR,
+                format!(
+                    "session `{}` cannot be served now: {limit} are all held by sessions with calls running, none idle to give theirs up; retry, or raise the limit ({cause})",
+                    crate::error::excerpt(key, crate::error::QUOTE_BYTES)
+                ),
+            )
+            .with_data(json!({ "sessionKey": key, "limit": limit.name() })));
+        }
+        suspend_others(others).await;
+    }
 }
 
 /// One session's requests, in order. The mirror opens on `bootstrap` and closes on `close` or
 /// when the server stops; an actor left without a mirror (its bootstrap refused) ends at once.
+/// Between calls it may give its instance and descriptors back: when idle for
+/// `ServeOptions::idle_release`, or when another session needs its place.
 async fn run_actor(
     server: std::sync::Weak<Server>,
-    id: u64,
+    mut mailbox: Mailbox,
     key: String,
     predecessor: Option<JoinHandle<()>>,
-    mut queue: mpsc::UnboundedReceiver<Job>,
 ) {
     if let Some(predecessor) = predecessor {
         let _ = predecessor.await;
     }
-    let Some((host, health, idle_release)) = server.upgrade().map(|server| {
+    let Some((host, health, idle_release, residency)) = server.upgrade().map(|server| {
         let idle = server.options.idle_release;
-        (server.host.clone(), server.health.clone(), idle)
+        let residency = server.residency.clone();
+        (server.host.clone(), server.health.clone(), idle, residency)
     }) else {
         return;
     };
+    let id = mailbox.id;
     let mut mirror: Option<Mirror> = None;
+    // Holds (or may hold) an instance and descriptors, and is counted in `residency`.
+    let mut resident = false;
     loop {
-        let holds_instance = mirror.as_ref().is_some_and(|m| m.session().has_instance());
-        let job = match idle_release.filter(|_| holds_instance) {
-            Some(idle) => match tokio::time::timeout(idle, queue.recv()).await {
-                Ok(job) => job,
+        let message = match idle_release.filter(|_| resident) {
+            Some(idle) => match tokio::time::timeout(idle, mailbox.queue.recv()).await {
+                Ok(message) => message,
                 Err(_) => {
-                    if let Some(mirror) = mirror.as_mut() {
-                        release_idle(mirror, &health).await;
-                    }
+                    suspend(mirror.as_mut()).await;
+                    residency.remove(id);
+                    resident = false;
+                    health.count_idle_release();
+                    tracing::debug!(session = %key, "idle: engine instance released");
                     continue;
                 }
             },
-            None => queue.recv().await,
+            None => mailbox.queue.recv().await,
         };
-        let Some(job) = job else { break };
-        // Each call runs as its own task so a bug that panics answers its request with an
-        // error (and drops the session, which the client bootstraps again) instead of leaving
-        // the client waiting.
-        let (task_host, task_key, task_health) = (host.clone(), key.clone(), health.clone());
-        let mut slot = mirror.take();
-        let notify = job.notify.clone();
-        let call = tokio::spawn(async move {
-            let result = methods::run(
-                &task_host,
-                &task_key,
-                &mut slot,
-                job.call,
-                &notify,
-                &task_health,
-            )
-            .await;
-            (slot, result)
-        });
-        let result = match call.await {
-            Ok((slot, result)) => {
-                mirror = slot;
-                result
+        let job = match message {
+            None => break,
+            Some(Message::Suspend(done)) => {
+                if resident {
+                    suspend(mirror.as_mut()).await;
+                    residency.remove(id);
+                    resident = false;
+                }
+                let _ = done.send(());
+                continue;
             }
-            Err(e) => {
-                tracing::error!(session = %key, "a request failed inside the server: {e}");
-                Err(RpcError::new(
-                    code::HOST_ERROR,
-                    format!(
-                        "internal error in session `{key}` (the session was closed; bootstrap it again): {e}"
-                    ),
-                ))
-            }
+            Some(Message::Call(job)) => job,
         };
+        let taken = match server.upgrade() {
+            Some(server) if !matches!(job.call, SessionMethod::Close) => {
+                resident = true;
+                take_resources(&server, &mailbox, &key, &mut mirror, &job.call).await
+            }
+            _ => Ok(()),
+        };
+        let result = match taken {
+            Ok(()) => run_call(&host, &health, &key, &mut mirror, job.call, &job.notify).await,
+            Err(e) => Err(e),
+        };
+        if resident && mirror.is_some() {
+            residency.leave(id);
+        } else {
+            residency.remove(id);
+            resident = false;
+        }
         // Retired before answering, so a client that reads the answer finds nothing left.
         let retired = mirror.is_none()
             && server
                 .upgrade()
-                .is_some_and(|server| server.retire_if_idle(id, &key, &queue));
+                .is_some_and(|server| server.retire_if_idle(id, &key, &mailbox.queue));
         (job.reply)(result);
         if let Some(mirror) = mirror.as_mut() {
             mirror.write_ledger();
@@ -533,9 +665,53 @@ async fn run_actor(
             return;
         }
     }
+    residency.remove(id);
     if let Some(mirror) = mirror
         && let Err(e) = mirror.close().await
     {
         tracing::warn!(session = %key, "closing: {e}");
+    }
+}
+
+/// Runs one call on the session's mirror as its own task, so a bug that panics answers its
+/// request with an error (and drops the session, which the client bootstraps again) instead
+/// of leaving the client waiting.
+async fn run_call(
+    host: &Arc<Host>,
+    health: &Arc<health::HealthBoard>,
+    key: &str,
+    mirror: &mut Option<Mirror>,
+    call: SessionMethod,
+    notify: &Notify,
+) -> Result<Value, RpcError> {
+    let (task_host, task_key, task_health) = (host.clone(), key.to_string(), health.clone());
+    let mut slot = mirror.take();
+    let notify = notify.clone();
+    let call = tokio::spawn(async move {
+        let result = methods::run(
+            &task_host,
+            &task_key,
+            &mut slot,
+            call,
+            &notify,
+            &task_health,
+        )
+        .await;
+        (slot, result)
+    });
+    match call.await {
+        Ok((slot, result)) => {
+            *mirror = slot;
+            result
+        }
+        Err(e) => {
+            tracing::error!(session = %key, "a request failed inside the server: {e}");
+            Err(RpcError::new(
+                code::HOST_ERROR,
+                format!(
+                    "internal error in session `{key}` (the session was closed; bootstrap it again): {e}"
+                ),
+            ))
+        }
     }
 }

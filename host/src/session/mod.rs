@@ -170,7 +170,8 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens the transcript at `path` (creating it when missing) and starts the engine for it.
+    /// Opens the transcript at `path` (creating it when missing); the engine instance starts
+    /// on the first call, or with [`Session::resume`].
     pub(crate) async fn open(
         engine: Arc<PreparedEngine>,
         key: &str,
@@ -217,7 +218,7 @@ impl Session {
             model,
             transcript,
         ));
-        let mut session = Self {
+        let session = Self {
             engine,
             shared,
             file,
@@ -231,7 +232,6 @@ impl Session {
             engine_tools: None,
             prefix: turn::PrefixTracker::default(),
         };
-        session.instance().await?;
         Ok(session)
     }
 
@@ -594,6 +594,26 @@ impl Session {
     /// Whether an engine instance is live for this session.
     pub fn has_instance(&self) -> bool {
         self.instance.is_some()
+    }
+
+    /// Gives back everything an idle session holds besides its memory: the engine instance
+    /// (its pooled slot, its state dir's descriptor), the transcript's descriptor and the
+    /// recall index's. The next call, or [`Session::resume`], takes them again. A failure to
+    /// dispose the instance is returned; everything is given back either way.
+    pub async fn suspend(&mut self) -> Result<()> {
+        let disposed = self.release_instance().await;
+        self.file.release_handle();
+        self.shared.release_recall();
+        disposed
+    }
+
+    /// Takes what [`Session::suspend`] gave back (or a session opened without an instance
+    /// never had): the transcript's descriptor and an engine instance, bootstrapped from the
+    /// transcript. Nothing is written, so a call that fails here (the host out of instances
+    /// or descriptors) can be made again.
+    pub async fn resume(&mut self) -> Result<()> {
+        self.file.reopen()?;
+        self.instance().await.map(|_| ())
     }
 }
 

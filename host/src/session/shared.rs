@@ -83,6 +83,11 @@ impl Shared {
         work(&transcript, index)
     }
 
+    /// Closes the recall index (its database's descriptors) until the next search reopens it.
+    pub(super) fn release_recall(&self) {
+        *self.recall.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     pub(super) fn settings(&self) -> RwLockReadGuard<'_, Settings> {
         self.settings.read().unwrap_or_else(|e| e.into_inner())
     }

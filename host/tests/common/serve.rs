@@ -55,6 +55,24 @@ impl Server {
         }
     }
 
+    /// `ctxhost serve` in a shell that sets `limits` first (e.g. `ulimit -n 96`), once the
+    /// engine's compiled form is cached (so the limits are for the sessions, not the compile).
+    pub(crate) fn start_limited(home: &Path, limits: &str) -> Server {
+        let mut warm = Server::start(home, &[]);
+        warm.call("initialize", json!({}));
+        warm.finish();
+        let command = super::command(home);
+        let program = command.get_program().to_owned();
+        let mut shell = std::process::Command::new("sh");
+        shell
+            .arg("-c")
+            .arg(format!("{limits}; exec \"$0\" serve"))
+            .arg(program)
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env_remove("CTXHOST_CONFIG");
+        Self::start_command(shell)
+    }
+
     pub(crate) fn write_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).expect("write request");
