@@ -158,8 +158,19 @@ pub struct AssembleResult {
     pub system_prompt_addition: Option<String>,
 }
 
-/// Why a compaction runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Why a compaction runs (lower case in JSON, as compaction records name it).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum CompactionTrigger {
     /// The operator or the agent asked for it.
     Manual,
@@ -270,7 +281,9 @@ pub struct AfterTurnRequest {
 }
 
 /// How a subagent's context starts (`isolated` / `fork` in JSON, as `serve` takes it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ContextMode {
     /// Empty: the subagent sees only its task.
@@ -294,7 +307,7 @@ pub struct SubagentSpawn {
 }
 
 /// Why a subagent's session ended (lower case in JSON, as `serve` takes it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SubagentEndReason {
     /// `deleted`: its session was deleted.
@@ -307,8 +320,9 @@ pub enum SubagentEndReason {
     Released,
 }
 
-/// Who an engine is, as `info` answers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who an engine is, as `info` answers (and `serve`'s `initialize`, in camelCase).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct EngineInfo {
     /// The engine's id, what operators select it by.
     pub id: String,

@@ -12,7 +12,9 @@ mod lock;
 mod methods;
 pub(crate) mod mirror;
 mod output;
+mod protocol;
 pub(crate) mod rpc;
+mod schema;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,11 +26,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::host::Host;
-use methods::{Call, SessionMethod};
+use methods::{Call, SessionCall, answer};
 use mirror::Mirror;
 use rpc::{Line, RpcError, code};
 
 pub use lock::{HomeLock, LockError};
+pub use schema::{REGENERATE as REGENERATE_SCHEMA, protocol_schema, protocol_schema_text};
 
 /// The protocol version `initialize` reports.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -64,7 +67,7 @@ type Reply = Box<dyn FnOnce(Result<Value, RpcError>) + Send>;
 pub type Notify = Arc<dyn Fn(&str, Value) + Send + Sync>;
 
 struct Job {
-    call: SessionMethod,
+    call: SessionCall,
     reply: Reply,
     notify: Notify,
 }
@@ -221,15 +224,9 @@ impl Server {
             let reply = out.reply_to(request.id.clone(), permit);
             match methods::parse(&request.method, &request.params) {
                 Err(error) => reply(Err(error)),
-                Ok(Call::Initialize) => {
+                Ok(Call::Server(run)) => {
                     let server = self.clone();
-                    tasks.spawn(async move { reply(server.initialize().await) });
-                }
-                Ok(Call::Health(session_key)) => {
-                    let server = self.clone();
-                    tasks.spawn(
-                        async move { reply(Ok(server.health(session_key.as_deref()).await)) },
-                    );
+                    tasks.spawn(async move { reply(run(server).await) });
                 }
                 Ok(Call::Shutdown) => {
                     shutdown_id = Some(reply);
@@ -241,7 +238,7 @@ impl Server {
         tasks.join_all().await;
         if let Some(reply) = shutdown_id {
             self.close_all().await;
-            reply(Ok(json!({})));
+            reply(Ok(answer(protocol::Done {})));
             let _ = self.stop.send(true);
         }
         drop(out);
@@ -253,15 +250,15 @@ impl Server {
     fn route(
         self: &Arc<Self>,
         key: Option<String>,
-        call: SessionMethod,
+        call: SessionCall,
         reply: Reply,
         notify: Notify,
     ) {
         if let Some(key) = key {
             return self.enqueue(key, call, reply, notify);
         }
-        match &call {
-            SessionMethod::Ended { child, .. } => match self.parent_of(child) {
+        match call.ended_child() {
+            Some(child) => match self.parent_of(child) {
                 Some(parent) => self.enqueue(parent, call, reply, notify),
                 None => reply(Err(RpcError::new(
                     code::UNKNOWN_SESSION,
@@ -272,7 +269,7 @@ impl Server {
                 )
                 .with_data(json!({ "childSessionKey": child })))),
             },
-            _ => reply(Err(RpcError::new(
+            None => reply(Err(RpcError::new(
                 code::INVALID_PARAMS,
                 "`sessionKey` is required",
             )
@@ -280,90 +277,88 @@ impl Server {
         }
     }
 
-    async fn initialize(&self) -> Result<Value, RpcError> {
+    async fn initialize(&self) -> Result<protocol::InitializeResult, RpcError> {
         let engine = self.host.active_engine().await?;
-        let info = engine.info();
         let limits = &engine.spec().limits;
-        Ok(json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "host": { "name": "ctxhost", "version": env!("CARGO_PKG_VERSION") },
-            "engine": {
-                "id": info.id,
-                "name": info.name,
-                "version": info.version,
-                "contract": engine.contract_version(),
-                "ownsCompaction": info.owns_compaction,
+        Ok(protocol::InitializeResult {
+            protocol_version: checks::ProtocolVersion::SPOKEN,
+            host: protocol::HostInfo {
+                name: "ctxhost",
+                version: env!("CARGO_PKG_VERSION"),
             },
-            "contextWindow": self.host.compaction_settings().context_window,
-            "limits": {
-                "memoryBytes": limits.memory_bytes,
-                "callTimeoutMs": limits.call_timeout.as_millis() as u64,
-                "hostBytesPerCall": limits.host_bytes_per_call,
-                "maxLineBytes": self.options.max_line_bytes,
+            engine: protocol::EngineSummary {
+                info: engine.info().clone(),
+                contract: engine.contract_version().to_string(),
             },
-        }))
+            context_window: self.host.compaction_settings().context_window,
+            limits: protocol::Limits {
+                memory_bytes: limits.memory_bytes,
+                call_timeout_ms: u64::try_from(limits.call_timeout.as_millis()).unwrap_or(u64::MAX),
+                host_bytes_per_call: limits.host_bytes_per_call,
+                max_line_bytes: self.options.max_line_bytes,
+            },
+        })
     }
 
     /// `health`: the engine the config selects and the one serving, quarantines and the
     /// circuit breaker, turns served and degraded over every session, and one session's when
     /// `session_key` names it (`known: false` when no turn of it was recorded).
-    async fn health(&self, session_key: Option<&str>) -> Value {
+    async fn health(&self, session_key: Option<&str>) -> protocol::HealthResult {
+        use protocol::{HealthStatus, SessionReport};
         let configured = self.host.config().active_engine().to_string();
-        let quarantined: Vec<Value> = (self.host.quarantined().await.into_iter())
-            .map(|(engine, cause)| json!({ "engine": engine, "cause": cause }))
+        let quarantined: Vec<_> = (self.host.quarantined().await.into_iter())
+            .map(|(engine, cause)| protocol::Quarantined { engine, cause })
             .collect();
         let serving = self.host.loaded_engine(&configured).await;
         let circuit_open = serving
             .as_ref()
             .and_then(|engine| engine.health().circuit_open);
         let (sessions, turns, degraded_turns) = self.health.totals();
-        let degraded: Vec<Value> = (self.health.degraded().into_iter())
-            .map(|(key, health)| json!({ "sessionKey": key, "health": health }))
+        let degraded: Vec<_> = (self.health.degraded().into_iter())
+            .map(|(session_key, health)| protocol::DegradedSession {
+                session_key,
+                health,
+            })
             .collect();
         let ok = quarantined.is_empty() && circuit_open.is_none() && degraded.is_empty();
-        let mut answer = json!({
-            "status": if ok { "ok" } else { "degraded" },
-            "engine": {
-                "configured": configured,
-                "contract": serving.as_ref().map(|e| e.contract_version().to_string()),
-                "circuitOpen": circuit_open,
+        let session = session_key.map(|key| SessionReport::of(key, self.health.session(key)));
+        protocol::HealthResult {
+            status: if ok {
+                HealthStatus::Ok
+            } else {
+                HealthStatus::Degraded
             },
-            "quarantined": quarantined,
-            "sessions": {
-                "open": self.session_count(),
-                "recorded": sessions,
-                "turns": turns,
-                "degradedTurns": degraded_turns,
-                "idleReleases": self.health.idle_releases(),
+            engine: protocol::EngineHealth {
+                contract: serving.as_ref().map(|e| e.contract_version().to_string()),
+                configured,
+                circuit_open,
             },
-            "degradedSessions": degraded,
-        });
-        if let Some(key) = session_key {
-            answer["session"] = match self.health.session(key) {
-                Some(health) => json!({ "sessionKey": key, "known": true, "health": health }),
-                None => json!({
-                    "sessionKey": key,
-                    "known": false,
-                    "message": format!("no turn of session `{}` was recorded by this server", crate::error::excerpt(key, crate::error::QUOTE_BYTES)),
-                }),
-            };
+            quarantined,
+            sessions: protocol::SessionCounts {
+                open: self.session_count(),
+                recorded: sessions,
+                turns,
+                degraded_turns,
+                idle_releases: self.health.idle_releases(),
+            },
+            degraded_sessions: degraded,
+            session,
         }
-        answer
     }
 
     /// Hands a session call to its actor (starting one for `bootstrap`), in read order.
-    fn enqueue(self: &Arc<Self>, key: String, call: SessionMethod, reply: Reply, notify: Notify) {
+    fn enqueue(self: &Arc<Self>, key: String, call: SessionCall, reply: Reply, notify: Notify) {
         let mut sessions = self.sessions();
-        if let SessionMethod::PrepareSpawn { child, .. } = &call {
-            sessions.children.insert(child.clone(), key.clone());
+        if let Some(child) = call.spawned_child() {
+            sessions.children.insert(child.to_string(), key.clone());
         }
-        let is_bootstrap = matches!(call, SessionMethod::Bootstrap { .. });
-        let is_close = matches!(call, SessionMethod::Close);
+        let is_bootstrap = call.opens();
+        let is_close = call.closes();
         if !sessions.open.contains_key(&key) {
             if !is_bootstrap {
                 drop(sessions);
                 if is_close {
-                    reply(Ok(json!({ "closed": false })));
+                    reply(Ok(answer(protocol::CloseResult { closed: false })));
                 } else {
                     reply(Err(RpcError::unknown_session(&key)));
                 }

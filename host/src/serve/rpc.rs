@@ -1,6 +1,7 @@
 //! JSON-RPC 2.0 over newline-delimited JSON: reading capped lines, parsing requests, and the
 //! error codes of the protocol (`docs/serve-protocol.md`).
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -79,14 +80,27 @@ impl RpcError {
 
     /// The error object sent. What it quotes is capped here, where every error passes, so no
     /// path (a serde message quoting a value, a key in `data`) echoes a huge input back.
-    fn to_json(&self) -> Value {
-        let message = excerpt(&self.message, MESSAGE_BYTES);
-        let mut error = json!({ "code": self.code, "message": message });
-        if let Some(data) = &self.data {
-            error["data"] = capped(data.clone());
+    fn into_object(self) -> ErrorObject {
+        ErrorObject {
+            code: self.code,
+            message: excerpt(&self.message, MESSAGE_BYTES).into_owned(),
+            data: self.data.map(capped),
         }
-        error
     }
+}
+
+/// The error of a response that failed.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ErrorObject {
+    /// What kind of error (docs/serve-protocol.md, "Errors").
+    code: i64,
+    /// The problem and where it is, for a person.
+    message: String,
+    /// The details that apply: `path` (the field of bad params, e.g. `messages[2].role`),
+    /// `sessionKey`, `engine` and `function`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
+    data: Option<Value>,
 }
 
 impl From<Error> for RpcError {
@@ -296,14 +310,14 @@ struct Response<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     result: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<Value>,
+    error: Option<ErrorObject>,
 }
 
 /// The response line for a request id.
 pub(crate) fn response(id: &RawValue, result: Result<Value, RpcError>) -> String {
     let (result, error) = match result {
         Ok(result) => (Some(result), None),
-        Err(error) => (None, Some(error.to_json())),
+        Err(error) => (None, Some(error.into_object())),
     };
     let body = Response {
         jsonrpc: "2.0",
@@ -312,6 +326,24 @@ pub(crate) fn response(id: &RawValue, result: Result<Value, RpcError>) -> String
         error,
     };
     serde_json::to_string(&body).expect("a response serializes")
+}
+
+/// A message of the server's own: no id, and no answer wanted.
+#[derive(Serialize)]
+struct Notification<'a> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: Value,
+}
+
+/// The line of a notification.
+pub(crate) fn notification(method: &str, params: Value) -> String {
+    let body = Notification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    };
+    serde_json::to_string(&body).expect("a notification serializes")
 }
 
 /// What reading one line produced.
