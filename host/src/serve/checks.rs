@@ -7,10 +7,10 @@ use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::rpc::{RpcError, code};
+use super::mirror::SyncState;
+use super::rpc::{ErrorData, RpcError, code};
 
 /// The longest key or `sessionId` taken, in bytes.
 const MAX_ID_BYTES: usize = 200;
@@ -157,7 +157,10 @@ impl ProtocolVersion {
                 Self::SPOKEN.0
             ),
         )
-        .with_data(json!({ "path": "protocolVersion", "supported": [Self::SPOKEN.0] })))
+        .with_data(ErrorData {
+            supported: Some(vec![Self::SPOKEN.0]),
+            ..ErrorData::at("protocolVersion")
+        }))
     }
 }
 
@@ -190,23 +193,18 @@ pub(super) struct Base {
 }
 
 /// The error for a `base` that is not the mirror's history.
-pub(super) fn base_mismatch(
-    base: &Base,
-    message_count: usize,
-    last_fingerprint: Option<&str>,
-) -> RpcError {
+pub(super) fn base_mismatch(base: &Base, mirror: &SyncState) -> RpcError {
     RpcError::new(
         code::INVALID_PARAMS,
         format!(
-            "`base` ({} messages) is not the history the mirror holds ({message_count} messages); nothing was written: sync from the mirror's state",
-            base.message_count
+            "`base` ({} messages) is not the history the mirror holds ({} messages); nothing was written: sync from the mirror's state",
+            base.message_count, mirror.message_count
         ),
     )
-    .with_data(json!({
-        "path": "base",
-        "messageCount": message_count,
-        "lastFingerprint": last_fingerprint,
-    }))
+    .with_data(ErrorData {
+        mirror: Some(mirror.clone()),
+        ..ErrorData::at("base")
+    })
 }
 
 #[cfg(test)]

@@ -10,14 +10,14 @@ use std::sync::Arc;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use super::checks::{Base, ProtocolVersion, SessionKey, base_mismatch};
 use super::health::HealthBoard;
 use super::mirror::Mirror;
 use super::protocol::*;
-use super::rpc::{self, RpcError, code};
+use super::rpc::{self, ErrorData, RpcError, code};
 use super::{Notify, Server};
 use crate::auto_compaction::AutoCompaction;
 use crate::host::Host;
@@ -239,7 +239,10 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
                 crate::error::excerpt(method, crate::error::QUOTE_BYTES)
             ),
         )
-        .with_data(json!({ "method": method }))),
+        .with_data(ErrorData {
+            method: Some(method.to_string()),
+            ..ErrorData::default()
+        })),
     }
 }
 
@@ -663,12 +666,7 @@ fn check_base(mirror: &Mirror, base: &Base) -> Result<(), RpcError> {
     if mirror.in_sync(base.message_count, base.last_fingerprint.as_deref()) {
         return Ok(());
     }
-    let state = mirror.state();
-    Err(base_mismatch(
-        base,
-        state.message_count,
-        state.last_fingerprint.as_deref(),
-    ))
+    Err(base_mismatch(base, mirror.state()))
 }
 
 fn compact_result(mirror: &Mirror, outcome: &CompactOutcome) -> CompactResult {
@@ -686,6 +684,8 @@ fn compact_result(mirror: &Mirror, outcome: &CompactOutcome) -> CompactResult {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::runtime::contract::CompactionTrigger;
     use ctxhost_transcript::compaction::Trigger;
@@ -780,25 +780,25 @@ mod tests {
             r#"{"sessionKey":"s","messageCount":1,"extra":1}"#,
         );
         assert!(e.message.contains("`extra`"), "{}", e.message);
-        assert_eq!(e.data, Some(json!({ "path": "extra" })));
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("extra")));
         let e = refused("session.sync", r#"{"sessionKey":"s","messages":[]}"#);
         assert!(e.message.contains("missing field `from`"), "{}", e.message);
         let e = refused(
             "session.commitTurn",
             r#"{"sessionKey":"s","advancementKey":"k","messages":[{"role":"user"},5]}"#,
         );
-        assert_eq!(e.data, Some(json!({ "path": "messages[1]" })));
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("messages[1]")));
         assert!(
             e.message.contains("not an AgentMessage object"),
             "{}",
             e.message
         );
         let e = refused("session.close", r#"{"sessionKey":""}"#);
-        assert_eq!(e.data, Some(json!({ "path": "sessionKey" })));
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("sessionKey")));
         let e = refused(
             "subagent.ended",
             r#"{"childSessionKey":"c","reason":"gone"}"#,
         );
-        assert_eq!(e.data, Some(json!({ "path": "reason" })));
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("reason")));
     }
 }

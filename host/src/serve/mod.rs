@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -197,7 +197,11 @@ impl Server {
                             self.options.max_line_bytes
                         ),
                     )
-                    .with_data(json!({ "bytes": bytes, "maxLineBytes": self.options.max_line_bytes }));
+                    .with_data(rpc::ErrorData {
+                        bytes: Some(bytes),
+                        max_line_bytes: Some(self.options.max_line_bytes),
+                        ..Default::default()
+                    });
                     out.send(&rpc::null_id(), Err(error), permit);
                     continue;
                 }
@@ -267,13 +271,16 @@ impl Server {
                         crate::error::excerpt(child, crate::error::QUOTE_BYTES)
                     ),
                 )
-                .with_data(json!({ "childSessionKey": child })))),
+                .with_data(rpc::ErrorData {
+                    child_session_key: Some(child.to_string()),
+                    ..Default::default()
+                }))),
             },
             None => reply(Err(RpcError::new(
                 code::INVALID_PARAMS,
                 "`sessionKey` is required",
             )
-            .with_data(json!({ "path": "sessionKey" })))),
+            .with_data(rpc::ErrorData::at("sessionKey")))),
         }
     }
 

@@ -114,4 +114,46 @@ mod tests {
         let notification = schema["notifications"][CompactionPending::METHOD].to_string();
         assert!(!notification.contains("$ref"), "{notification}");
     }
+
+    #[test]
+    fn errors_as_sent_match_the_error_schema() {
+        use super::super::checks::{Base, base_mismatch};
+        use super::super::mirror::SyncState;
+        use super::super::rpc::{RpcError, response};
+        use serde_json::value::RawValue;
+
+        let schema = protocol_schema();
+        let mut error_schema = schema["error"].clone();
+        error_schema["$defs"] = schema["$defs"].clone();
+        let validator = jsonschema::validator_for(&error_schema).unwrap();
+        let base = Base {
+            message_count: 2,
+            last_fingerprint: None,
+        };
+        let mirror = SyncState {
+            message_count: 3,
+            last_fingerprint: Some("f3".into()),
+        };
+        let errors = [
+            RpcError::unknown_session("s"),
+            base_mismatch(&base, &mirror),
+            super::super::methods::parse(
+                "session.sync",
+                &RawValue::from_string("{}".into()).unwrap(),
+            )
+            .err()
+            .unwrap(),
+            RpcError::from(crate::Error::ToolCall {
+                tool: "ctx_search".into(),
+                problem: "`query` is required".into(),
+            }),
+        ];
+        for error in errors {
+            let line: Value = serde_json::from_str(&response(RawValue::NULL, Err(error))).unwrap();
+            let sent = &line["error"];
+            if let Err(e) = validator.validate(sent) {
+                panic!("{sent} does not match the error schema: {e}");
+            }
+        }
+    }
 }
