@@ -521,41 +521,6 @@ impl SessionMethod for AssembleParams {
     }
 }
 
-/// A prompt as the engine gets it: the string, or the text of a message's content.
-fn prompt_text(prompt: Option<Value>) -> Option<String> {
-    match prompt? {
-        Value::String(text) => Some(text),
-        Value::Object(message) => match message.get("content") {
-            Some(Value::String(text)) => Some(text.clone()),
-            Some(Value::Array(blocks)) => Some(
-                blocks
-                    .iter()
-                    .filter_map(|b| b.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// A model as the engine gets it: `provider/id` when both are known, else what there is.
-fn model_id(model: Option<Value>) -> Option<String> {
-    match model? {
-        Value::String(id) => Some(id),
-        Value::Object(model) => {
-            let field = |name: &str| model.get(name).and_then(Value::as_str);
-            match (field("provider"), field("id").or_else(|| field("modelId"))) {
-                (Some(provider), Some(id)) => Some(format!("{provider}/{id}")),
-                (None, Some(id)) => Some(id.to_string()),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
-
 impl Method for CompactParams {
     const NAME: &'static str = "session.compact";
     type Result = CompactResult;
@@ -684,8 +649,6 @@ fn compact_result(mirror: &Mirror, outcome: &CompactOutcome) -> CompactResult {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
     use crate::runtime::contract::CompactionTrigger;
     use ctxhost_transcript::compaction::Trigger;
@@ -701,38 +664,6 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), METHODS.len());
         assert!(parse("session.frobnicate", RawValue::NULL).is_err());
-    }
-
-    #[test]
-    fn prompts_and_models_reach_the_engine_in_its_terms() {
-        assert_eq!(
-            prompt_text(Some(json!("next step"))),
-            Some("next step".into())
-        );
-        let message = json!({ "role": "user", "content": [{ "type": "text", "text": "a" }, { "type": "image" }, { "type": "text", "text": "b" }] });
-        assert_eq!(prompt_text(Some(message)), Some("a\nb".into()));
-        assert_eq!(prompt_text(Some(json!(5))), None);
-        assert_eq!(
-            model_id(Some(json!("fake/fake-model"))),
-            Some("fake/fake-model".into())
-        );
-        assert_eq!(
-            model_id(Some(
-                json!({ "provider": "fake", "id": "m1", "contextWindow": 32000 })
-            )),
-            Some("fake/m1".into())
-        );
-        assert_eq!(model_id(Some(json!({ "id": "m1" }))), Some("m1".into()));
-        assert_eq!(model_id(None), None);
-    }
-
-    #[test]
-    fn assemble_params_carry_the_pending_call() {
-        let p: AssembleParams =
-            params(r#"{"sessionKey":"s","messageCount":3,"prompt":"go","model":"p/m"}"#).unwrap();
-        assert_eq!((p.session_key.as_str(), p.message_count), ("s", 3));
-        assert_eq!(prompt_text(p.prompt).as_deref(), Some("go"));
-        assert_eq!(model_id(p.model).as_deref(), Some("p/m"));
     }
 
     #[test]

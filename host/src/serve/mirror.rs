@@ -129,9 +129,9 @@ pub(crate) struct Mirror {
     unwritten: Option<LedgerRecord>,
 }
 
-/// A `custom` entry of the mirror, as far as `scan` reads it: a marker when its type is
-/// [`MARKER`].
-#[derive(Deserialize)]
+/// A `custom` entry of the mirror as far as `append` writes it and `scan` reads it: a marker
+/// when its type is [`MARKER`].
+#[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct MarkerEntry {
     custom_type: Option<String>,
@@ -312,7 +312,11 @@ impl Mirror {
             message_count: count,
             last_fingerprint: fingerprint.clone(),
         };
-        let marker = json!({ "customType": MARKER, "data": data });
+        let marker = MarkerEntry {
+            custom_type: Some(MARKER.to_string()),
+            data,
+        };
+        let marker = serde_json::to_value(marker).expect("a marker serializes");
         let texts: Vec<&str> = messages.iter().map(AgentMessage::json).collect();
         let result = self
             .session
@@ -375,20 +379,14 @@ impl Mirror {
                     let entry = &transcript.entries()[*index];
                     match positions[*index] {
                         Some(position) if !entry.is_pruned() => items.keep(position),
-                        Some(position) => items.push(ClientItem::Message {
+                        // A pruned message replaces its position; one of no position is new.
+                        replaces => items.push(ClientItem::Message {
                             message: inserted(&transcript.context_message_json(*index)),
-                            replaces: Some(position),
-                        }),
-                        None => items.push(ClientItem::Message {
-                            message: inserted(&transcript.context_message_json(*index)),
-                            replaces: None,
+                            replaces,
                         }),
                     }
                 }
-                AssembledItem::Inserted(json) => items.push(ClientItem::Message {
-                    message: inserted(json),
-                    replaces: None,
-                }),
+                AssembledItem::Inserted(json) => items.push(ClientItem::message(inserted(json))),
             }
         }
         let items = items.finish();
@@ -794,11 +792,7 @@ mod tests {
         for position in [0, 1, 2, 5] {
             items.keep(position);
         }
-        let message = ClientItem::Message {
-            message: json!({}),
-            replaces: None,
-        };
-        items.push(message.clone());
+        items.push(ClientItem::message(json!({})));
         items.keep(6);
         items.keep(7);
         assert_eq!(
@@ -806,7 +800,7 @@ mod tests {
             [
                 ClientItem::Range { from: 0, to: 2 },
                 ClientItem::Index { index: 5 },
-                message,
+                ClientItem::message(json!({})),
                 ClientItem::Range { from: 6, to: 7 },
             ]
         );

@@ -322,6 +322,51 @@ pub(crate) enum ClientItem {
     },
 }
 
+impl ClientItem {
+    /// A message that replaces no position.
+    pub(crate) fn message(message: Value) -> Self {
+        Self::Message {
+            message,
+            replaces: None,
+        }
+    }
+}
+
+/// A prompt as the engine gets it: the string, or the text of a message's content.
+pub(super) fn prompt_text(prompt: Option<Value>) -> Option<String> {
+    match prompt? {
+        Value::String(text) => Some(text),
+        Value::Object(message) => match message.get("content") {
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Array(blocks)) => Some(
+                blocks
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A model as the engine gets it: `provider/id` when both are known, else what there is.
+pub(super) fn model_id(model: Option<Value>) -> Option<String> {
+    match model? {
+        Value::String(id) => Some(id),
+        Value::Object(model) => {
+            let field = |name: &str| model.get(name).and_then(Value::as_str);
+            match (field("provider"), field("id").or_else(|| field("modelId"))) {
+                (Some(provider), Some(id)) => Some(format!("{provider}/{id}")),
+                (None, Some(id)) => Some(id.to_string()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// A compaction of the session.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -461,4 +506,47 @@ pub(super) struct CompactionPending {
 impl CompactionPending {
     /// The notification's method.
     pub(super) const METHOD: &'static str = "session.compactionPending";
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use serde_json::value::RawValue;
+
+    use super::*;
+
+    #[test]
+    fn prompts_and_models_reach_the_engine_in_its_terms() {
+        assert_eq!(
+            prompt_text(Some(json!("next step"))),
+            Some("next step".into())
+        );
+        let message = json!({ "role": "user", "content": [{ "type": "text", "text": "a" }, { "type": "image" }, { "type": "text", "text": "b" }] });
+        assert_eq!(prompt_text(Some(message)), Some("a\nb".into()));
+        assert_eq!(prompt_text(Some(json!(5))), None);
+        assert_eq!(
+            model_id(Some(json!("fake/fake-model"))),
+            Some("fake/fake-model".into())
+        );
+        assert_eq!(
+            model_id(Some(
+                json!({ "provider": "fake", "id": "m1", "contextWindow": 32000 })
+            )),
+            Some("fake/m1".into())
+        );
+        assert_eq!(model_id(Some(json!({ "id": "m1" }))), Some("m1".into()));
+        assert_eq!(model_id(None), None);
+    }
+
+    #[test]
+    fn assemble_params_carry_the_pending_call() {
+        let raw = RawValue::from_string(
+            r#"{"sessionKey":"s","messageCount":3,"prompt":"go","model":"p/m"}"#.into(),
+        )
+        .unwrap();
+        let p: AssembleParams = super::super::rpc::params("session.assemble", &raw).unwrap();
+        assert_eq!((p.session_key.as_str(), p.message_count), ("s", 3));
+        assert_eq!(prompt_text(p.prompt).as_deref(), Some("go"));
+        assert_eq!(model_id(p.model).as_deref(), Some("p/m"));
+    }
 }
