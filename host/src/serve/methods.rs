@@ -302,17 +302,6 @@ impl ServerMethod for HealthParams {
 
 // ---- session methods ----
 
-/// `session.tools` and `session.close` take the key alone.
-macro_rules! key_only {
-    ($name:ident) => {
-        #[derive(Debug, serde::Deserialize, JsonSchema)]
-        #[serde(transparent)]
-        pub(super) struct $name(KeyParams);
-    };
-}
-key_only!(ToolsParams);
-key_only!(CloseParams);
-
 impl Method for BootstrapParams {
     const NAME: &'static str = "session.bootstrap";
     type Result = BootstrapResult;
@@ -352,7 +341,7 @@ impl Method for ToolsParams {
 
 impl SessionMethod for ToolsParams {
     fn session_key(&self) -> Option<&SessionKey> {
-        Some(&self.0.session_key)
+        Some(&self.session_key)
     }
     async fn run(self, mut session: SessionContext<'_>) -> Result<ToolsResult, RpcError> {
         let tools = session.mirror()?.session_mut().tools().await?;
@@ -387,7 +376,7 @@ impl Method for CloseParams {
 
 impl SessionMethod for CloseParams {
     fn session_key(&self) -> Option<&SessionKey> {
-        Some(&self.0.session_key)
+        Some(&self.session_key)
     }
     fn route(&self) -> Route {
         Route::Close

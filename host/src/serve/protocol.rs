@@ -211,10 +211,17 @@ pub(super) struct BootstrapResult {
     pub(super) mirror: String,
 }
 
-/// The session named, and nothing else.
+/// The tools the session offers.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct KeyParams {
+pub(super) struct ToolsParams {
+    pub(super) session_key: SessionKey,
+}
+
+/// Closes the session, disposing its engine instance.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct CloseParams {
     pub(super) session_key: SessionKey,
 }
 
