@@ -20,7 +20,7 @@ use crate::session::{Prefix, RequestDigest};
 pub const MAX_LEDGER_BYTES: u64 = 1024 * 1024;
 
 /// What became of a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TurnOutcome {
     /// The configured engine assembled the context.

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 /// What started a compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Trigger {
     /// The operator or the agent asked for it.

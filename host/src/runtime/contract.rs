@@ -147,7 +147,8 @@ pub struct AssembleResult {
     pub system_prompt_addition: Option<String>,
 }
 
-/// Why a compaction runs: the trigger its record carries (`manual`, `auto`, `overflow`).
+/// Why a compaction runs: the trigger its record carries (`manual`, `auto`, `overflow`, lower
+/// case in JSON).
 pub use ctxhost_transcript::compaction::Trigger as CompactionTrigger;
 
 /// What `compact` (and `delegate-compaction`) is asked to do.
@@ -251,7 +252,9 @@ pub struct AfterTurnRequest {
 }
 
 /// How a subagent's context starts (`isolated` / `fork` in JSON, as `serve` takes it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ContextMode {
     /// Empty: the subagent sees only its task.
@@ -275,7 +278,7 @@ pub struct SubagentSpawn {
 }
 
 /// Why a subagent's session ended (lower case in JSON, as `serve` takes it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SubagentEndReason {
     /// `deleted`: its session was deleted.
@@ -288,8 +291,9 @@ pub enum SubagentEndReason {
     Released,
 }
 
-/// Who an engine is, as `info` answers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who an engine is, as `info` answers (and `serve`'s `initialize`, in camelCase).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct EngineInfo {
     /// The engine's id, what operators select it by.
     pub id: String,

@@ -1,124 +1,221 @@
-//! What the protocol's handshake and `session.bootstrap` take, checked: a version this server
-//! does not speak, a `shutdown` with members, or a `sessionId` that cannot name a transcript is
-//! refused instead of ignored.
+//! What the protocol's inputs must be, checked as they are decoded: a key that cannot name a
+//! session, a `sessionId` that cannot be a header id or a message that is not an object is
+//! refused with the field's path, before any session state exists; a version this server does
+//! not speak is refused instead of ignored.
 
-use serde::Deserialize;
-use serde_json::json;
+use std::borrow::Cow;
 
-use super::rpc::{RpcError, code};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct BootstrapParams {
-    pub(super) session_key: String,
-    pub(super) session_id: Option<String>,
+use super::mirror::SyncState;
+use super::rpc::{ErrorData, RpcError, code};
+
+/// The longest key or `sessionId` taken, in bytes.
+const MAX_ID_BYTES: usize = 200;
+
+/// The schema of a name of 1 to [`MAX_ID_BYTES`] bytes.
+fn name_schema(description: &str) -> Schema {
+    json_schema!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_ID_BYTES,
+        "description": description,
+    })
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct InitializeParams {
-    protocol_version: Option<u32>,
-    client: Option<ClientInfo>,
+/// A session key (`agent:main:main`): 1–200 bytes, stored as a file name.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub(super) struct SessionKey(String);
+
+impl TryFrom<String> for SessionKey {
+    type Error = crate::Error;
+
+    fn try_from(key: String) -> Result<Self, Self::Error> {
+        crate::host::encode_key(&key)?;
+        Ok(Self(key))
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct ClientInfo {
-    name: String,
-    version: Option<String>,
+impl SessionKey {
+    pub(super) fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
-/// `shutdown` takes nothing; a member sent to it is a client's mistake worth hearing about.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ShutdownParams {}
+impl JsonSchema for SessionKey {
+    fn schema_name() -> Cow<'static, str> {
+        "SessionKey".into()
+    }
 
-/// `health`: the whole server, and one session when `sessionKey` names it.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct HealthParams {
-    pub(super) session_key: Option<String>,
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        name_schema(
+            "The session key (e.g. agent:main:main); refused when it is empty, longer than 200 bytes, `.` or `..`.",
+        )
+    }
 }
 
-/// The longest `sessionId` kept (the header id of a mirror); the same bound as a key.
-const MAX_SESSION_ID_BYTES: usize = 200;
+/// The runtime's own id for a session, the header id of a mirror created for it: 1–200 bytes,
+/// no control character.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub(super) struct SessionId(String);
 
-pub(super) fn check_initialize(p: InitializeParams) -> Result<(), RpcError> {
-    if let Some(version) = p.protocol_version
-        && version != super::PROTOCOL_VERSION
-    {
-        return Err(RpcError::new(
+impl TryFrom<String> for SessionId {
+    type Error = String;
+
+    fn try_from(id: String) -> Result<Self, String> {
+        let problem = if id.is_empty() {
+            "it is empty"
+        } else if id.len() > MAX_ID_BYTES {
+            "it is longer than 200 bytes"
+        } else if id.chars().any(char::is_control) {
+            "it contains a control character"
+        } else {
+            return Ok(Self(id));
+        };
+        Err(format!("invalid `sessionId`: {problem}"))
+    }
+}
+
+impl SessionId {
+    pub(super) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl JsonSchema for SessionId {
+    fn schema_name() -> Cow<'static, str> {
+        "SessionId".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        name_schema(
+            "The runtime's own id for the session: the header id of a mirror created for it (no control characters).",
+        )
+    }
+}
+
+/// An AgentMessage (pi / OpenClaw) as the client wrote it, kept byte for byte: fields ctxhost
+/// does not model survive. Only its being an object is checked here; the session checks the
+/// rest before writing anything.
+#[derive(Debug)]
+pub(crate) struct AgentMessage(Box<RawValue>);
+
+impl AgentMessage {
+    pub(crate) fn json(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentMessage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        if !raw.get().starts_with('{') {
+            return Err(serde::de::Error::custom("not an AgentMessage object"));
+        }
+        Ok(Self(raw))
+    }
+}
+
+impl JsonSchema for AgentMessage {
+    fn schema_name() -> Cow<'static, str> {
+        "AgentMessage".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "required": ["role"],
+            "properties": { "role": { "type": "string" } },
+            "description": "An AgentMessage (pi / OpenClaw); fields ctxhost does not model are kept byte for byte."
+        })
+    }
+}
+
+/// The version of this protocol: an integer, the one [`super::PROTOCOL_VERSION`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(super) struct ProtocolVersion(pub(super) u32);
+
+impl ProtocolVersion {
+    /// The version this server speaks.
+    pub(super) const SPOKEN: Self = Self(super::PROTOCOL_VERSION);
+
+    /// Refuses a version this server does not speak (with the one it does in `data`).
+    pub(super) fn check(self) -> Result<(), RpcError> {
+        if self == Self::SPOKEN {
+            return Ok(());
+        }
+        Err(RpcError::new(
             code::INVALID_PARAMS,
             format!(
-                "protocolVersion {version} is not supported: this server speaks version {}",
-                super::PROTOCOL_VERSION
+                "protocolVersion {} is not supported: this server speaks version {}",
+                self.0,
+                Self::SPOKEN.0
             ),
         )
-        .with_data(json!({ "path": "protocolVersion", "supported": [super::PROTOCOL_VERSION] })));
+        .with_data(ErrorData {
+            supported: Some(vec![Self::SPOKEN.0]),
+            ..ErrorData::at("protocolVersion")
+        }))
     }
-    if let Some(client) = p.client {
-        tracing::info!(
-            client = %client.name,
-            version = client.version.as_deref().unwrap_or("?"),
-            "initialize"
-        );
-    }
-    Ok(())
 }
 
-pub(super) fn check_session_id(session_id: Option<&str>) -> Result<(), RpcError> {
-    let problem = match session_id {
-        Some("") => "it is empty",
-        Some(id) if id.len() > MAX_SESSION_ID_BYTES => "it is longer than 200 bytes",
-        Some(id) if id.chars().any(char::is_control) => "it contains a control character",
-        _ => return Ok(()),
-    };
-    Err(RpcError::new(
-        code::INVALID_PARAMS,
-        format!("invalid `sessionId`: {problem}"),
-    )
-    .with_data(json!({ "path": "sessionId" })))
+impl JsonSchema for ProtocolVersion {
+    fn schema_name() -> Cow<'static, str> {
+        "ProtocolVersion".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "const": super::PROTOCOL_VERSION })
+    }
 }
 
 /// The history a commit or a tail sync extends, as the client has it: its length and its last
 /// message's fingerprint. When given, the server refuses to extend anything else, so commits
 /// sent out of order (or a sync over a history the mirror does not hold) are caught; with
 /// fingerprints that chain (each one hashes the previous), a rewritten middle is caught too.
-#[derive(Deserialize)]
+/// Refused (-32602, `data.path` "base") when it is not the mirror's.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct Base {
+    /// Messages in the client's history.
     pub(super) message_count: usize,
+    /// The client's fingerprint of its last message.
     pub(super) last_fingerprint: Option<String>,
 }
 
 /// The error for a `base` that is not the mirror's history.
-pub(super) fn base_mismatch(
-    base: &Base,
-    message_count: usize,
-    last_fingerprint: Option<&str>,
-) -> RpcError {
+pub(super) fn base_mismatch(base: &Base, mirror: &SyncState) -> RpcError {
     RpcError::new(
         code::INVALID_PARAMS,
         format!(
-            "`base` ({} messages) is not the history the mirror holds ({message_count} messages); nothing was written: sync from the mirror's state",
-            base.message_count
+            "`base` ({} messages) is not the history the mirror holds ({} messages); nothing was written: sync from the mirror's state",
+            base.message_count, mirror.message_count
         ),
     )
-    .with_data(json!({
-        "path": "base",
-        "messageCount": message_count,
-        "lastFingerprint": last_fingerprint,
-    }))
+    .with_data(ErrorData {
+        mirror: Some(mirror.clone()),
+        ..ErrorData::at("base")
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::value::RawValue;
 
-    use super::super::methods::{Call, SessionMethod, parse};
+    use super::super::methods::parse;
 
-    fn parsed(method: &str, params: &str) -> Result<Call, String> {
+    fn parsed(method: &str, params: &str) -> Result<(), String> {
         let raw = RawValue::from_string(params.into()).unwrap();
-        parse(method, &raw).map_err(|e| e.message)
+        parse(method, &raw).map(|_| ()).map_err(|e| e.message)
     }
 
     #[test]
@@ -150,13 +247,13 @@ mod tests {
 
     #[test]
     fn bootstrap_reads_the_session_id_and_refuses_one_that_cannot_be_a_header_id() {
-        let Ok(Call::Session(_, SessionMethod::Bootstrap { session_id })) = parsed(
-            "session.bootstrap",
-            r#"{"sessionKey":"s","sessionId":"abc-1"}"#,
-        ) else {
-            panic!("not a bootstrap");
-        };
-        assert_eq!(session_id.as_deref(), Some("abc-1"));
+        assert!(
+            parsed(
+                "session.bootstrap",
+                r#"{"sessionKey":"s","sessionId":"abc-1"}"#
+            )
+            .is_ok()
+        );
         let long = format!(r#"{{"sessionKey":"s","sessionId":"{}"}}"#, "x".repeat(201));
         for params in [
             r#"{"sessionKey":"s","sessionId":5}"#,

@@ -5,13 +5,13 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::ledger::{LedgerRecord, TurnOutcome};
 
 /// One session's turns since this server opened it.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct SessionHealth {
     engine: String,
@@ -22,7 +22,16 @@ pub(super) struct SessionHealth {
     last_outcome: Option<TurnOutcome>,
     last_turn_at: Option<String>,
     /// The last degraded turn's cause, with when it happened.
-    last_error: Option<Value>,
+    last_error: Option<DegradedTurn>,
+}
+
+/// A turn not served by the configured engine, or not served at all.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(super) struct DegradedTurn {
+    at: String,
+    outcome: TurnOutcome,
+    /// What went wrong.
+    message: Option<String>,
 }
 
 /// Every session's health, shared by the server's actors.
@@ -75,11 +84,11 @@ impl HealthBoard {
         health.last_turn_at = Some(record.at.clone());
         if record.outcome != TurnOutcome::Ok {
             health.degraded_turns += 1;
-            health.last_error = Some(json!({
-                "at": record.at,
-                "outcome": record.outcome,
-                "message": record.error,
-            }));
+            health.last_error = Some(DegradedTurn {
+                at: record.at.clone(),
+                outcome: record.outcome,
+                message: record.error.clone(),
+            });
         }
     }
 
@@ -139,7 +148,8 @@ mod tests {
         board.record("b", &record(TurnOutcome::Ok));
         let a = board.session("a").unwrap();
         assert_eq!((a.turns, a.degraded_turns), (2, 1));
-        assert_eq!(a.last_error.unwrap()["message"], "engine `x` trapped");
+        let last_error = a.last_error.unwrap().message;
+        assert_eq!(last_error.as_deref(), Some("engine `x` trapped"));
         assert_eq!(board.totals(), (2, 3, 1));
         assert_eq!(board.degraded().len(), 1);
         board.record("a", &record(TurnOutcome::Ok));

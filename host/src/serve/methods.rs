@@ -1,403 +1,256 @@
-//! The protocol's methods: their params (decoded with the field path of any mismatch) and what
-//! each does to a session's mirror.
+//! The protocol's methods: each is one params type whose handler runs it and answers its
+//! result type, and [`METHODS`] maps every name to its handler. Decoding names the field path
+//! of any mismatch; the schema (`docs/serve-protocol.schema.json`) is generated from the same
+//! table, so what is written down is what is served.
 
-use ctxhost_transcript::compaction::Trigger;
-use serde::Deserialize;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
-use super::checks::{
-    Base, BootstrapParams, HealthParams, ShutdownParams, base_mismatch, check_initialize,
-    check_session_id,
-};
+use super::checks::{Base, ProtocolVersion, SessionKey, base_mismatch};
 use super::health::HealthBoard;
-use super::mirror::{Commit, Mirror};
-use super::rpc::{self, RpcError, code};
+use super::mirror::Mirror;
+use super::protocol::*;
+use super::rpc::{self, ErrorData, RpcError, code};
+use super::{Notify, Server};
 use crate::auto_compaction::AutoCompaction;
 use crate::host::Host;
-use crate::runtime::contract::{CompactionTrigger, ContextMode, SubagentEndReason};
+use crate::runtime::contract::CompactionTrigger;
 use crate::session::{CompactOptions, CompactOutcome, PendingCall, TurnRequest};
 
-/// The notification sent before an automatic compaction when `notifyBeforeAuto` is on.
-pub(super) const COMPACTION_PENDING: &str = "session.compactionPending";
+/// A protocol method: the name a request gives, the params it is decoded into (this type) and
+/// the result it answers.
+pub(super) trait Method: DeserializeOwned + JsonSchema + Send + 'static {
+    const NAME: &'static str;
+    type Result: Serialize + JsonSchema;
+
+    /// Refuses params that decode but cannot be honoured, before anything runs.
+    fn check(&self) -> Result<(), RpcError> {
+        Ok(())
+    }
+}
+
+/// A method's params, decoded and checked.
+fn decode<M: Method>(raw: &RawValue) -> Result<M, RpcError> {
+    let params: M = rpc::params(M::NAME, raw)?;
+    params.check()?;
+    Ok(params)
+}
+
+/// A method the server answers itself.
+pub(super) trait ServerMethod: Method {
+    fn run(
+        self,
+        server: Arc<Server>,
+    ) -> impl Future<Output = Result<Self::Result, RpcError>> + Send;
+}
+
+/// A method one session's actor runs, in the order the session's requests were read.
+pub(super) trait SessionMethod: Method {
+    /// The session it runs on; None only for `subagent.ended` without `sessionKey`.
+    fn session_key(&self) -> Option<&SessionKey>;
+
+    /// What it means to the session's actor.
+    fn route(&self) -> Route {
+        Route::Call
+    }
+
+    fn run(
+        self,
+        session: SessionContext<'_>,
+    ) -> impl Future<Output = Result<Self::Result, RpcError>> + Send;
+}
+
+/// What a session call means to the actors, beside what it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Route {
+    /// Opens the session (starts its actor when none runs), with the session id the client
+    /// asked for.
+    Open(Option<String>),
+    /// Closes it (its actor retires once it has run).
+    Close,
+    /// Spawns the child session named: `subagent.ended` finds its parent by it.
+    Spawn(String),
+    /// The child named ended: without a session key, its parent runs the call.
+    EndChild(String),
+    /// Anything else.
+    Call,
+}
+
+/// What a session's handler runs on.
+pub(super) struct SessionContext<'a> {
+    host: &'a Host,
+    key: &'a str,
+    /// The session's mirror; None until `bootstrap` opens it and after `close`.
+    slot: &'a mut Option<Mirror>,
+    notify: &'a Notify,
+    health: &'a HealthBoard,
+}
+
+impl SessionContext<'_> {
+    /// The open mirror, or the error for a session that is not open.
+    fn mirror(&mut self) -> Result<&mut Mirror, RpcError> {
+        self.slot
+            .as_mut()
+            .ok_or_else(|| RpcError::unknown_session(self.key))
+    }
+}
+
+type Answer<'a> = Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send + 'a>>;
+
+/// A result as the response carries it.
+pub(super) fn answer<T: Serialize>(result: T) -> Value {
+    serde_json::to_value(result).expect("a protocol result serializes")
+}
+
+/// A decoded session call, its type erased so one queue carries them all.
+trait RunSession: Send {
+    fn run<'a>(self: Box<Self>, session: SessionContext<'a>) -> Answer<'a>;
+}
+
+impl<M: SessionMethod> RunSession for M {
+    fn run<'a>(self: Box<Self>, session: SessionContext<'a>) -> Answer<'a> {
+        Box::pin(async move { SessionMethod::run(*self, session).await.map(answer) })
+    }
+}
+
+/// A session method's request, decoded, for its session's actor.
+pub(super) struct SessionCall {
+    route: Route,
+    handler: Box<dyn RunSession>,
+}
+
+impl SessionCall {
+    pub(super) fn opens(&self) -> bool {
+        matches!(self.route, Route::Open(_))
+    }
+    /// The session id a `session.bootstrap` asks for, when the call opens the session.
+    pub(super) fn opening(&self) -> Option<Option<&str>> {
+        match &self.route {
+            Route::Open(session_id) => Some(session_id.as_deref()),
+            _ => None,
+        }
+    }
+    pub(super) fn closes(&self) -> bool {
+        self.route == Route::Close
+    }
+    /// The child session a `subagent.prepareSpawn` names.
+    pub(super) fn spawned_child(&self) -> Option<&str> {
+        match &self.route {
+            Route::Spawn(child) => Some(child),
+            _ => None,
+        }
+    }
+    /// The child session a `subagent.ended` names.
+    pub(super) fn ended_child(&self) -> Option<&str> {
+        match &self.route {
+            Route::EndChild(child) => Some(child),
+            _ => None,
+        }
+    }
+}
 
 /// A request, decoded.
 pub(super) enum Call {
-    Initialize,
+    /// Answered by the server itself.
+    Server(Box<dyn FnOnce(Arc<Server>) -> Answer<'static> + Send>),
+    /// `shutdown`: answered once every session is closed.
     Shutdown,
-    /// `health`, optionally about one session.
-    Health(Option<String>),
-    /// A call to one session's actor; the key is `None` only for `subagent.ended` without
-    /// `sessionKey` (the parent is looked up from `prepareSpawn`).
-    Session(Option<String>, SessionMethod),
+    /// A call to one session's actor, with its session's key.
+    Session(Option<String>, SessionCall),
 }
 
-pub(super) enum SessionMethod {
-    Bootstrap {
-        /// The runtime's own id for the session: the header id of a mirror created for it.
-        session_id: Option<String>,
-    },
-    CommitTurn {
-        advancement_key: String,
-        messages: Vec<Box<RawValue>>,
-        last_fingerprint: Option<String>,
-        base: Option<Base>,
-    },
-    Sync {
-        from: usize,
-        messages: Vec<Box<RawValue>>,
-        last_fingerprint: Option<String>,
-        reset: bool,
-        base: Option<Base>,
-    },
-    Assemble {
-        message_count: usize,
-        last_fingerprint: Option<String>,
-        token_budget: Option<u32>,
-        available_tools: Vec<String>,
-        pending: PendingCall,
-    },
-    Compact {
-        force: bool,
-        token_budget: Option<u32>,
-        custom_instructions: Option<String>,
-        trigger: CompactionTrigger,
-    },
-    AfterTurn {
-        pre_prompt_message_count: u32,
-        auto_compaction_summary: Option<String>,
-        is_heartbeat: bool,
-        token_budget: Option<u32>,
-    },
-    PrepareSpawn {
-        child: String,
-        context_mode: ContextMode,
-        ttl_ms: Option<u64>,
-    },
-    Rollback {
-        handle: u64,
-    },
-    Ended {
-        child: String,
-        reason: SubagentEndReason,
-    },
-    Close,
-    Tools,
-    CallTool {
-        name: String,
-        arguments: Value,
-    },
+/// One row of [`METHODS`]: a name, how its params are decoded, and its schema.
+pub(super) struct Entry {
+    pub(super) name: &'static str,
+    decode: fn(&RawValue) -> Result<Call, RpcError>,
+    /// The schemas of its params (for decoding) and its result (as serialized).
+    pub(super) params_schema: fn(&mut SchemaGenerator) -> Schema,
+    pub(super) result_schema: fn(&mut SchemaGenerator) -> Schema,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct KeyParams {
-    session_key: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CallToolParams {
-    session_key: String,
-    name: String,
-    #[serde(default = "empty_object")]
-    arguments: Value,
-}
-
-fn empty_object() -> Value {
-    Value::Object(serde_json::Map::new())
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CommitParams {
-    session_key: String,
-    advancement_key: String,
-    messages: Vec<Box<RawValue>>,
-    last_fingerprint: Option<String>,
-    base: Option<Base>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SyncParams {
-    session_key: String,
-    from: usize,
-    messages: Vec<Box<RawValue>>,
-    last_fingerprint: Option<String>,
-    #[serde(default)]
-    reset: bool,
-    base: Option<Base>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AssembleParams {
-    session_key: String,
-    message_count: usize,
-    last_fingerprint: Option<String>,
-    token_budget: Option<u32>,
-    #[serde(default)]
-    available_tools: Vec<String>,
-    /// The prompt about to be sent (a string, or a message whose text is used).
-    prompt: Option<Value>,
-    /// The model the call goes to (its id, or an object with `id` / `provider`).
-    model: Option<Value>,
-}
-
-/// A prompt as the engine gets it: the string, or the text of a message's content.
-fn prompt_text(prompt: Option<Value>) -> Option<String> {
-    match prompt? {
-        Value::String(text) => Some(text),
-        Value::Object(message) => match message.get("content") {
-            Some(Value::String(text)) => Some(text.clone()),
-            Some(Value::Array(blocks)) => Some(
-                blocks
-                    .iter()
-                    .filter_map(|b| b.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            _ => None,
+const fn server<M: ServerMethod>() -> Entry {
+    Entry {
+        name: M::NAME,
+        decode: |raw| {
+            let params: M = decode(raw)?;
+            Ok(Call::Server(Box::new(move |server| {
+                Box::pin(async move { params.run(server).await.map(answer) })
+            })))
         },
-        _ => None,
+        params_schema: M::json_schema,
+        result_schema: M::Result::json_schema,
     }
 }
 
-/// A model as the engine gets it: `provider/id` when both are known, else what there is.
-fn model_id(model: Option<Value>) -> Option<String> {
-    match model? {
-        Value::String(id) => Some(id),
-        Value::Object(model) => {
-            let field = |name: &str| model.get(name).and_then(Value::as_str);
-            match (field("provider"), field("id").or_else(|| field("modelId"))) {
-                (Some(provider), Some(id)) => Some(format!("{provider}/{id}")),
-                (None, Some(id)) => Some(id.to_string()),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CompactParams {
-    session_key: String,
-    #[serde(default)]
-    force: bool,
-    token_budget: Option<u32>,
-    custom_instructions: Option<String>,
-    /// Named as compaction records name it; `manual` when absent.
-    trigger: Option<Trigger>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AfterTurnParams {
-    session_key: String,
-    #[serde(default)]
-    pre_prompt_message_count: u32,
-    auto_compaction_summary: Option<String>,
-    #[serde(default)]
-    is_heartbeat: bool,
-    token_budget: Option<u32>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SpawnParams {
-    session_key: String,
-    child_session_key: String,
-    #[serde(default)]
-    context_mode: ContextMode,
-    ttl_ms: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RollbackParams {
-    session_key: String,
-    rollback_handle: u64,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct EndedParams {
-    session_key: Option<String>,
-    child_session_key: String,
-    reason: SubagentEndReason,
-}
-
-/// Messages must be JSON objects; the session checks the rest before writing anything.
-fn objects(messages: &[Box<RawValue>]) -> Result<(), RpcError> {
-    match messages.iter().position(|m| !m.get().starts_with('{')) {
-        None => Ok(()),
-        Some(n) => Err(RpcError::new(
-            code::INVALID_PARAMS,
-            format!("messages[{n}] is not an AgentMessage object"),
-        )
-        .with_data(json!({ "path": format!("messages[{n}]") }))),
-    }
-}
-
-/// Decodes a request's method and params.
-pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
-    // A key that cannot name a session is refused here, before any session state exists.
-    let session = |key: String, call| {
-        crate::host::encode_key(&key).map_err(RpcError::from)?;
-        Ok(Call::Session(Some(key), call))
-    };
-    match method {
-        "initialize" => {
-            check_initialize(rpc::params(method, raw)?)?;
-            Ok(Call::Initialize)
-        }
-        "shutdown" => {
-            let ShutdownParams {} = rpc::params(method, raw)?;
-            Ok(Call::Shutdown)
-        }
-        "health" => {
-            let HealthParams { session_key } = rpc::params(method, raw)?;
-            Ok(Call::Health(session_key))
-        }
-        "session.bootstrap" => {
-            let p: BootstrapParams = rpc::params(method, raw)?;
-            check_session_id(p.session_id.as_deref())?;
-            session(
-                p.session_key,
-                SessionMethod::Bootstrap {
-                    session_id: p.session_id,
-                },
-            )
-        }
-        "session.close" => {
-            let p: KeyParams = rpc::params(method, raw)?;
-            session(p.session_key, SessionMethod::Close)
-        }
-        "session.tools" => {
-            let p: KeyParams = rpc::params(method, raw)?;
-            session(p.session_key, SessionMethod::Tools)
-        }
-        "session.callTool" => {
-            let p: CallToolParams = rpc::params(method, raw)?;
-            session(
-                p.session_key,
-                SessionMethod::CallTool {
-                    name: p.name,
-                    arguments: p.arguments,
-                },
-            )
-        }
-        "session.commitTurn" => {
-            let p: CommitParams = rpc::params(method, raw)?;
-            objects(&p.messages)?;
-            session(
-                p.session_key,
-                SessionMethod::CommitTurn {
-                    advancement_key: p.advancement_key,
-                    messages: p.messages,
-                    last_fingerprint: p.last_fingerprint,
-                    base: p.base,
-                },
-            )
-        }
-        "session.sync" => {
-            let p: SyncParams = rpc::params(method, raw)?;
-            objects(&p.messages)?;
-            session(
-                p.session_key,
-                SessionMethod::Sync {
-                    from: p.from,
-                    messages: p.messages,
-                    last_fingerprint: p.last_fingerprint,
-                    reset: p.reset,
-                    base: p.base,
-                },
-            )
-        }
-        "session.assemble" => {
-            let p: AssembleParams = rpc::params(method, raw)?;
-            session(
-                p.session_key,
-                SessionMethod::Assemble {
-                    message_count: p.message_count,
-                    last_fingerprint: p.last_fingerprint,
-                    token_budget: p.token_budget,
-                    available_tools: p.available_tools,
-                    pending: PendingCall {
-                        model: model_id(p.model),
-                        prompt: prompt_text(p.prompt),
-                    },
-                },
-            )
-        }
-        "session.compact" => {
-            let p: CompactParams = rpc::params(method, raw)?;
-            let trigger = p.trigger.unwrap_or(Trigger::Manual);
-            session(
-                p.session_key,
-                SessionMethod::Compact {
-                    force: p.force,
-                    token_budget: p.token_budget,
-                    custom_instructions: p.custom_instructions,
-                    trigger,
-                },
-            )
-        }
-        "session.afterTurn" => {
-            let p: AfterTurnParams = rpc::params(method, raw)?;
-            session(
-                p.session_key,
-                SessionMethod::AfterTurn {
-                    pre_prompt_message_count: p.pre_prompt_message_count,
-                    auto_compaction_summary: p.auto_compaction_summary,
-                    is_heartbeat: p.is_heartbeat,
-                    token_budget: p.token_budget,
-                },
-            )
-        }
-        "subagent.prepareSpawn" => {
-            let p: SpawnParams = rpc::params(method, raw)?;
-            session(
-                p.session_key,
-                SessionMethod::PrepareSpawn {
-                    child: p.child_session_key,
-                    context_mode: p.context_mode,
-                    ttl_ms: p.ttl_ms,
-                },
-            )
-        }
-        "subagent.rollback" => {
-            let p: RollbackParams = rpc::params(method, raw)?;
-            session(
-                p.session_key,
-                SessionMethod::Rollback {
-                    handle: p.rollback_handle,
-                },
-            )
-        }
-        "subagent.ended" => {
-            let p: EndedParams = rpc::params(method, raw)?;
-            if let Some(key) = &p.session_key {
-                crate::host::encode_key(key).map_err(RpcError::from)?;
-            }
+const fn session<M: SessionMethod>() -> Entry {
+    Entry {
+        name: M::NAME,
+        decode: |raw| {
+            let params: M = decode(raw)?;
+            let key = params.session_key().map(|key| key.as_str().to_string());
+            let route = params.route();
             Ok(Call::Session(
-                p.session_key,
-                SessionMethod::Ended {
-                    child: p.child_session_key,
-                    reason: p.reason,
+                key,
+                SessionCall {
+                    route,
+                    handler: Box::new(params),
                 },
             ))
-        }
-        other => Err(RpcError::new(
+        },
+        params_schema: M::json_schema,
+        result_schema: M::Result::json_schema,
+    }
+}
+
+/// Every method of the protocol, once.
+pub(super) const METHODS: &[Entry] = &[
+    server::<InitializeParams>(),
+    Entry {
+        name: "shutdown",
+        decode: |raw| {
+            let ShutdownParams {} = rpc::params("shutdown", raw)?;
+            Ok(Call::Shutdown)
+        },
+        params_schema: ShutdownParams::json_schema,
+        result_schema: Done::json_schema,
+    },
+    server::<HealthParams>(),
+    session::<BootstrapParams>(),
+    session::<CommitTurnParams>(),
+    session::<SyncParams>(),
+    session::<AssembleParams>(),
+    session::<CompactParams>(),
+    session::<AfterTurnParams>(),
+    session::<ToolsParams>(),
+    session::<CallToolParams>(),
+    session::<PrepareSpawnParams>(),
+    session::<RollbackParams>(),
+    session::<EndedParams>(),
+    session::<CloseParams>(),
+];
+
+/// Decodes a request's params for the method it names.
+pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
+    match METHODS.iter().find(|entry| entry.name == method) {
+        Some(entry) => (entry.decode)(raw),
+        None => Err(RpcError::new(
             code::METHOD_NOT_FOUND,
             format!(
                 "unknown method `{}` (see docs/serve-protocol.md for the methods)",
-                crate::error::excerpt(other, crate::error::QUOTE_BYTES)
+                crate::error::excerpt(method, crate::error::QUOTE_BYTES)
             ),
         )
-        .with_data(json!({ "method": other }))),
+        .with_data(ErrorData {
+            method: Some(method.to_string()),
+            ..ErrorData::default()
+        })),
     }
 }
 
@@ -406,309 +259,415 @@ pub(super) async fn run(
     host: &Host,
     key: &str,
     slot: &mut Option<Mirror>,
-    call: SessionMethod,
-    notify: &super::Notify,
+    call: SessionCall,
+    notify: &Notify,
     health: &HealthBoard,
 ) -> Result<Value, RpcError> {
-    match call {
-        SessionMethod::Bootstrap { session_id } => {
-            let mirror = match slot {
-                Some(mirror) => mirror,
-                None => slot.insert(Mirror::open(host, key, session_id.as_deref()).await?),
-            };
-            Ok(json!({
-                "sessionKey": key,
-                "sessionId": mirror.session().id(),
-                "created": mirror.created(),
-                "ephemeral": mirror.is_ephemeral(),
-                "messageCount": mirror.state().message_count,
-                "lastFingerprint": mirror.state().last_fingerprint,
-                "mirror": mirror.session().path().display().to_string(),
-            }))
-        }
-        SessionMethod::Tools => {
-            let tools = open(slot, key)?.session_mut().tools().await?;
-            Ok(json!({ "tools": tools }))
-        }
-        SessionMethod::CallTool { name, arguments } => {
-            let output = open(slot, key)?
-                .session_mut()
-                .call_tool(&name, &arguments)
-                .await?;
-            Ok(json!({ "content": output.content, "isError": output.is_error }))
-        }
-        SessionMethod::Close => {
-            let Some(mirror) = slot.take() else {
-                return Ok(json!({ "closed": false }));
-            };
-            mirror.close().await?;
-            Ok(json!({ "closed": true }))
-        }
-        SessionMethod::Sync {
-            from,
-            messages,
-            last_fingerprint,
-            reset,
-            base,
-        } => {
-            // A reset replaces the history whatever it was; a tail must extend the mirror's.
-            if let (Some(base), false) = (&base, reset) {
-                check_base(open(slot, key)?, base)?;
-            }
-            let mirror = slot.take().ok_or_else(|| RpcError::unknown_session(key))?;
-            let (mirror, result) = mirror
-                .sync(host, from, &messages, last_fingerprint, reset)
-                .await;
-            *slot = mirror;
-            result?;
-            let state = slot.as_ref().map(|m| m.state().clone()).unwrap_or_default();
-            Ok(json!({
-                "messageCount": state.message_count,
-                "lastFingerprint": state.last_fingerprint,
-            }))
-        }
-        SessionMethod::CommitTurn {
-            advancement_key,
-            messages,
-            last_fingerprint,
-            base,
-        } => {
-            let mirror = open(slot, key)?;
-            // A commit already made answers `duplicate` whatever its base says now.
-            if let Some(base) = &base
-                && !mirror.is_committed(&advancement_key)
-            {
-                check_base(mirror, base)?;
-            }
-            let status = mirror
-                .commit(&advancement_key, &messages, last_fingerprint)
-                .await?;
-            let status = match status {
-                Commit::Committed => "committed",
-                Commit::Duplicate => "duplicate",
-            };
-            Ok(json!({ "status": status, "messageCount": mirror.state().message_count }))
-        }
-        SessionMethod::Assemble {
-            message_count,
-            last_fingerprint,
-            token_budget,
-            available_tools,
-            pending,
-        } => {
-            let mirror = open(slot, key)?;
-            if !mirror.in_sync(message_count, last_fingerprint.as_deref()) {
-                let state = mirror.state();
-                return Ok(json!({
-                    "status": "mismatch",
-                    "messageCount": state.message_count,
-                    "lastFingerprint": state.last_fingerprint,
-                }));
-            }
-            // `notifyBeforeAuto`: the client hears of an automatic compaction before the
-            // assemble that runs it answers.
-            let mut before_compaction = |due: &AutoCompaction| {
-                notify(
-                    COMPACTION_PENDING,
-                    json!({
-                        "sessionKey": due.session_key,
-                        "trigger": "auto",
-                        "contextTokens": due.context_tokens,
-                        "threshold": due.threshold,
-                        "contextWindow": due.context_window,
-                        "message": due.to_string(),
-                    }),
-                );
-            };
-            let request = TurnRequest {
-                available_tools,
-                pending,
-                runtime_tokens: 0,
-            };
-            let started = std::time::Instant::now();
-            let assembly = mirror
-                .assemble(token_budget, &request, &mut before_compaction)
-                .await;
-            let record = mirror.record_turn(
-                host,
-                assembly.as_ref(),
-                started.elapsed(),
-                health.writes_ledger(),
-            );
-            health.record(key, &record);
-            let assembly = assembly?;
-            let mut result = json!({
-                "status": "ok",
-                "items": assembly.items,
-                "estimatedTokens": assembly.estimated_tokens,
-            });
-            if let Some(addition) = assembly.system_prompt_addition {
-                result["systemPromptAddition"] = addition.into();
-            }
-            if let Some(outcome) = assembly.compaction {
-                result["compaction"] = compact_result(mirror, &outcome);
-            }
-            Ok(result)
-        }
-        SessionMethod::Compact {
-            force,
-            token_budget,
-            custom_instructions,
-            trigger,
-        } => {
-            let mirror = open(slot, key)?;
-            mirror.set_budget(token_budget);
-            let options = CompactOptions {
-                force,
-                trigger,
-                token_budget,
-                custom_instructions,
-            };
-            let outcome = mirror.session_mut().compact(&options).await?;
-            Ok(compact_result(mirror, &outcome))
-        }
-        SessionMethod::AfterTurn {
-            pre_prompt_message_count,
-            auto_compaction_summary,
-            is_heartbeat,
-            token_budget,
-        } => {
-            open(slot, key)?
-                .session_mut()
-                .after_turn(&crate::AfterTurnOptions {
-                    pre_prompt_message_count,
-                    auto_compaction_summary,
-                    is_heartbeat,
-                    token_budget,
-                })
-                .await?;
-            Ok(json!({}))
-        }
-        SessionMethod::PrepareSpawn {
-            child,
-            context_mode,
-            ttl_ms,
-        } => {
-            let handle = open(slot, key)?
-                .session_mut()
-                .prepare_subagent_spawn(
-                    &child,
-                    &crate::SpawnOptions {
-                        context_mode,
-                        ttl_ms,
-                    },
-                )
-                .await?;
-            Ok(json!({ "rollbackHandle": handle }))
-        }
-        SessionMethod::Rollback { handle } => {
-            open(slot, key)?
-                .session_mut()
-                .rollback_subagent_spawn(handle)
-                .await?;
-            Ok(json!({}))
-        }
-        SessionMethod::Ended { child, reason } => {
-            open(slot, key)?
-                .session_mut()
-                .on_subagent_ended(&child, reason)
-                .await?;
-            Ok(json!({}))
-        }
+    let session = SessionContext {
+        host,
+        key,
+        slot,
+        notify,
+        health,
+    };
+    call.handler.run(session).await
+}
+
+// ---- the server's own methods ----
+
+impl Method for InitializeParams {
+    const NAME: &'static str = "initialize";
+    type Result = InitializeResult;
+
+    fn check(&self) -> Result<(), RpcError> {
+        self.protocol_version.map_or(Ok(()), ProtocolVersion::check)
     }
 }
 
-/// The open mirror, or the error for a session that is not open.
+impl ServerMethod for InitializeParams {
+    async fn run(self, server: Arc<Server>) -> Result<InitializeResult, RpcError> {
+        if let Some(client) = &self.client {
+            tracing::info!(
+                client = %client.name,
+                version = client.version.as_deref().unwrap_or("?"),
+                "initialize"
+            );
+        }
+        server.initialize().await
+    }
+}
+
+impl Method for HealthParams {
+    const NAME: &'static str = "health";
+    type Result = HealthResult;
+}
+
+impl ServerMethod for HealthParams {
+    async fn run(self, server: Arc<Server>) -> Result<HealthResult, RpcError> {
+        Ok(server.health(self.session_key.as_deref()).await)
+    }
+}
+
+// ---- session methods ----
+
+impl Method for BootstrapParams {
+    const NAME: &'static str = "session.bootstrap";
+    type Result = BootstrapResult;
+}
+
+impl SessionMethod for BootstrapParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    fn route(&self) -> Route {
+        Route::Open(self.session_id.as_ref().map(|id| id.as_str().to_string()))
+    }
+    async fn run(self, session: SessionContext<'_>) -> Result<BootstrapResult, RpcError> {
+        let mirror = match session.slot {
+            Some(mirror) => mirror,
+            None => {
+                let id = self.session_id.as_ref().map(|id| id.as_str());
+                let opened = Mirror::open(session.host, session.key, id).await?;
+                session.slot.insert(opened)
+            }
+        };
+        Ok(BootstrapResult {
+            session_key: session.key.to_string(),
+            session_id: mirror.session().id().to_string(),
+            created: mirror.created(),
+            ephemeral: mirror.is_ephemeral(),
+            state: mirror.state().clone(),
+            mirror: mirror.session().path().display().to_string(),
+        })
+    }
+}
+
+impl Method for ToolsParams {
+    const NAME: &'static str = "session.tools";
+    type Result = ToolsResult;
+}
+
+impl SessionMethod for ToolsParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<ToolsResult, RpcError> {
+        let tools = session.mirror()?.session_mut().tools().await?;
+        Ok(ToolsResult { tools })
+    }
+}
+
+impl Method for CallToolParams {
+    const NAME: &'static str = "session.callTool";
+    type Result = CallToolResult;
+}
+
+impl SessionMethod for CallToolParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<CallToolResult, RpcError> {
+        let output = (session.mirror()?.session_mut())
+            .call_tool(&self.name, &self.arguments)
+            .await?;
+        Ok(CallToolResult {
+            content: output.content,
+            is_error: output.is_error,
+        })
+    }
+}
+
+impl Method for CloseParams {
+    const NAME: &'static str = "session.close";
+    type Result = CloseResult;
+}
+
+impl SessionMethod for CloseParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    fn route(&self) -> Route {
+        Route::Close
+    }
+    async fn run(self, session: SessionContext<'_>) -> Result<CloseResult, RpcError> {
+        let Some(mirror) = session.slot.take() else {
+            return Ok(CloseResult { closed: false });
+        };
+        mirror.close().await?;
+        Ok(CloseResult { closed: true })
+    }
+}
+
+impl Method for SyncParams {
+    const NAME: &'static str = "session.sync";
+    type Result = super::mirror::SyncState;
+}
+
+impl SessionMethod for SyncParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    async fn run(
+        self,
+        mut session: SessionContext<'_>,
+    ) -> Result<super::mirror::SyncState, RpcError> {
+        // A reset replaces the history whatever it was; a tail must extend the mirror's.
+        if let (Some(base), false) = (&self.base, self.reset) {
+            check_base(session.mirror()?, base)?;
+        }
+        let mirror = (session.slot.take()).ok_or_else(|| RpcError::unknown_session(session.key))?;
+        let (mirror, result) = mirror
+            .sync(
+                session.host,
+                self.from,
+                &self.messages,
+                self.last_fingerprint,
+                self.reset,
+            )
+            .await;
+        *session.slot = mirror;
+        result?;
+        Ok((session.slot.as_ref()).map_or_else(Default::default, |m| m.state().clone()))
+    }
+}
+
+impl Method for CommitTurnParams {
+    const NAME: &'static str = "session.commitTurn";
+    type Result = CommitTurnResult;
+}
+
+impl SessionMethod for CommitTurnParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<CommitTurnResult, RpcError> {
+        let mirror = session.mirror()?;
+        // A commit already made answers `duplicate` whatever its base says now.
+        if let Some(base) = &self.base
+            && !mirror.is_committed(&self.advancement_key)
+        {
+            check_base(mirror, base)?;
+        }
+        let status = mirror
+            .commit(&self.advancement_key, &self.messages, self.last_fingerprint)
+            .await?;
+        Ok(CommitTurnResult {
+            status,
+            message_count: mirror.state().message_count,
+        })
+    }
+}
+
+impl Method for AssembleParams {
+    const NAME: &'static str = "session.assemble";
+    type Result = AssembleResult;
+}
+
+impl SessionMethod for AssembleParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<AssembleResult, RpcError> {
+        let (host, key, notify, health) =
+            (session.host, session.key, session.notify, session.health);
+        let mirror = session.mirror()?;
+        if !mirror.in_sync(self.message_count, self.last_fingerprint.as_deref()) {
+            return Ok(AssembleResult::Mismatch(mirror.state().clone()));
+        }
+        // `notifyBeforeAuto`: the client hears of an automatic compaction before the
+        // assemble that runs it answers.
+        let mut before_compaction = |due: &AutoCompaction| {
+            let pending = CompactionPending {
+                session_key: due.session_key.clone(),
+                trigger: CompactionTrigger::Auto,
+                context_tokens: due.context_tokens,
+                threshold: due.threshold,
+                context_window: due.context_window,
+                message: due.to_string(),
+            };
+            notify(CompactionPending::METHOD, answer(pending));
+        };
+        let request = TurnRequest {
+            available_tools: self.available_tools,
+            pending: PendingCall {
+                model: model_id(self.model),
+                prompt: prompt_text(self.prompt),
+            },
+            runtime_tokens: 0,
+        };
+        let started = std::time::Instant::now();
+        let assembly = mirror
+            .assemble(self.token_budget, &request, &mut before_compaction)
+            .await;
+        let record = mirror.record_turn(
+            host,
+            assembly.as_ref(),
+            started.elapsed(),
+            health.writes_ledger(),
+        );
+        health.record(key, &record);
+        let assembly = assembly?;
+        let compaction =
+            (assembly.compaction.as_ref()).map(|outcome| compact_result(mirror, outcome));
+        Ok(AssembleResult::Ok(Assembled {
+            items: assembly.items,
+            estimated_tokens: assembly.estimated_tokens,
+            system_prompt_addition: assembly.system_prompt_addition,
+            compaction,
+        }))
+    }
+}
+
+impl Method for CompactParams {
+    const NAME: &'static str = "session.compact";
+    type Result = CompactResult;
+}
+
+impl SessionMethod for CompactParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<CompactResult, RpcError> {
+        let mirror = session.mirror()?;
+        mirror.set_budget(self.token_budget);
+        let options = CompactOptions {
+            force: self.force,
+            trigger: self.trigger.unwrap_or(CompactionTrigger::Manual),
+            token_budget: self.token_budget,
+            custom_instructions: self.custom_instructions,
+        };
+        let outcome = mirror.session_mut().compact(&options).await?;
+        Ok(compact_result(mirror, &outcome))
+    }
+}
+
+impl Method for AfterTurnParams {
+    const NAME: &'static str = "session.afterTurn";
+    type Result = Done;
+}
+
+impl SessionMethod for AfterTurnParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<Done, RpcError> {
+        let options = crate::AfterTurnOptions {
+            pre_prompt_message_count: self.pre_prompt_message_count,
+            auto_compaction_summary: self.auto_compaction_summary,
+            is_heartbeat: self.is_heartbeat,
+            token_budget: self.token_budget,
+        };
+        session.mirror()?.session_mut().after_turn(&options).await?;
+        Ok(Done {})
+    }
+}
+
+impl Method for PrepareSpawnParams {
+    const NAME: &'static str = "subagent.prepareSpawn";
+    type Result = PrepareSpawnResult;
+}
+
+impl SessionMethod for PrepareSpawnParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    fn route(&self) -> Route {
+        Route::Spawn(self.child_session_key.clone())
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<PrepareSpawnResult, RpcError> {
+        let options = crate::SpawnOptions {
+            context_mode: self.context_mode,
+            ttl_ms: self.ttl_ms,
+        };
+        let rollback_handle = (session.mirror()?.session_mut())
+            .prepare_subagent_spawn(&self.child_session_key, &options)
+            .await?;
+        Ok(PrepareSpawnResult { rollback_handle })
+    }
+}
+
+impl Method for RollbackParams {
+    const NAME: &'static str = "subagent.rollback";
+    type Result = Done;
+}
+
+impl SessionMethod for RollbackParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        Some(&self.session_key)
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<Done, RpcError> {
+        (session.mirror()?.session_mut())
+            .rollback_subagent_spawn(self.rollback_handle)
+            .await?;
+        Ok(Done {})
+    }
+}
+
+impl Method for EndedParams {
+    const NAME: &'static str = "subagent.ended";
+    type Result = Done;
+}
+
+impl SessionMethod for EndedParams {
+    fn session_key(&self) -> Option<&SessionKey> {
+        self.session_key.as_ref()
+    }
+    fn route(&self) -> Route {
+        Route::EndChild(self.child_session_key.clone())
+    }
+    async fn run(self, mut session: SessionContext<'_>) -> Result<Done, RpcError> {
+        (session.mirror()?.session_mut())
+            .on_subagent_ended(&self.child_session_key, self.reason)
+            .await?;
+        Ok(Done {})
+    }
+}
+
 /// Refuses to extend a history other than the one the client says it extends.
 fn check_base(mirror: &Mirror, base: &Base) -> Result<(), RpcError> {
     if mirror.in_sync(base.message_count, base.last_fingerprint.as_deref()) {
         return Ok(());
     }
-    let state = mirror.state();
-    Err(base_mismatch(
-        base,
-        state.message_count,
-        state.last_fingerprint.as_deref(),
-    ))
+    Err(base_mismatch(base, mirror.state()))
 }
 
-fn open<'a>(slot: &'a mut Option<Mirror>, key: &str) -> Result<&'a mut Mirror, RpcError> {
-    slot.as_mut().ok_or_else(|| RpcError::unknown_session(key))
-}
-
-fn compact_result(mirror: &Mirror, outcome: &CompactOutcome) -> Value {
-    let first_kept_index = outcome
-        .first_kept_entry_id
-        .as_deref()
-        .and_then(|id| mirror.position_of(id));
-    json!({
-        "ok": true,
-        "compacted": outcome.compacted,
-        "reason": outcome.reason,
-        "tokensBefore": outcome.tokens_before,
-        "tokensAfter": outcome.tokens_after,
-        "firstKeptIndex": first_kept_index,
-    })
+fn compact_result(mirror: &Mirror, outcome: &CompactOutcome) -> CompactResult {
+    let first_kept_index =
+        (outcome.first_kept_entry_id.as_deref()).and_then(|id| mirror.position_of(id));
+    CompactResult {
+        ok: true,
+        compacted: outcome.compacted,
+        reason: outcome.reason.clone(),
+        tokens_before: outcome.tokens_before,
+        tokens_after: outcome.tokens_after,
+        first_kept_index,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::contract::CompactionTrigger;
 
-    #[test]
-    fn prompts_and_models_reach_the_engine_in_its_terms() {
-        assert_eq!(
-            prompt_text(Some(json!("next step"))),
-            Some("next step".into())
-        );
-        let message = json!({ "role": "user", "content": [{ "type": "text", "text": "a" }, { "type": "image" }, { "type": "text", "text": "b" }] });
-        assert_eq!(prompt_text(Some(message)), Some("a\nb".into()));
-        assert_eq!(prompt_text(Some(json!(5))), None);
-        assert_eq!(
-            model_id(Some(json!("fake/fake-model"))),
-            Some("fake/fake-model".into())
-        );
-        assert_eq!(
-            model_id(Some(
-                json!({ "provider": "fake", "id": "m1", "contextWindow": 32000 })
-            )),
-            Some("fake/m1".into())
-        );
-        assert_eq!(model_id(Some(json!({ "id": "m1" }))), Some("m1".into()));
-        assert_eq!(model_id(None), None);
+    fn params<M: Method>(json: &str) -> Result<M, RpcError> {
+        rpc::params(M::NAME, &RawValue::from_string(json.into()).unwrap())
     }
 
     #[test]
-    fn assemble_params_carry_the_pending_call() {
-        let raw = RawValue::from_string(
-            r#"{"sessionKey":"s","messageCount":3,"prompt":"go","model":"p/m"}"#.into(),
-        )
-        .unwrap();
-        let Ok(Call::Session(
-            Some(key),
-            SessionMethod::Assemble {
-                pending,
-                message_count,
-                ..
-            },
-        )) = parse("session.assemble", &raw)
-        else {
-            panic!("not an assemble call");
-        };
-        assert_eq!((key.as_str(), message_count), ("s", 3));
-        assert_eq!(pending.prompt.as_deref(), Some("go"));
-        assert_eq!(pending.model.as_deref(), Some("p/m"));
+    fn every_method_is_listed_once() {
+        let mut names: Vec<_> = METHODS.iter().map(|entry| entry.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), METHODS.len());
+        assert!(parse("session.frobnicate", RawValue::NULL).is_err());
     }
 
     #[test]
     fn compact_triggers_are_named_as_records_name_them_and_default_to_manual() {
-        let trigger = |params: &str| {
-            let raw = RawValue::from_string(params.into()).unwrap();
-            match parse("session.compact", &raw) {
-                Ok(Call::Session(_, SessionMethod::Compact { trigger, .. })) => Ok(trigger),
-                Ok(_) => panic!("not a compact call"),
-                Err(e) => Err(e.message),
-            }
+        let trigger = |json: &str| {
+            params::<CompactParams>(json)
+                .map(|p| p.trigger.unwrap_or(CompactionTrigger::Manual))
+                .map_err(|e| e.message)
         };
         assert_eq!(
             trigger(r#"{"sessionKey":"s"}"#),
@@ -719,11 +678,54 @@ mod tests {
             ("auto", CompactionTrigger::Auto),
             ("overflow", CompactionTrigger::Overflow),
         ] {
-            let params = format!(r#"{{"sessionKey":"s","trigger":"{name}"}}"#);
-            assert_eq!(trigger(&params), Ok(expected));
+            let json = format!(r#"{{"sessionKey":"s","trigger":"{name}"}}"#);
+            assert_eq!(trigger(&json), Ok(expected));
             assert_eq!(expected.to_string(), name);
         }
         let refused = trigger(r#"{"sessionKey":"s","trigger":"later"}"#).unwrap_err();
         assert!(refused.contains("trigger"), "{refused}");
+    }
+
+    #[test]
+    fn bootstrap_reads_the_session_id() {
+        let p: BootstrapParams = params(r#"{"sessionKey":"s","sessionId":"abc-1"}"#).unwrap();
+        assert_eq!(p.session_id.unwrap().as_str(), "abc-1");
+    }
+
+    #[test]
+    fn unknown_members_wrong_types_and_missing_fields_name_the_method_and_the_field() {
+        let refused = |method: &str, json: &str| {
+            let e = parse(method, &RawValue::from_string(json.into()).unwrap())
+                .err()
+                .expect("refused");
+            assert_eq!(e.code, code::INVALID_PARAMS, "{}", e.message);
+            assert!(e.message.contains(method), "{}", e.message);
+            e
+        };
+        let e = refused(
+            "session.assemble",
+            r#"{"sessionKey":"s","messageCount":1,"extra":1}"#,
+        );
+        assert!(e.message.contains("`extra`"), "{}", e.message);
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("extra")));
+        let e = refused("session.sync", r#"{"sessionKey":"s","messages":[]}"#);
+        assert!(e.message.contains("missing field `from`"), "{}", e.message);
+        let e = refused(
+            "session.commitTurn",
+            r#"{"sessionKey":"s","advancementKey":"k","messages":[{"role":"user"},5]}"#,
+        );
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("messages[1]")));
+        assert!(
+            e.message.contains("not an AgentMessage object"),
+            "{}",
+            e.message
+        );
+        let e = refused("session.close", r#"{"sessionKey":""}"#);
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("sessionKey")));
+        let e = refused(
+            "subagent.ended",
+            r#"{"childSessionKey":"c","reason":"gone"}"#,
+        );
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("reason")));
     }
 }

@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 
 use ctxhost_transcript::Transcript;
 use ctxhost_transcript::compaction::Settings;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use super::checks::AgentMessage;
+use super::protocol::ClientItem;
 use crate::auto_compaction::AutoCompaction;
 use crate::error::{Error, Result};
 use crate::host::{Host, SessionTarget, session_file};
@@ -84,23 +86,27 @@ pub(crate) const MARKER: &str = "ctxhost.mirror";
 const EPHEMERAL_KEY_PART: &str = ":internal-session-effects:";
 
 /// What `commit` did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum Commit {
     Committed,
     Duplicate,
 }
 
 /// Where the runtime's history stands against the mirror.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct SyncState {
+    /// The runtime's messages in the mirror.
     pub(crate) message_count: usize,
+    /// The client's fingerprint of the last of them (opaque to the server).
     pub(crate) last_fingerprint: Option<String>,
 }
 
 /// An assembly in the runtime's terms.
 #[derive(Debug, Clone)]
 pub(crate) struct ClientAssembly {
-    pub(crate) items: Vec<Value>,
+    pub(crate) items: Vec<ClientItem>,
     pub(crate) estimated_tokens: u32,
     pub(crate) system_prompt_addition: Option<String>,
     pub(crate) compaction: Option<CompactOutcome>,
@@ -123,9 +129,9 @@ pub(crate) struct Mirror {
     unwritten: Option<LedgerRecord>,
 }
 
-/// A `custom` entry of the mirror, as far as `scan` reads it: a marker when its type is
-/// [`MARKER`].
-#[derive(Deserialize)]
+/// A `custom` entry of the mirror as far as `append` writes it and `scan` reads it: a marker
+/// when its type is [`MARKER`].
+#[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct MarkerEntry {
     custom_type: Option<String>,
@@ -231,7 +237,7 @@ impl Mirror {
     pub(crate) async fn commit(
         &mut self,
         advancement_key: &str,
-        messages: &[Box<RawValue>],
+        messages: &[AgentMessage],
         last_fingerprint: Option<String>,
     ) -> Result<Commit> {
         if self.committed.contains(advancement_key) {
@@ -253,7 +259,7 @@ impl Mirror {
         mut self,
         host: &Host,
         from: usize,
-        messages: &[Box<RawValue>],
+        messages: &[AgentMessage],
         last_fingerprint: Option<String>,
         reset: bool,
     ) -> (Option<Mirror>, Result<()>) {
@@ -291,7 +297,7 @@ impl Mirror {
 
     async fn append(
         &mut self,
-        messages: &[Box<RawValue>],
+        messages: &[AgentMessage],
         last_fingerprint: Option<String>,
         advancement_key: Option<&str>,
     ) -> Result<()> {
@@ -306,8 +312,12 @@ impl Mirror {
             message_count: count,
             last_fingerprint: fingerprint.clone(),
         };
-        let marker = json!({ "customType": MARKER, "data": data });
-        let texts: Vec<&str> = messages.iter().map(|m| m.get()).collect();
+        let marker = MarkerEntry {
+            custom_type: Some(MARKER.to_string()),
+            data,
+        };
+        let marker = serde_json::to_value(marker).expect("a marker serializes");
+        let texts: Vec<&str> = messages.iter().map(AgentMessage::json).collect();
         let result = self
             .session
             .append_texts_with(&texts, Some(("custom", &marker)))
@@ -369,16 +379,14 @@ impl Mirror {
                     let entry = &transcript.entries()[*index];
                     match positions[*index] {
                         Some(position) if !entry.is_pruned() => items.keep(position),
-                        Some(position) => items.push(json!({
-                            "message": inserted(&transcript.context_message_json(*index)),
-                            "replaces": position,
-                        })),
-                        None => items.push(json!({
-                            "message": inserted(&transcript.context_message_json(*index))
-                        })),
+                        // A pruned message replaces its position; one of no position is new.
+                        replaces => items.push(ClientItem::Message {
+                            message: inserted(&transcript.context_message_json(*index)),
+                            replaces,
+                        }),
                     }
                 }
-                AssembledItem::Inserted(json) => items.push(json!({ "message": inserted(json) })),
+                AssembledItem::Inserted(json) => items.push(ClientItem::message(inserted(json))),
             }
         }
         let items = items.finish();
@@ -527,7 +535,7 @@ impl Mirror {
 /// history.
 #[derive(Default)]
 struct Items {
-    done: Vec<Value>,
+    done: Vec<ClientItem>,
     run: Option<(usize, usize)>,
 }
 
@@ -542,20 +550,20 @@ impl Items {
         }
     }
 
-    fn push(&mut self, item: Value) {
+    fn push(&mut self, item: ClientItem) {
         self.flush();
         self.done.push(item);
     }
 
     fn flush(&mut self) {
         match self.run.take() {
-            Some((from, to)) if from == to => self.done.push(json!({ "index": from })),
-            Some((from, to)) => self.done.push(json!({ "from": from, "to": to })),
+            Some((from, to)) if from == to => self.done.push(ClientItem::Index { index: from }),
+            Some((from, to)) => self.done.push(ClientItem::Range { from, to }),
             None => {}
         }
     }
 
-    fn finish(mut self) -> Vec<Value> {
+    fn finish(mut self) -> Vec<ClientItem> {
         self.flush();
         self.done
     }
@@ -792,16 +800,16 @@ mod tests {
         for position in [0, 1, 2, 5] {
             items.keep(position);
         }
-        items.push(json!({ "message": {} }));
+        items.push(ClientItem::message(json!({})));
         items.keep(6);
         items.keep(7);
         assert_eq!(
             items.finish(),
             [
-                json!({ "from": 0, "to": 2 }),
-                json!({ "index": 5 }),
-                json!({ "message": {} }),
-                json!({ "from": 6, "to": 7 }),
+                ClientItem::Range { from: 0, to: 2 },
+                ClientItem::Index { index: 5 },
+                ClientItem::message(json!({})),
+                ClientItem::Range { from: 6, to: 7 },
             ]
         );
     }

@@ -13,24 +13,27 @@ mod lock;
 mod methods;
 pub(crate) mod mirror;
 mod output;
+mod protocol;
 mod residency;
 pub(crate) mod rpc;
+mod schema;
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::host::Host;
-use methods::{Call, SessionMethod};
+use methods::{Call, SessionCall, answer};
 use mirror::Mirror;
 use rpc::{Line, RpcError, code};
 
 pub use lock::{HomeLock, LockError};
+pub use schema::{REGENERATE as REGENERATE_SCHEMA, protocol_schema, protocol_schema_text};
 
 /// The instance pool a server needs, at most `most` slots: one for every session the
 /// process's descriptor limit lets hold an instance at once (at 4 descriptors a session after
@@ -73,7 +76,7 @@ type Reply = Box<dyn FnOnce(Result<Value, RpcError>) + Send>;
 pub type Notify = Arc<dyn Fn(&str, Value) + Send + Sync>;
 
 struct Job {
-    call: SessionMethod,
+    call: SessionCall,
     reply: Reply,
     notify: Notify,
 }
@@ -242,7 +245,11 @@ impl Server {
                             self.options.max_line_bytes
                         ),
                     )
-                    .with_data(json!({ "bytes": bytes, "maxLineBytes": self.options.max_line_bytes }));
+                    .with_data(rpc::ErrorData {
+                        bytes: Some(bytes),
+                        max_line_bytes: Some(self.options.max_line_bytes),
+                        ..Default::default()
+                    });
                     out.send(&rpc::null_id(), Err(error), permit);
                     continue;
                 }
@@ -269,15 +276,9 @@ impl Server {
             let reply = out.reply_to(request.id.clone(), permit);
             match methods::parse(&request.method, &request.params) {
                 Err(error) => reply(Err(error)),
-                Ok(Call::Initialize) => {
+                Ok(Call::Server(run)) => {
                     let server = self.clone();
-                    tasks.spawn(async move { reply(server.initialize().await) });
-                }
-                Ok(Call::Health(session_key)) => {
-                    let server = self.clone();
-                    tasks.spawn(
-                        async move { reply(Ok(server.health(session_key.as_deref()).await)) },
-                    );
+                    tasks.spawn(async move { reply(run(server).await) });
                 }
                 Ok(Call::Shutdown) => {
                     shutdown_id = Some(reply);
@@ -289,7 +290,7 @@ impl Server {
         tasks.join_all().await;
         if let Some(reply) = shutdown_id {
             self.close_all().await;
-            reply(Ok(json!({})));
+            reply(Ok(answer(protocol::Done {})));
             let _ = self.stop.send(true);
         }
         drop(out);
@@ -301,15 +302,15 @@ impl Server {
     fn route(
         self: &Arc<Self>,
         key: Option<String>,
-        call: SessionMethod,
+        call: SessionCall,
         reply: Reply,
         notify: Notify,
     ) {
         if let Some(key) = key {
             return self.enqueue(key, call, reply, notify);
         }
-        match &call {
-            SessionMethod::Ended { child, .. } => match self.parent_of(child) {
+        match call.ended_child() {
+            Some(child) => match self.parent_of(child) {
                 Some(parent) => self.enqueue(parent, call, reply, notify),
                 None => reply(Err(RpcError::new(
                     code::UNKNOWN_SESSION,
@@ -318,47 +319,50 @@ impl Server {
                         crate::error::excerpt(child, crate::error::QUOTE_BYTES)
                     ),
                 )
-                .with_data(json!({ "childSessionKey": child })))),
+                .with_data(rpc::ErrorData {
+                    child_session_key: Some(child.to_string()),
+                    ..Default::default()
+                }))),
             },
-            _ => reply(Err(RpcError::new(
+            None => reply(Err(RpcError::new(
                 code::INVALID_PARAMS,
                 "`sessionKey` is required",
             )
-            .with_data(json!({ "path": "sessionKey" })))),
+            .with_data(rpc::ErrorData::at("sessionKey")))),
         }
     }
 
-    async fn initialize(&self) -> Result<Value, RpcError> {
+    async fn initialize(&self) -> Result<protocol::InitializeResult, RpcError> {
         let engine = self.host.active_engine().await?;
-        let info = engine.info();
         let limits = &engine.spec().limits;
-        Ok(json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "host": { "name": "ctxhost", "version": env!("CARGO_PKG_VERSION") },
-            "engine": {
-                "id": info.id,
-                "name": info.name,
-                "version": info.version,
-                "contract": engine.contract_version(),
-                "ownsCompaction": info.owns_compaction,
+        Ok(protocol::InitializeResult {
+            protocol_version: checks::ProtocolVersion::SPOKEN,
+            host: protocol::HostInfo {
+                name: "ctxhost",
+                version: env!("CARGO_PKG_VERSION"),
             },
-            "contextWindow": self.host.compaction_settings().context_window,
-            "limits": {
-                "memoryBytes": limits.memory_bytes,
-                "callTimeoutMs": limits.call_timeout.as_millis() as u64,
-                "hostBytesPerCall": limits.host_bytes_per_call,
-                "maxLineBytes": self.options.max_line_bytes,
+            engine: protocol::EngineSummary {
+                info: engine.info().clone(),
+                contract: engine.contract_version().to_string(),
             },
-        }))
+            context_window: self.host.compaction_settings().context_window,
+            limits: protocol::Limits {
+                memory_bytes: limits.memory_bytes,
+                call_timeout_ms: u64::try_from(limits.call_timeout.as_millis()).unwrap_or(u64::MAX),
+                host_bytes_per_call: limits.host_bytes_per_call,
+                max_line_bytes: self.options.max_line_bytes,
+            },
+        })
     }
 
     /// `health`: the engine the config selects and the one serving, quarantines and the
     /// circuit breaker, turns served and degraded over every session, and one session's when
     /// `session_key` names it (`known: false` when no turn of it was recorded).
-    async fn health(&self, session_key: Option<&str>) -> Value {
+    async fn health(&self, session_key: Option<&str>) -> protocol::HealthResult {
+        use protocol::{HealthStatus, SessionReport};
         let configured = self.host.config().active_engine().to_string();
-        let quarantined: Vec<Value> = (self.host.quarantined().await.into_iter())
-            .map(|(engine, cause)| json!({ "engine": engine, "cause": cause }))
+        let quarantined: Vec<_> = (self.host.quarantined().await.into_iter())
+            .map(|(engine, cause)| protocol::Quarantined { engine, cause })
             .collect();
         let serving = self.host.loaded_engine(&configured).await;
         let circuit_open = serving
@@ -366,56 +370,54 @@ impl Server {
             .and_then(|engine| engine.health().circuit_open);
         let (sessions, turns, degraded_turns) = self.health.totals();
         let (resident, resident_limit, evictions) = self.residency.counts();
-        let degraded: Vec<Value> = (self.health.degraded().into_iter())
-            .map(|(key, health)| json!({ "sessionKey": key, "health": health }))
+        let degraded: Vec<_> = (self.health.degraded().into_iter())
+            .map(|(session_key, health)| protocol::DegradedSession {
+                session_key,
+                health,
+            })
             .collect();
         let ok = quarantined.is_empty() && circuit_open.is_none() && degraded.is_empty();
-        let mut answer = json!({
-            "status": if ok { "ok" } else { "degraded" },
-            "engine": {
-                "configured": configured,
-                "contract": serving.as_ref().map(|e| e.contract_version().to_string()),
-                "circuitOpen": circuit_open,
+        let session = session_key.map(|key| SessionReport::of(key, self.health.session(key)));
+        protocol::HealthResult {
+            status: if ok {
+                HealthStatus::Ok
+            } else {
+                HealthStatus::Degraded
             },
-            "quarantined": quarantined,
-            "sessions": {
-                "open": self.session_count(),
-                "recorded": sessions,
-                "turns": turns,
-                "degradedTurns": degraded_turns,
-                "idleReleases": self.health.idle_releases(),
-                "resident": resident,
-                "residentLimit": resident_limit.min(u32::MAX as usize),
-                "evictions": evictions,
+            engine: protocol::EngineHealth {
+                contract: serving.as_ref().map(|e| e.contract_version().to_string()),
+                configured,
+                circuit_open,
             },
-            "degradedSessions": degraded,
-        });
-        if let Some(key) = session_key {
-            answer["session"] = match self.health.session(key) {
-                Some(health) => json!({ "sessionKey": key, "known": true, "health": health }),
-                None => json!({
-                    "sessionKey": key,
-                    "known": false,
-                    "message": format!("no turn of session `{}` was recorded by this server", crate::error::excerpt(key, crate::error::QUOTE_BYTES)),
-                }),
-            };
+            quarantined,
+            sessions: protocol::SessionCounts {
+                open: self.session_count(),
+                recorded: sessions,
+                turns,
+                degraded_turns,
+                idle_releases: self.health.idle_releases(),
+                resident,
+                resident_limit: resident_limit.min(u32::MAX as usize),
+                evictions,
+            },
+            degraded_sessions: degraded,
+            session,
         }
-        answer
     }
 
     /// Hands a session call to its actor (starting one for `bootstrap`), in read order.
-    fn enqueue(self: &Arc<Self>, key: String, call: SessionMethod, reply: Reply, notify: Notify) {
+    fn enqueue(self: &Arc<Self>, key: String, call: SessionCall, reply: Reply, notify: Notify) {
         let mut sessions = self.sessions();
-        if let SessionMethod::PrepareSpawn { child, .. } = &call {
-            sessions.children.insert(child.clone(), key.clone());
+        if let Some(child) = call.spawned_child() {
+            sessions.children.insert(child.to_string(), key.clone());
         }
-        let is_bootstrap = matches!(call, SessionMethod::Bootstrap { .. });
-        let is_close = matches!(call, SessionMethod::Close);
+        let is_bootstrap = call.opens();
+        let is_close = call.closes();
         if !sessions.open.contains_key(&key) {
             if !is_bootstrap {
                 drop(sessions);
                 if is_close {
-                    reply(Ok(json!({ "closed": false })));
+                    reply(Ok(answer(protocol::CloseResult { closed: false })));
                 } else {
                     reply(Err(RpcError::unknown_session(&key)));
                 }
@@ -541,23 +543,24 @@ async fn take_resources(
     mailbox: &Mailbox,
     key: &str,
     mirror: &mut Option<Mirror>,
-    call: &SessionMethod,
+    // What `bootstrap` opens the session with; None for every other call.
+    opening: Option<Option<String>>,
 ) -> Result<(), RpcError> {
-    if mirror.is_none() && !matches!(call, SessionMethod::Bootstrap { .. }) {
+    if mirror.is_none() && opening.is_none() {
         return Ok(()); // not open: the call answers so, and takes nobody's place
     }
     let residency = &server.residency;
     suspend_others(residency.enter(mailbox.id, &mailbox.handle)).await;
     loop {
-        let taken = match (mirror.as_mut(), call) {
+        let taken = match (mirror.as_mut(), &opening) {
             (Some(open), _) => open.session_mut().resume().await,
-            (None, SessionMethod::Bootstrap { session_id }) => {
+            (None, Some(session_id)) => {
                 match Mirror::open(&server.host, key, session_id.as_deref()).await {
                     Ok(opened) => mirror.insert(opened).session_mut().resume().await,
                     Err(e) => Err(e),
                 }
             }
-            (None, _) => return Ok(()),
+            (None, None) => return Ok(()),
         };
         let error = match taken {
             Ok(()) => return Ok(()),
@@ -577,7 +580,11 @@ async fn take_resources(
                     crate::error::excerpt(key, crate::error::QUOTE_BYTES)
                 ),
             )
-            .with_data(json!({ "sessionKey": key, "limit": limit.name() })));
+            .with_data(rpc::ErrorData {
+                session_key: Some(key.to_string()),
+                limit: Some(limit.name().to_string()),
+                ..rpc::ErrorData::default()
+            }));
         }
         suspend_others(others).await;
     }
@@ -636,9 +643,10 @@ async fn run_actor(
             Some(Message::Call(job)) => job,
         };
         let taken = match server.upgrade() {
-            Some(server) if !matches!(job.call, SessionMethod::Close) => {
+            Some(server) if !job.call.closes() => {
                 resident = true;
-                take_resources(&server, &mailbox, &key, &mut mirror, &job.call).await
+                let opening = job.call.opening().map(|id| id.map(str::to_string));
+                take_resources(&server, &mailbox, &key, &mut mirror, opening).await
             }
             _ => Ok(()),
         };
@@ -681,7 +689,7 @@ async fn run_call(
     health: &Arc<health::HealthBoard>,
     key: &str,
     mirror: &mut Option<Mirror>,
-    call: SessionMethod,
+    call: SessionCall,
     notify: &Notify,
 ) -> Result<Value, RpcError> {
     let (task_host, task_key, task_health) = (host.clone(), key.to_string(), health.clone());

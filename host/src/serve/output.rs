@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
@@ -129,9 +129,8 @@ impl Output {
     pub(super) fn notifier(&self) -> Notify {
         let lines = self.lines.clone();
         Arc::new(move |method, params| {
-            let line = json!({ "jsonrpc": "2.0", "method": method, "params": params });
             let _ = lines.send(Outgoing {
-                line: line.to_string(),
+                line: rpc::notification(method, params),
                 _permit: None,
             });
         })

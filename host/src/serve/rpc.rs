@@ -1,10 +1,11 @@
 //! JSON-RPC 2.0 over newline-delimited JSON: reading capped lines, parsing requests, and the
 //! error codes of the protocol (`docs/serve-protocol.md`).
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::error::{Error, QUOTE_BYTES, excerpt};
@@ -49,7 +50,65 @@ pub(crate) mod code {
 pub(crate) struct RpcError {
     pub(crate) code: i64,
     pub(crate) message: String,
-    pub(crate) data: Option<Value>,
+    /// Boxed: errors travel in every `Result` of the server, and most carry little or no data.
+    pub(crate) data: Option<Box<ErrorData>>,
+}
+
+/// What an error's `data` carries: the members that apply to it, and no other.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct ErrorData {
+    /// The member of params at fault (`messages[2].role`, `sessionKey`; empty for a member
+    /// missing from the top level).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) path: Option<String>,
+    /// The method no one answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) method: Option<String>,
+    /// The session that is not open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) session_key: Option<String>,
+    /// The child session no open session spawned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) child_session_key: Option<String>,
+    /// The engine that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) engine: Option<String>,
+    /// The engine's function that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) function: Option<String>,
+    /// The tool whose arguments were refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool: Option<String>,
+    /// The protocol versions this server speaks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) supported: Option<Vec<u32>>,
+    /// Where a line that is not JSON went wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) column: Option<usize>,
+    /// The host limit a session could not be served within (`instances`, `descriptors`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) limit: Option<String>,
+    /// The bytes of a line that was too long.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bytes: Option<usize>,
+    /// The longest line taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_line_bytes: Option<usize>,
+    /// The history the mirror holds, when a `base` is not it.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) mirror: Option<super::mirror::SyncState>,
+}
+
+impl ErrorData {
+    /// The data of an error about the member of params at `path`.
+    pub(crate) fn at(path: impl Into<String>) -> Self {
+        Self {
+            path: Some(path.into()),
+            ..Self::default()
+        }
+    }
 }
 
 impl RpcError {
@@ -61,8 +120,8 @@ impl RpcError {
         }
     }
 
-    pub(crate) fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+    pub(crate) fn with_data(mut self, data: ErrorData) -> Self {
+        self.data = Some(Box::new(data));
         self
     }
 
@@ -74,19 +133,35 @@ impl RpcError {
                 excerpt(key, QUOTE_BYTES)
             ),
         )
-        .with_data(json!({ "sessionKey": key }))
+        .with_data(ErrorData {
+            session_key: Some(key.to_string()),
+            ..ErrorData::default()
+        })
     }
 
     /// The error object sent. What it quotes is capped here, where every error passes, so no
     /// path (a serde message quoting a value, a key in `data`) echoes a huge input back.
-    fn to_json(&self) -> Value {
-        let message = excerpt(&self.message, MESSAGE_BYTES);
-        let mut error = json!({ "code": self.code, "message": message });
-        if let Some(data) = &self.data {
-            error["data"] = capped(data.clone());
+    fn into_object(self) -> ErrorObject {
+        ErrorObject {
+            code: self.code,
+            message: excerpt(&self.message, MESSAGE_BYTES).into_owned(),
+            data: (self.data.as_ref())
+                .map(|data| capped(serde_json::to_value(data).expect("error data serializes"))),
         }
-        error
     }
+}
+
+/// The error of a response that failed.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ErrorObject {
+    /// What kind of error (docs/serve-protocol.md, "Errors").
+    code: i64,
+    /// The problem and where it is, for a person.
+    message: String,
+    /// The details that apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<ErrorData>")]
+    data: Option<Value>,
 }
 
 impl From<Error> for RpcError {
@@ -107,7 +182,11 @@ impl From<Error> for RpcError {
                     engine, function, ..
                 } => (engine.clone(), function.to_string()),
             };
-            json!({ "engine": engine, "function": function })
+            ErrorData {
+                engine: Some(engine),
+                function: Some(function),
+                ..ErrorData::default()
+            }
         };
         let message = crate::error::chain(&error);
         match &error {
@@ -118,23 +197,32 @@ impl From<Error> for RpcError {
                 RpcError::new(code::ENGINE_FAULT, message).with_data(engine_fault(source))
             }
             Error::CompactionFailed { engine, .. } => RpcError::new(code::ENGINE_FAULT, message)
-                .with_data(json!({ "engine": engine, "function": "compact" })),
+                .with_data(ErrorData {
+                    engine: Some(engine.clone()),
+                    function: Some("compact".into()),
+                    ..ErrorData::default()
+                }),
             Error::Transcript(_) | Error::Io { .. } => RpcError::new(code::TRANSCRIPT, message),
             Error::Config(_) | Error::Plugin(_) | Error::Runtime(_) => {
                 RpcError::new(code::ENGINE_UNAVAILABLE, message)
             }
             Error::Overflow(_) => RpcError::new(code::OVERFLOW, message),
             Error::InvalidMessage { index, .. } => RpcError::new(code::INVALID_PARAMS, message)
-                .with_data(json!({ "path": format!("messages[{index}]") })),
+                .with_data(ErrorData::at(format!("messages[{index}]"))),
             Error::SyncFrom { .. } => {
-                RpcError::new(code::INVALID_PARAMS, message).with_data(json!({ "path": "from" }))
+                RpcError::new(code::INVALID_PARAMS, message).with_data(ErrorData::at("from"))
             }
-            Error::SessionKey { .. } => RpcError::new(code::INVALID_PARAMS, message)
-                .with_data(json!({ "path": "sessionKey" })),
+            Error::SessionKey { .. } => {
+                RpcError::new(code::INVALID_PARAMS, message).with_data(ErrorData::at("sessionKey"))
+            }
             Error::UnknownRollback { .. } => RpcError::new(code::INVALID_PARAMS, message)
-                .with_data(json!({ "path": "rollbackHandle" })),
-            Error::ToolCall { tool, .. } => RpcError::new(code::INVALID_PARAMS, message)
-                .with_data(json!({ "path": "arguments", "tool": tool })),
+                .with_data(ErrorData::at("rollbackHandle")),
+            Error::ToolCall { tool, .. } => {
+                RpcError::new(code::INVALID_PARAMS, message).with_data(ErrorData {
+                    tool: Some(tool.clone()),
+                    ..ErrorData::at("arguments")
+                })
+            }
             Error::Recall(_) => RpcError::new(code::TRANSCRIPT, message),
         }
     }
@@ -200,8 +288,12 @@ pub(crate) fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
     let value: &RawValue = serde_json::from_str(line).map_err(|e| {
         rejected(
             null_id(),
-            RpcError::new(code::PARSE_ERROR, format!("the line is not JSON: {e}"))
-                .with_data(json!({ "column": e.column() })),
+            RpcError::new(code::PARSE_ERROR, format!("the line is not JSON: {e}")).with_data(
+                ErrorData {
+                    column: Some(e.column()),
+                    ..ErrorData::default()
+                },
+            ),
         )
     })?;
     let first = value.get().trim_start().as_bytes().first().copied();
@@ -280,12 +372,15 @@ pub(crate) fn params<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Resul
     let mut deserializer = serde_json::Deserializer::from_str(raw.get());
     serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
+        let (path, at) = match path.as_str() {
+            "." => (String::new(), String::new()),
+            _ => (path.clone(), format!(" at `{path}`")),
+        };
         RpcError::new(
             code::INVALID_PARAMS,
-            format!("bad params for `{method}` at `{path}`: {}", e.inner()),
+            format!("bad params for `{method}`{at}: {}", e.inner()),
         )
-        .with_data(json!({ "path": path }))
+        .with_data(ErrorData::at(path))
     })
 }
 
@@ -296,14 +391,14 @@ struct Response<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     result: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<Value>,
+    error: Option<ErrorObject>,
 }
 
 /// The response line for a request id.
 pub(crate) fn response(id: &RawValue, result: Result<Value, RpcError>) -> String {
     let (result, error) = match result {
         Ok(result) => (Some(result), None),
-        Err(error) => (None, Some(error.to_json())),
+        Err(error) => (None, Some(error.into_object())),
     };
     let body = Response {
         jsonrpc: "2.0",
@@ -312,6 +407,24 @@ pub(crate) fn response(id: &RawValue, result: Result<Value, RpcError>) -> String
         error,
     };
     serde_json::to_string(&body).expect("a response serializes")
+}
+
+/// A message of the server's own: no id, and no answer wanted.
+#[derive(Serialize)]
+struct Notification<'a> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: Value,
+}
+
+/// The line of a notification.
+pub(crate) fn notification(method: &str, params: Value) -> String {
+    let body = Notification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    };
+    serde_json::to_string(&body).expect("a notification serializes")
 }
 
 /// What reading one line produced.
@@ -371,6 +484,8 @@ pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[tokio::test]
@@ -474,8 +589,14 @@ mod tests {
         let huge = "k".repeat(10 << 20);
         let answers = [
             RpcError::unknown_session(&huge),
-            RpcError::new(code::INVALID_PARAMS, format!("bad `{huge}`"))
-                .with_data(json!({ "method": &huge, "nested": [&huge] })),
+            RpcError::new(code::INVALID_PARAMS, format!("bad `{huge}`")).with_data(ErrorData {
+                method: Some(huge.clone()),
+                mirror: Some(super::super::mirror::SyncState {
+                    message_count: 0,
+                    last_fingerprint: Some(huge.clone()),
+                }),
+                ..ErrorData::at(&huge)
+            }),
         ];
         for error in answers {
             let line = response(RawValue::NULL, Err(error));
@@ -500,6 +621,6 @@ mod tests {
             RawValue::from_string(r#"{"messages":[{"role":"user"},{"role":5}]}"#.into()).unwrap();
         let e = params::<P>("session.commitTurn", &raw).unwrap_err();
         assert_eq!(e.code, code::INVALID_PARAMS);
-        assert_eq!(e.data, Some(json!({ "path": "messages[1].role" })));
+        assert_eq!(e.data.as_deref(), Some(&ErrorData::at("messages[1].role")));
     }
 }

@@ -23,7 +23,7 @@ const MAX_SCHEMA_BYTES: usize = 16 << 10;
 const MAX_ARGUMENT_BYTES: usize = 64 << 10;
 
 /// Who answers a tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ToolSource {
     /// ctxhost itself (`ctx_search`, `ctx_expand`).
@@ -33,7 +33,7 @@ pub enum ToolSource {
 }
 
 /// A tool as the model is offered it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct AgentTool {
     /// The name the model calls it by.
     pub name: String,
