@@ -24,7 +24,7 @@
 //! line index, so a v1 file with a compaction is parsed whole, as is anything else the walk
 //! cannot settle (a boundary or parent that is not where a valid file has it, a line of two
 //! entries): `status` accepts and rejects exactly what every other command does. A session
-//! opened by ctxhost is rewritten as v3 on first open.
+//! written by ctxhost is rewritten as v3 by its first write.
 
 use std::borrow::Cow;
 use std::fs::File;

@@ -370,14 +370,15 @@ impl Transcript {
         &self.warnings
     }
 
-    /// After a rewrite changed lines the reader repaired (a torn last line dropped, entries
-    /// on one line split or skipped), say where the original bytes are kept.
-    pub(crate) fn note_torn_tail_backup(&mut self, backup: &Path) {
+    /// For a file the next write rewrites: lines the reader repaired (a torn last line
+    /// dropped, entries on one line split or skipped) are not silently lost, say so.
+    pub(crate) fn note_torn_tail_backup(&mut self) {
         for w in &mut self.warnings {
             if w.message.starts_with("torn last line") || w.message.contains("entries on one line")
             {
-                w.message
-                    .push_str(&format!("; its bytes are kept in {}", backup.display()));
+                w.message.push_str(
+                    "; the next write rewrites the file and keeps its bytes in a backup beside it",
+                );
             }
         }
     }
