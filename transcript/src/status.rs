@@ -34,6 +34,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::check::Verdict;
 use crate::error::{LoadWarning, TranscriptError};
 use crate::record::CompactionRecord;
 use crate::transcript::Transcript;
@@ -517,18 +518,50 @@ pub fn scan_for_window(path: &Path, window: u64) -> Result<Status, TranscriptErr
 }
 
 fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError> {
-    let source = path.display().to_string();
     let mut file = crate::read::open_transcript(path)?;
     let file_bytes = file
         .metadata()
         .map_err(io(path, "cannot stat transcript"))?
         .len();
     let head = crate::read::read_head(&mut file, path)?;
-    let full = || -> Result<Status, TranscriptError> {
-        let mut t = Transcript::load(path)?;
-        t.set_context_window(window);
-        Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
-    };
+    let full = || full_load(path, window, file_bytes);
+    // The whole file is checked as loading checks it, beside the walk that measures the
+    // context (on another core: each reads the file once).
+    let (verdict, walked) = std::thread::scope(|scope| {
+        let walk = scope.spawn(|| walk(path, window, file, file_bytes, &head));
+        let verdict = crate::check::check(path, &head);
+        (verdict, walk.join())
+    });
+    match (verdict?, walked) {
+        // The walk handed the file to the load already: its answer is loading's.
+        (_, Ok(Ok(status))) if status.count_source == CountSource::FullParse => Ok(status),
+        (Verdict::Valid(warnings), Ok(Ok(mut status))) => {
+            status.warnings = warnings;
+            Ok(status)
+        }
+        // A walk that fails on a file loading accepts is wrong: the load answers.
+        (Verdict::Valid(_), _) | (Verdict::AskTheLoader, _) => full(),
+    }
+}
+
+/// The status from a full load: what the walk cannot settle, and the check's doubts.
+fn full_load(path: &Path, window: Option<u64>, file_bytes: u64) -> Result<Status, TranscriptError> {
+    let mut t = Transcript::load(path)?;
+    t.set_context_window(window);
+    Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
+}
+
+/// The backward walk (see the module docs): the file's figures, for a file the check found
+/// valid.
+fn walk(
+    path: &Path,
+    window: Option<u64>,
+    file: File,
+    file_bytes: u64,
+    head: &crate::read::Head,
+) -> Result<Status, TranscriptError> {
+    let source = path.display().to_string();
+    let full = || full_load(path, window, file_bytes);
     // v1: no ids; each entry's parent is the entry before it.
     let v1 = head.header.version() == 1;
 
@@ -713,10 +746,9 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         && !ids_passed.contains(&id_hash(parent))
     {
         // No line of the file has that id: loading makes the entry a root, and says so.
-        stream.notes.push((
-            root,
-            format!("parentId {parent:?} not found; entry treated as a root"),
-        ));
+        stream
+            .notes
+            .push((root, crate::transcript::missing_parent(parent)));
         chain_done = true;
     }
     drop(ids_passed);
@@ -828,10 +860,7 @@ fn streamed(
     let source = path.display().to_string();
     let mut notes: Vec<(u64, String)> = stream.notes.clone();
     if let Some(from_end) = torn {
-        notes.push((
-            from_end,
-            "torn last line (no trailing newline, not JSON) ignored".into(),
-        ));
+        notes.push((from_end, crate::transcript::TORN_LAST_LINE.into()));
     }
     // File order: the line read last comes first.
     notes.sort_by_key(|(from_end, _)| std::cmp::Reverse(*from_end));

@@ -81,6 +81,75 @@ pub(crate) fn split_concatenated(line: &str) -> Option<Vec<&str>> {
     (parts.len() >= 2).then_some(parts)
 }
 
+/// One line of a file's body (not blank, without its line break) as every reader reads it:
+/// each entry it holds goes to `each` (several when entries were written without a line break
+/// between them, none when a v1 reader skips such a line), and what was odd but readable to
+/// `warnings`. `line_of` makes an entry's line from a slice of `text`. The full load and
+/// `status`'s check of a whole file both read every line here, so they accept and refuse the
+/// same lines with the same words.
+pub(crate) fn read_line(
+    text: &str,
+    line_no: usize,
+    decode: &Decode,
+    source: &str,
+    line_of: &dyn Fn(&str) -> Line,
+    warnings: &mut Vec<LoadWarning>,
+    mut each: impl FnMut(Entry),
+) -> Result<(), TranscriptError> {
+    let warning = |message: String| LoadWarning {
+        source: source.to_string(),
+        line: line_no,
+        message,
+    };
+    let mut emit = |mut e: Entry, warnings: &mut Vec<LoadWarning>| {
+        if let Some(note) = e.take_note() {
+            warnings.push(warning(note));
+        }
+        each(e);
+    };
+    let decoded = match Entry::decode(line_of(text), line_no, decode) {
+        Ok(e) => {
+            emit(e, warnings);
+            return Ok(());
+        }
+        Err(problem) => {
+            let Some(parts) = split_concatenated(text) else {
+                return Err(TranscriptError::invalid(source, line_no, problem));
+            };
+            let n = parts.len();
+            if decode.version == 1 {
+                // v1 boundaries count entries by position; pi skips such a line, so the
+                // positions only agree with pi's if it is skipped here too.
+                warnings.push(warning(format!(
+                    "{n} JSON entries on one line (no line break between them); \
+                     line skipped, as pi skips it"
+                )));
+                return Ok(());
+            }
+            warnings.push(warning(format!(
+                "{n} JSON entries on one line (no line break between them); read as {n} entries"
+            )));
+            parts
+                .into_iter()
+                .map(|part| Entry::decode(line_of(part), line_no, decode))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|p| TranscriptError::invalid(source, line_no, p))?
+        }
+    };
+    for e in decoded {
+        emit(e, warnings);
+    }
+    Ok(())
+}
+
+/// What loading says of a torn last line (it skips it).
+pub(crate) const TORN_LAST_LINE: &str = "torn last line (no trailing newline, not JSON) ignored";
+
+/// What loading says of an entry whose parent is not in the file.
+pub(crate) fn missing_parent(parent: &str) -> String {
+    format!("parentId {parent:?} not found; entry treated as a root")
+}
+
 impl Transcript {
     /// An empty version 3 transcript.
     pub fn new(session_id: &str, cwd: &str, timestamp_iso: &str) -> Transcript {
@@ -150,7 +219,7 @@ impl Transcript {
             warnings.push(LoadWarning {
                 source: source.to_string(),
                 line,
-                message: "torn last line (no trailing newline, not JSON) ignored".into(),
+                message: TORN_LAST_LINE.into(),
             });
             lines.pop();
         }
@@ -165,13 +234,6 @@ impl Transcript {
             .map_err(|p| TranscriptError::invalid(source, header_line, p))?;
         let entry_count = lines.len() - 1;
         let mut entries: Vec<Entry> = Vec::with_capacity(entry_count);
-        let warn = |warnings: &mut Vec<LoadWarning>, line: usize, message: String| {
-            warnings.push(LoadWarning {
-                source: source.to_string(),
-                line,
-                message,
-            });
-        };
         for &(line_no, text) in &lines[1..] {
             let decode = Decode {
                 version: header.version(),
@@ -179,49 +241,15 @@ impl Transcript {
                 index: entries.len(),
                 entry_count,
             };
-            let mut decoded = match Entry::decode(line_of(text), line_no, &decode) {
-                Ok(e) => vec![e],
-                Err(problem) => match split_concatenated(text) {
-                    None => return Err(TranscriptError::invalid(source, line_no, problem)),
-                    // v1 boundaries count entries by position; pi skips such a line, so the
-                    // positions only agree with pi's if it is skipped here too.
-                    Some(parts) if header.version() == 1 => {
-                        warn(
-                            &mut warnings,
-                            line_no,
-                            format!(
-                                "{} JSON entries on one line (no line break between them); \
-                                 line skipped, as pi skips it",
-                                parts.len()
-                            ),
-                        );
-                        continue;
-                    }
-                    Some(parts) => {
-                        warn(
-                            &mut warnings,
-                            line_no,
-                            format!(
-                                "{} JSON entries on one line (no line break between them); \
-                                 read as {} entries",
-                                parts.len(),
-                                parts.len()
-                            ),
-                        );
-                        parts
-                            .into_iter()
-                            .map(|part| Entry::decode(line_of(part), line_no, &decode))
-                            .collect::<Result<Vec<_>, _>>()
-                            .map_err(|p| TranscriptError::invalid(source, line_no, p))?
-                    }
-                },
-            };
-            for e in &mut decoded {
-                if let Some(note) = e.take_note() {
-                    warn(&mut warnings, line_no, note);
-                }
-            }
-            entries.extend(decoded);
+            read_line(
+                text,
+                line_no,
+                &decode,
+                source,
+                &line_of,
+                &mut warnings,
+                |e| entries.push(e),
+            )?;
         }
         let mut t = Transcript {
             source: source.to_string(),
@@ -266,7 +294,7 @@ impl Transcript {
                         warnings.push(LoadWarning {
                             source: src.clone(),
                             line: e.line_number(),
-                            message: format!("parentId {p:?} not found; entry treated as a root"),
+                            message: missing_parent(p),
                         });
                     }
                     found
