@@ -58,7 +58,7 @@ pub(crate) fn check(path: &Path, head: &Head) -> Result<Verdict, TranscriptError
     let mut boundaries: Vec<u64> = Vec::new();
     let mut warnings = Vec::new();
     let mut refused: Option<Refused> = None;
-    let mut entries = 0usize;
+    let mut positions = 0usize;
     let mut line_no = head.line;
     let mut ends_with_newline = true;
     let mut bytes = Vec::new();
@@ -103,7 +103,7 @@ pub(crate) fn check(path: &Path, head: &Head) -> Result<Verdict, TranscriptError
         };
         let decode = Decode {
             version,
-            index: entries,
+            index: positions,
             // v1 boundaries (line indices) are left to the full load.
             entry_count: usize::MAX,
         };
@@ -115,7 +115,6 @@ pub(crate) fn check(path: &Path, head: &Head) -> Result<Verdict, TranscriptError
             &line_of,
             &mut warnings,
             |e| {
-                entries += 1;
                 if version == 1 {
                     ask_the_loader |= e.entry_type() == "compaction";
                     return;
@@ -132,6 +131,7 @@ pub(crate) fn check(path: &Path, head: &Head) -> Result<Verdict, TranscriptError
                 }
             },
         );
+        positions += read.as_ref().copied().unwrap_or(0);
         if let Err(error) = read {
             let torn_if_last = serde_json::from_str::<IgnoredAny>(&text).is_err()
                 && split_concatenated(&text).is_none();

@@ -616,6 +616,46 @@ mod tests {
         assert_eq!(back.entries().len(), 4);
     }
 
+    /// A v1 file as real pi files have it, two entries on one line: pi skips the line, and
+    /// so does the context, but the rewrite that migrates the file keeps them.
+    #[test]
+    fn entries_on_one_line_of_a_v1_file_survive_its_migration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.jsonl");
+        let message = |text: &str| {
+            format!(
+                "{{\"type\":\"message\",\"message\":{{\"role\":\"user\",\"content\":\"{text}\"}}}}"
+            )
+        };
+        let (a, b, c) = (message("first"), message("glued one"), message("glued two"));
+        let v1 = format!(
+            "{{\"type\":\"session\",\"id\":\"s\"}}\n{a}\n{b}{c}\n{}\n",
+            message("last")
+        );
+        std::fs::write(&path, &v1).unwrap();
+        let (mut f, mut t) = TranscriptFile::open(&path).unwrap();
+        let context: Vec<String> = (t.context().iter())
+            .map(|&i| t.entries()[i].id().to_string())
+            .collect();
+        let from = t.entries().len();
+        t.append_message(&json!({"role":"user","content":"new"}), "t")
+            .unwrap();
+        f.append(&t, from).unwrap();
+        let on_disk = std::fs::read_to_string(&path).unwrap();
+        assert!(on_disk.contains(&format!("[{b},{c}]")), "{on_disk}");
+        let back = Transcript::load(&path).unwrap();
+        assert!(back.warnings().is_empty(), "{:?}", back.warnings());
+        let after: Vec<String> = (back.context().iter())
+            .map(|&i| back.entries()[i].id().to_string())
+            .collect();
+        assert_eq!(
+            after[..after.len() - 1],
+            context[..],
+            "the context is what it was"
+        );
+        assert_eq!(std::fs::read_to_string(f.backup().unwrap()).unwrap(), v1);
+    }
+
     /// A v2 file opened by two writers: the one that migrates it first wins, the other's
     /// handle reaches only the backup, so its append is refused instead of going there.
     #[test]

@@ -83,10 +83,10 @@ pub(crate) fn split_concatenated(line: &str) -> Option<Vec<&str>> {
 
 /// One line of a file's body (not blank, without its line break) as every reader reads it:
 /// each entry it holds goes to `each` (several when entries were written without a line break
-/// between them, none when a v1 reader skips such a line), and what was odd but readable to
-/// `warnings`. `line_of` makes an entry's line from a slice of `text`. The full load and
-/// `status`'s check of a whole file both read every line here, so they accept and refuse the
-/// same lines with the same words.
+/// between them), and what was odd but readable to `warnings`. Returns how many v1 positions
+/// the line takes (see [`kept_v1_line`]). `line_of` makes an entry's line from a slice of
+/// `text`. The full load and `status`'s check of a whole file both read every line here, so
+/// they accept and refuse the same lines with the same words.
 pub(crate) fn read_line(
     text: &str,
     line_no: usize,
@@ -95,7 +95,7 @@ pub(crate) fn read_line(
     line_of: &dyn Fn(&str) -> Line,
     warnings: &mut Vec<LoadWarning>,
     mut each: impl FnMut(Entry),
-) -> Result<(), TranscriptError> {
+) -> Result<usize, TranscriptError> {
     let warning = |message: String| LoadWarning {
         source: source.to_string(),
         line: line_no,
@@ -110,7 +110,7 @@ pub(crate) fn read_line(
     let decoded = match Entry::decode(line_of(text), line_no, decode) {
         Ok(e) => {
             emit(e, warnings);
-            return Ok(());
+            return Ok(1);
         }
         Err(problem) => {
             let Some(parts) = split_concatenated(text) else {
@@ -118,13 +118,15 @@ pub(crate) fn read_line(
             };
             let n = parts.len();
             if decode.version == 1 {
-                // v1 boundaries count entries by position; pi skips such a line, so the
-                // positions only agree with pi's if it is skipped here too.
                 warnings.push(warning(format!(
-                    "{n} JSON entries on one line (no line break between them); \
-                     line skipped, as pi skips it"
+                    "{n} JSON entries on one line (no line break between them); left out of \
+                     the context as pi leaves them out, and kept whole (a \"custom\" entry \
+                     of type {KEPT_V1_LINE:?}) when the file is rewritten"
                 )));
-                return Ok(());
+                let kept = kept_v1_line(&parts, line_no, decode)
+                    .map_err(|p| TranscriptError::invalid(source, line_no, p))?;
+                emit(kept, warnings);
+                return Ok(0);
             }
             warnings.push(warning(format!(
                 "{n} JSON entries on one line (no line break between them); read as {n} entries"
@@ -136,10 +138,37 @@ pub(crate) fn read_line(
                 .map_err(|p| TranscriptError::invalid(source, line_no, p))?
         }
     };
+    let positions = decoded.len();
     for e in decoded {
         emit(e, warnings);
     }
-    Ok(())
+    Ok(positions)
+}
+
+/// The `customType` of a v1 line of several entries, kept whole.
+pub(crate) const KEPT_V1_LINE: &str = "ctxhost.v1-line";
+
+/// A v1 line holding several entries (written without a line break between them), as an
+/// entry that keeps them. pi skips such a line, and v1 boundaries count entries by position
+/// as pi reads them, so the line takes no position: it hangs off the entry before it, beside
+/// the branch, as a `custom` entry (which no model is sent) holding its entries verbatim. A
+/// rewrite as v3 so keeps every byte of them without changing the context, for ctxhost or pi.
+fn kept_v1_line(parts: &[&str], line_no: usize, decode: &Decode) -> Result<Entry, String> {
+    let parent = decode.index.checked_sub(1).map(crate::entry::v1_id);
+    let line = format!(
+        "{{\"type\":\"custom\",\"id\":{},\"parentId\":{},\"customType\":{},\"data\":{{\"entries\":[{}]}}}}",
+        // Not a position's id (eight hex digits): it cannot collide with one.
+        quote(&format!("v1-line-{line_no}")),
+        parent.as_deref().map_or_else(|| "null".to_string(), quote),
+        quote(KEPT_V1_LINE),
+        parts.join(",")
+    );
+    let as_v3 = Decode {
+        version: 3,
+        index: decode.index,
+        entry_count: decode.entry_count,
+    };
+    Entry::decode(Line::from(line), line_no, &as_v3)
 }
 
 /// What loading says of a torn last line (it skips it).
@@ -234,14 +263,15 @@ impl Transcript {
             .map_err(|p| TranscriptError::invalid(source, header_line, p))?;
         let entry_count = lines.len() - 1;
         let mut entries: Vec<Entry> = Vec::with_capacity(entry_count);
+        let mut positions = 0;
         for &(line_no, text) in &lines[1..] {
             let decode = Decode {
                 version: header.version(),
                 // v1 ids and parents follow the position among the entries read.
-                index: entries.len(),
+                index: positions,
                 entry_count,
             };
-            read_line(
+            positions += read_line(
                 text,
                 line_no,
                 &decode,
