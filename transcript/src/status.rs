@@ -1,6 +1,11 @@
-//! A session's status without parsing its whole file: the latest compaction on the active
+//! A session's status without loading its whole file: the latest compaction on the active
 //! branch and the entries after its boundary are found by scanning backwards from the end, so
-//! `context status` on a 1 GB transcript reads only its tail.
+//! `context status` on a 1 GB transcript measures only its tail.
+//!
+//! One reader, one verdict: beside the walk, on another thread, the whole file is checked as
+//! loading checks it (`check.rs`: every line through the loader's own line reader, in one
+//! forward pass and bounded memory), so status refuses what every other command refuses, in
+//! the same words, and its warnings are loading's.
 //!
 //! How it works: lines are read from the end in 1 MiB blocks. Each is skimmed for its
 //! top-level `type`, `id` and `parentId` (any JSON spelling; nested data is skipped, not
@@ -89,7 +94,8 @@ pub struct Status {
     /// The version the file is written in.
     pub version: u32,
     pub file_bytes: u64,
-    /// Bytes read from the end to answer (the whole file for v1).
+    /// Bytes read from the end to measure the context (the whole file for v1). The whole
+    /// file is also read once, forward, to check it.
     pub bytes_scanned: u64,
     /// Context size by the TRANSCRIPTS.md rule (usage + estimates, pruning applied).
     pub context_tokens: u64,
