@@ -555,10 +555,13 @@ mod tests {
 
     #[test]
     fn opening_writes_nothing_and_the_first_append_migrates_or_repairs() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.jsonl");
         let v1 = "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n";
         std::fs::write(&path, v1).unwrap();
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(&path, private).unwrap();
         let before = snapshot(dir.path());
         let (mut f, mut t) = TranscriptFile::open(&path).unwrap();
         assert_eq!(
@@ -576,6 +579,9 @@ mod tests {
         let on_disk = std::fs::read_to_string(&path).unwrap();
         assert!(on_disk.starts_with("{\"type\":\"session\",\"version\":3,"));
         assert_eq!(on_disk, t.to_v3_string());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600, "the migrated file stays private");
+        assert_eq!(mode(&backup_path(&path)), 0o600);
         // appends after the rewrite go to the new file
         let from = t.entries().len();
         t.append_message(&json!({"role":"user","content":"w"}), "t")
