@@ -239,10 +239,12 @@ impl ContextBundle {
     pub fn write(&self, file: &Path) -> Result<(), BundleError> {
         // A bundle is strings, numbers and JSON values: it always serializes.
         let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
-        rewrite_atomically(file, &text).map_err(|cause| BundleError::Write {
-            path: file.to_path_buf(),
-            cause,
-        })
+        rewrite_atomically(file, &text)
+            .map(|_backup| ())
+            .map_err(|cause| BundleError::Write {
+                path: file.to_path_buf(),
+                cause,
+            })
     }
 
     /// Reads the bundle in `file`.

@@ -330,15 +330,14 @@ fn compaction_before_and_after_are_counted_alike_and_the_dry_run_agrees() {
     assert_eq!(done["details"]["tokensAfter"], done["tokensAfter"]);
 }
 
-#[test]
-fn a_compaction_that_would_grow_the_context_is_refused_and_nothing_is_written() {
-    let home = tempfile::tempdir().unwrap();
+/// Many tiny turns, and a home whose compaction keeps almost nothing: any summary of them is
+/// longer than they are, so compacting them is refused.
+fn tiny_turns(home: &Path) -> String {
     std::fs::write(
-        home.path().join("ctxhost.json"),
+        home.join("ctxhost.json"),
         "{ agents: { defaults: { compaction: { keepRecentTokens: 2 } } } }",
     )
     .unwrap();
-    // Many tiny turns: any summary of them is longer than they are.
     let mut entries = Vec::new();
     for n in 0..4 {
         entries.push(
@@ -347,8 +346,14 @@ fn a_compaction_that_would_grow_the_context_is_refused_and_nothing_is_written() 
         );
         entries.push(assistant("ok", 5));
     }
+    transcript_of(&entries)
+}
+
+#[test]
+fn a_compaction_that_would_grow_the_context_is_refused_and_nothing_is_written() {
+    let home = tempfile::tempdir().unwrap();
     let path = home.path().join("tiny.jsonl");
-    std::fs::write(&path, transcript_of(&entries)).unwrap();
+    std::fs::write(&path, tiny_turns(home.path())).unwrap();
     let before = std::fs::read(&path).unwrap();
     let p = path.to_str().unwrap();
 
@@ -383,6 +388,73 @@ fn a_compaction_that_would_grow_the_context_is_refused_and_nothing_is_written() 
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.starts_with("not compacted: refused"), "{text}");
     assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
+}
+
+/// Every file in `dir`, with its bytes: what "nothing written" means for a directory.
+fn dir_snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// `ctxhost compact --yes --json` of the file at `path`.
+fn compact_yes(home: &Path, path: &Path) -> Value {
+    let session = path.to_str().unwrap();
+    json_of(&ctxhost(
+        home,
+        &["compact", "--session", session, "--yes", "--json"],
+    ))
+}
+
+/// A refused compaction of a file that a write would migrate (v1, v2) or repair (a torn last
+/// line) leaves it and its directory as they were: no migration, no backup.
+#[test]
+fn a_refused_compaction_of_an_old_or_torn_file_leaves_its_directory_unchanged() {
+    let home = tempfile::tempdir().unwrap();
+    let v3 = tiny_turns(home.path());
+    let shapes = [
+        ("v1", ctxhost_transcript::generate::to_v1(&v3)),
+        ("v2", v3.replacen("\"version\":3", "\"version\":2", 1)),
+        ("torn", format!("{v3}{{\"type\":\"message\",\"id\":\"to")),
+    ];
+    for (shape, text) in shapes {
+        let dir = home.path().join(shape);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        let before = dir_snapshot(&dir);
+        let done = compact_yes(home.path(), &path);
+        assert_eq!(done["compacted"], false, "{shape}: {done}");
+        assert!(
+            done["reason"].as_str().unwrap().contains("nothing written"),
+            "{shape}: {done}"
+        );
+        assert_eq!(dir_snapshot(&dir), before, "{shape}: the directory changed");
+    }
+    // One that compacts migrates the file, and says where the v1 original went.
+    let dir = home.path().join("big");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.jsonl");
+    let v1 =
+        ctxhost_transcript::generate::to_v1(&ctxhost_transcript::generate::coding_session(4, 600));
+    std::fs::write(&path, &v1).unwrap();
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        "{ agents: { defaults: { compaction: { keepRecentTokens: 2000 } } } }",
+    )
+    .unwrap();
+    let done = compact_yes(home.path(), &path);
+    assert_eq!(done["compacted"], true, "{done}");
+    let backup = done["backup"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), v1);
 }
 
 #[test]

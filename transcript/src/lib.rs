@@ -8,6 +8,7 @@
 //! (a compaction's `details`) and `lenient` (lone surrogate escapes) are leaves any of them may use; `generate` only produces text for
 //! tests and demos.
 
+mod check;
 pub mod compaction;
 mod content;
 mod entry;

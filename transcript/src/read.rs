@@ -179,15 +179,17 @@ pub(crate) fn text_of(bytes: Vec<u8>, source: &str) -> Result<String, Transcript
         let bad = e.utf8_error().valid_up_to();
         let line_start = memchr::memrchr(b'\n', &bytes[..bad]).map_or(0, |n| n + 1);
         let line = 1 + memchr::memchr_iter(b'\n', &bytes[..bad]).count();
-        TranscriptError::invalid(
-            source,
-            line,
-            format!(
-                "not valid UTF-8 at byte {} of the line",
-                bad - line_start + 1
-            ),
-        )
+        invalid_utf8(source, line, bad - line_start)
     })
+}
+
+/// Invalid UTF-8 at byte `at` (from 0) of line `line`, in the words of every reader.
+pub(crate) fn invalid_utf8(source: &str, line: usize, at: usize) -> TranscriptError {
+    TranscriptError::invalid(
+        source,
+        line,
+        format!("not valid UTF-8 at byte {} of the line", at + 1),
+    )
 }
 
 #[cfg(test)]

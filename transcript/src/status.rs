@@ -1,6 +1,11 @@
-//! A session's status without parsing its whole file: the latest compaction on the active
+//! A session's status without loading its whole file: the latest compaction on the active
 //! branch and the entries after its boundary are found by scanning backwards from the end, so
-//! `context status` on a 1 GB transcript reads only its tail.
+//! `context status` on a 1 GB transcript measures only its tail.
+//!
+//! One reader, one verdict: beside the walk, on another thread, the whole file is checked as
+//! loading checks it (`check.rs`: every line through the loader's own line reader, in one
+//! forward pass and bounded memory), so status refuses what every other command refuses, in
+//! the same words, and its warnings are loading's.
 //!
 //! How it works: lines are read from the end in 1 MiB blocks. Each is skimmed for its
 //! top-level `type`, `id` and `parentId` (any JSON spelling; nested data is skipped, not
@@ -24,7 +29,7 @@
 //! line index, so a v1 file with a compaction is parsed whole, as is anything else the walk
 //! cannot settle (a boundary or parent that is not where a valid file has it, a line of two
 //! entries): `status` accepts and rejects exactly what every other command does. A session
-//! opened by ctxhost is rewritten as v3 on first open.
+//! written by ctxhost is rewritten as v3 by its first write.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -34,6 +39,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::check::Verdict;
 use crate::error::{LoadWarning, TranscriptError};
 use crate::record::CompactionRecord;
 use crate::transcript::Transcript;
@@ -88,7 +94,8 @@ pub struct Status {
     /// The version the file is written in.
     pub version: u32,
     pub file_bytes: u64,
-    /// Bytes read from the end to answer (the whole file for v1).
+    /// Bytes read from the end to measure the context (the whole file for v1). The whole
+    /// file is also read once, forward, to check it.
     pub bytes_scanned: u64,
     /// Context size by the TRANSCRIPTS.md rule (usage + estimates, pruning applied).
     pub context_tokens: u64,
@@ -517,18 +524,50 @@ pub fn scan_for_window(path: &Path, window: u64) -> Result<Status, TranscriptErr
 }
 
 fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError> {
-    let source = path.display().to_string();
     let mut file = crate::read::open_transcript(path)?;
     let file_bytes = file
         .metadata()
         .map_err(io(path, "cannot stat transcript"))?
         .len();
     let head = crate::read::read_head(&mut file, path)?;
-    let full = || -> Result<Status, TranscriptError> {
-        let mut t = Transcript::load(path)?;
-        t.set_context_window(window);
-        Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
-    };
+    let full = || full_load(path, window, file_bytes);
+    // The whole file is checked as loading checks it, beside the walk that measures the
+    // context (on another core: each reads the file once).
+    let (verdict, walked) = std::thread::scope(|scope| {
+        let walk = scope.spawn(|| walk(path, window, file, file_bytes, &head));
+        let verdict = crate::check::check(path, &head);
+        (verdict, walk.join())
+    });
+    match (verdict?, walked) {
+        // The walk handed the file to the load already: its answer is loading's.
+        (_, Ok(Ok(status))) if status.count_source == CountSource::FullParse => Ok(status),
+        (Verdict::Valid(warnings), Ok(Ok(mut status))) => {
+            status.warnings = warnings;
+            Ok(status)
+        }
+        // A walk that fails on a file loading accepts is wrong: the load answers.
+        (Verdict::Valid(_), _) | (Verdict::AskTheLoader, _) => full(),
+    }
+}
+
+/// The status from a full load: what the walk cannot settle, and the check's doubts.
+fn full_load(path: &Path, window: Option<u64>, file_bytes: u64) -> Result<Status, TranscriptError> {
+    let mut t = Transcript::load(path)?;
+    t.set_context_window(window);
+    Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
+}
+
+/// The backward walk (see the module docs): the file's figures, for a file the check found
+/// valid.
+fn walk(
+    path: &Path,
+    window: Option<u64>,
+    file: File,
+    file_bytes: u64,
+    head: &crate::read::Head,
+) -> Result<Status, TranscriptError> {
+    let source = path.display().to_string();
+    let full = || full_load(path, window, file_bytes);
     // v1: no ids; each entry's parent is the entry before it.
     let v1 = head.header.version() == 1;
 
@@ -713,10 +752,9 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         && !ids_passed.contains(&id_hash(parent))
     {
         // No line of the file has that id: loading makes the entry a root, and says so.
-        stream.notes.push((
-            root,
-            format!("parentId {parent:?} not found; entry treated as a root"),
-        ));
+        stream
+            .notes
+            .push((root, crate::transcript::missing_parent(parent)));
         chain_done = true;
     }
     drop(ids_passed);
@@ -828,10 +866,7 @@ fn streamed(
     let source = path.display().to_string();
     let mut notes: Vec<(u64, String)> = stream.notes.clone();
     if let Some(from_end) = torn {
-        notes.push((
-            from_end,
-            "torn last line (no trailing newline, not JSON) ignored".into(),
-        ));
+        notes.push((from_end, crate::transcript::TORN_LAST_LINE.into()));
     }
     // File order: the line read last comes first.
     notes.sort_by_key(|(from_end, _)| std::cmp::Reverse(*from_end));

@@ -1,6 +1,9 @@
 //! Transcript files on disk: whole-file writes are atomic (temp file + fsync + rename, keeping
-//! a `.bak`), and new entries are appended as whole lines, so a crash leaves at most a torn last
-//! line, which loading reports and skips.
+//! the previous file as a backup), and new entries are appended as whole lines, so a crash
+//! leaves at most a torn last line, which loading reports and skips. Opening a file writes
+//! nothing: a file that must be rewritten (an older version, a torn last line) is rewritten by
+//! its first write, so a session opened and left (a refused compaction) leaves the file and its
+//! directory as they were.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -22,6 +25,11 @@ pub struct TranscriptFile {
     /// The file's length as this writer last saw it: an append finding it longer knows another
     /// writer appended meanwhile.
     known_len: u64,
+    /// The file is rewritten whole, as v3, by the next append (it is an older version, or its
+    /// last line lacks its newline): appends always start on a fresh line of a v3 file.
+    rewrite_first: bool,
+    /// Where the previous bytes went, once this writer rewrote the file.
+    backup: Option<PathBuf>,
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -30,7 +38,8 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// The backup `rewrite_atomically` keeps: `<file>.bak`.
+/// The backup `rewrite_atomically` keeps: `<file>.bak` (or `<file>.bak.N` when `.bak` holds
+/// another file's bytes; see [`rewrite_atomically`]).
 pub fn backup_path(path: &Path) -> PathBuf {
     with_suffix(path, ".bak")
 }
@@ -54,35 +63,44 @@ impl TranscriptFile {
             sync: true,
             torn: false,
             known_len,
+            rewrite_first: false,
+            backup: None,
         })
     }
 
     /// Write the whole transcript (as v3) atomically, then open it for appending.
     pub fn create(path: &Path, transcript: &Transcript) -> Result<TranscriptFile, TranscriptError> {
-        rewrite_atomically(path, &transcript.to_v3_string())?;
-        Self::opened(path)
+        let backup = rewrite_atomically(path, &transcript.to_v3_string())?;
+        let mut file = Self::opened(path)?;
+        file.backup = backup;
+        Ok(file)
     }
 
-    /// Load a file and open it for appending. A v1/v2 file is rewritten as v3 first (the old
-    /// one kept as `<file>.bak`), and so is a file whose last line lacks its newline, so that
-    /// appends always start on a fresh line.
+    /// Load a file and open it for appending. Nothing is written here: a v1/v2 file, or one
+    /// whose last line lacks its newline, is rewritten as v3 by the first append (the previous
+    /// bytes kept as a backup, see [`TranscriptFile::backup`]). Temp files of killed rewrites
+    /// are removed (see [`rewrite_atomically`]).
     pub fn open(path: &Path) -> Result<(TranscriptFile, Transcript), TranscriptError> {
         remove_stale_temp_files(path);
         let text = crate::read::read_text(path)?;
         let mut transcript = Transcript::parse(&text, &path.display().to_string())?;
-        let mut read_len = text.len() as u64;
-        if transcript.is_migrated() || !text.ends_with('\n') {
-            let v3 = transcript.to_v3_string();
-            rewrite_atomically(path, &v3)?;
-            read_len = v3.len() as u64;
-            // The torn bytes are not silently lost: the previous file is the backup.
-            transcript.note_torn_tail_backup(&backup_path(path));
+        let rewrite_first = transcript.is_migrated() || !text.ends_with('\n');
+        if rewrite_first {
+            // The torn bytes are not silently lost: the rewrite keeps the previous file.
+            transcript.note_torn_tail_backup();
         }
         let mut file = Self::opened(path)?;
         // What was parsed, not what is there now: a writer that appended in between is found
         // by the first append.
-        file.known_len = read_len;
+        file.known_len = text.len() as u64;
+        file.rewrite_first = rewrite_first;
         Ok((file, transcript))
+    }
+
+    /// Where the file's previous bytes were kept when this writer rewrote it (created over an
+    /// existing file, or migrated to v3 by its first append); None while it has not.
+    pub fn backup(&self) -> Option<&Path> {
+        self.backup.as_deref()
     }
 
     /// Append `entries[from_index..]` as whole lines in one write, flush, and fsync when sync
@@ -117,20 +135,29 @@ impl TranscriptFile {
                 ),
             ));
         }
-        let mut buf = String::with_capacity(new.iter().map(|e| e.v3_line().len() + 1).sum());
-        for e in new {
-            buf.push_str(e.v3_line());
-            buf.push('\n');
-        }
         self.reopen()?;
         let mut file = self.file.take().expect("reopened above");
-        let result = file
-            .lock()
-            .map_err(|e| TranscriptError::io(&self.path, "cannot append", e))
-            .and_then(|()| self.append_locked(&mut file, buf.as_bytes()));
-        // Dropping the handle would release it too; a writer keeps its handle for the session.
-        let _ = file.unlock();
-        self.file = Some(file);
+        if let Err(e) = file.lock() {
+            self.file = Some(file);
+            return Err(TranscriptError::io(&self.path, "cannot append", e));
+        }
+        let result = if self.rewrite_first {
+            self.rewrite_locked(&file, transcript)
+        } else {
+            let mut buf = String::with_capacity(new.iter().map(|e| e.v3_line().len() + 1).sum());
+            for e in new {
+                buf.push_str(e.v3_line());
+                buf.push('\n');
+            }
+            self.append_locked(&mut file, buf.as_bytes())
+        };
+        // A rewrite left this writer a handle on the new file; the old one reaches only the
+        // backup, and dropping it releases its lock. Otherwise the writer keeps its handle for
+        // the session (dropping it would release the lock too).
+        if self.file.is_none() {
+            let _ = file.unlock();
+            self.file = Some(file);
+        }
         result
     }
 
@@ -149,16 +176,50 @@ impl TranscriptFile {
         self.file = None;
     }
 
+    /// The file's length, when it is still the file this writer read and left: not appended
+    /// to, nor replaced by another writer's rewrite.
+    fn unchanged_len(&self, file: &File) -> Result<u64, TranscriptError> {
+        let io = |e| TranscriptError::io(&self.path, "cannot append", e);
+        let ours = file.metadata().map_err(io)?;
+        let changed = |found| TranscriptError::Changed {
+            file: self.path.display().to_string(),
+            expected: self.known_len,
+            found,
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let there = std::fs::metadata(&self.path).map_err(io)?;
+            if (there.dev(), there.ino()) != (ours.dev(), ours.ino()) {
+                return Err(changed(there.len()));
+            }
+        }
+        if ours.len() != self.known_len {
+            return Err(changed(ours.len()));
+        }
+        Ok(ours.len())
+    }
+
+    /// The first write to a file that must be migrated: the whole transcript, new entries
+    /// included, replaces it atomically, and this writer goes on with the new file.
+    fn rewrite_locked(
+        &mut self,
+        old: &File,
+        transcript: &Transcript,
+    ) -> Result<(), TranscriptError> {
+        self.unchanged_len(old)?;
+        let text = transcript.to_v3_string();
+        let backup = rewrite_atomically(&self.path, &text)?;
+        self.file = Some(open_append(&self.path)?);
+        self.known_len = text.len() as u64;
+        self.rewrite_first = false;
+        self.backup = backup;
+        Ok(())
+    }
+
     fn append_locked(&mut self, file: &mut File, buf: &[u8]) -> Result<(), TranscriptError> {
         let io = |e| TranscriptError::io(&self.path, "cannot append", e);
-        let good_len = file.metadata().map_err(io)?.len();
-        if good_len != self.known_len {
-            return Err(TranscriptError::Changed {
-                file: self.path.display().to_string(),
-                expected: self.known_len,
-                found: good_len,
-            });
-        }
+        let good_len = self.unchanged_len(file)?;
         let written = file
             .write_all(buf)
             .and_then(|()| file.flush())
@@ -194,9 +255,14 @@ impl TranscriptFile {
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Replace `path` with `contents` atomically: write a temp file in the same directory, fsync,
-/// keep the previous file as `<file>.bak`, rename over. Readers see the old or the new file,
-/// never a mix.
-pub fn rewrite_atomically(path: &Path, contents: &str) -> Result<(), TranscriptError> {
+/// keep the previous file as a backup, rename over. Readers see the old or the new file, never
+/// a mix. Returns where the previous file was kept (None when there was none).
+///
+/// The backup is `<file>.bak`, unless that holds bytes the file being replaced does not begin
+/// with (the backup of an earlier version, e.g. a v1 file before its migration): that one is
+/// kept and the next free `<file>.bak.N` is used, so a backup is never replaced by another
+/// file's.
+pub fn rewrite_atomically(path: &Path, contents: &str) -> Result<Option<PathBuf>, TranscriptError> {
     remove_stale_temp_files(path);
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp = with_suffix(path, &format!(".tmp-{}-{n}", std::process::id()));
@@ -208,22 +274,22 @@ pub fn rewrite_atomically(path: &Path, contents: &str) -> Result<(), TranscriptE
     result
 }
 
-/// A temp file younger than this is left alone even when its writer looks dead: a process in
-/// another pid namespace sharing the directory would look dead too.
+/// An unlocked temp file of a process that looks alive is left alone until it has not been
+/// written to for this long: its pid may have been reused, or its writer may be between
+/// creating the file and locking it.
 const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Remove `<file>.tmp-<pid>-<n>` files a killed rewrite left behind (they can be as large as
-/// the transcript). Only files of processes that no longer exist and that have not been
-/// written to for [`STALE_AFTER`] are removed; where liveness cannot be checked (no
-/// `/proc`), nothing is. Best effort: failing to tidy up never fails the caller.
+/// the transcript), whenever a transcript is opened for writing. A rewrite holds a lock on its
+/// temp file until the file is renamed into place, so a locked one is never touched, even
+/// when its writer looks dead (a process in another pid namespace sharing the directory
+/// does). An unlocked one goes when its process no longer exists, or when it has not been
+/// written to for [`STALE_AFTER`]. Best effort: failing to tidy up never fails the caller.
 fn remove_stale_temp_files(path: &Path) {
-    let proc = Path::new("/proc/self");
     let (Some(name), Some(dir)) = (path.file_name(), path.parent()) else {
         return;
     };
-    if !proc.exists() {
-        return;
-    }
+    let can_see_processes = Path::new("/proc/self").exists();
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -244,20 +310,66 @@ fn remove_stale_temp_files(path: &Path) {
         let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else {
             continue;
         };
-        if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
-            continue; // a rewrite that may still be running
+        let Ok(temp) = File::open(entry.path()) else {
+            continue;
+        };
+        if temp.try_lock().is_err() {
+            continue; // a rewrite still writing it (or a file system without locks)
         }
-        let old = entry
-            .metadata()
-            .ok()
+        let writer_gone = can_see_processes
+            && pid != std::process::id()
+            && !Path::new("/proc").join(pid.to_string()).exists();
+        let idle = (temp.metadata().ok())
             .filter(std::fs::Metadata::is_file)
             .and_then(|m| m.modified().ok())
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age >= STALE_AFTER);
-        if old {
+        if writer_gone || idle {
             let _ = std::fs::remove_file(entry.path());
         }
     }
+}
+
+/// Where `rewrite_atomically` keeps the file at `path` before replacing it: `<file>.bak` when
+/// that is free or holds nothing the file does not (its prefix: the file before appends),
+/// else the first `<file>.bak.N` that is.
+fn backup_for(path: &Path) -> PathBuf {
+    let first = backup_path(path);
+    (0..)
+        .map(|n| match n {
+            0 => first.clone(),
+            n => with_suffix(&first, &format!(".{n}")),
+        })
+        .find(|bak| !bak.exists() || is_prefix_of(bak, path))
+        .expect("an unbounded range ends at a free name")
+}
+
+/// Whether the bytes of `prefix` begin the file at `path` (a read error says no: the backup
+/// is kept).
+fn is_prefix_of(prefix: &Path, path: &Path) -> bool {
+    use std::io::Read;
+    let (Ok(mut a), Ok(mut b)) = (File::open(prefix), File::open(path)) else {
+        return false;
+    };
+    let (Ok(a_meta), Ok(b_meta)) = (a.metadata(), b.metadata()) else {
+        return false;
+    };
+    if !a_meta.is_file() || a_meta.len() > b_meta.len() {
+        return false;
+    }
+    let (mut x, mut y) = (vec![0; CHUNK], vec![0; CHUNK]);
+    let mut left = a_meta.len();
+    while left > 0 {
+        let n = (CHUNK as u64).min(left) as usize;
+        if a.read_exact(&mut x[..n]).is_err() || b.read_exact(&mut y[..n]).is_err() {
+            return false;
+        }
+        if x[..n] != y[..n] {
+            return false;
+        }
+        left -= n as u64;
+    }
+    true
 }
 
 /// Temp files are written in chunks of this size (each chunk is one crash point in tests).
@@ -286,7 +398,11 @@ fn keep_access(path: &Path, new: &File) -> std::io::Result<()> {
     Ok(())
 }
 
-fn write_and_swap(path: &Path, tmp: &Path, contents: &str) -> Result<(), TranscriptError> {
+fn write_and_swap(
+    path: &Path,
+    tmp: &Path,
+    contents: &str,
+) -> Result<Option<PathBuf>, TranscriptError> {
     write_and_swap_steps(path, tmp, contents, CHUNK, None)
 }
 
@@ -298,7 +414,7 @@ fn write_and_swap_steps(
     contents: &str,
     chunk: usize,
     crash_before: Option<usize>,
-) -> Result<(), TranscriptError> {
+) -> Result<Option<PathBuf>, TranscriptError> {
     let mut step = 0;
     let mut step_ok = || {
         step += 1;
@@ -313,6 +429,9 @@ fn write_and_swap_steps(
     };
     let mut f =
         File::create(tmp).map_err(|e| TranscriptError::io(tmp, "cannot create temp file", e))?;
+    // Held until the rename: a cleaner never takes a temp file being written for a stale one.
+    // Where the file system has no locks, the cleaner's age bound is what protects it.
+    let _ = f.lock();
     keep_access(path, &f).map_err(|e| TranscriptError::io(tmp, "cannot set permissions", e))?;
     for part in contents.as_bytes().chunks(chunk.max(1)) {
         step_ok()?;
@@ -322,19 +441,21 @@ fn write_and_swap_steps(
     step_ok()?;
     f.sync_all()
         .map_err(|e| TranscriptError::io(tmp, "cannot write temp file", e))?;
-    drop(f);
     step_ok()?;
+    let mut backup = None;
     if path.exists() {
-        let bak = backup_path(path);
+        let bak = backup_for(path);
         // A hard link keeps the old bytes without copying; copy where links are unsupported.
         let _ = std::fs::remove_file(&bak);
         if std::fs::hard_link(path, &bak).is_err() {
             std::fs::copy(path, &bak)
                 .map_err(|e| TranscriptError::io(&bak, "cannot keep backup", e))?;
         }
+        backup = Some(bak);
     }
     step_ok()?;
     std::fs::rename(tmp, path).map_err(|e| TranscriptError::io(path, "cannot replace file", e))?;
+    drop(f);
     step_ok()?;
     // Make the rename itself durable; not every platform can open a directory, so best effort.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
@@ -342,7 +463,7 @@ fn write_and_swap_steps(
     {
         let _ = d.sync_all();
     }
-    Ok(())
+    Ok(backup)
 }
 
 #[cfg(test)]
@@ -439,45 +560,177 @@ mod tests {
         assert_eq!(again.context(), vec![0, 1, 2, 3]);
     }
 
+    /// Every file (name and bytes) in `dir`.
+    fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        files_in(dir)
+            .into_iter()
+            .map(|name| {
+                let bytes = std::fs::read(dir.join(&name)).unwrap();
+                (name, bytes)
+            })
+            .collect()
+    }
+
     #[test]
-    fn open_migrates_old_files_and_repairs_torn_tails() {
+    fn opening_writes_nothing_and_the_first_append_migrates_or_repairs() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.jsonl");
         let v1 = "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n";
         std::fs::write(&path, v1).unwrap();
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(&path, private).unwrap();
+        let before = snapshot(dir.path());
         let (mut f, mut t) = TranscriptFile::open(&path).unwrap();
-        assert_eq!(std::fs::read_to_string(backup_path(&path)).unwrap(), v1);
-        let on_disk = std::fs::read_to_string(&path).unwrap();
-        assert!(on_disk.starts_with("{\"type\":\"session\",\"version\":3,"));
-        assert_eq!(on_disk, t.to_v3_string());
+        assert_eq!(
+            snapshot(dir.path()),
+            before,
+            "opening a v1 file writes nothing"
+        );
+        assert_eq!(f.backup(), None);
         let from = t.entries().len();
         t.append_message(&json!({"role":"user","content":"y"}), "t")
             .unwrap();
         f.append(&t, from).unwrap();
-        assert_eq!(Transcript::load(&path).unwrap().entries().len(), 2);
+        assert_eq!(f.backup(), Some(backup_path(&path).as_path()));
+        assert_eq!(std::fs::read_to_string(backup_path(&path)).unwrap(), v1);
+        let on_disk = std::fs::read_to_string(&path).unwrap();
+        assert!(on_disk.starts_with("{\"type\":\"session\",\"version\":3,"));
+        assert_eq!(on_disk, t.to_v3_string());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600, "the migrated file stays private");
+        assert_eq!(mode(&backup_path(&path)), 0o600);
+        // appends after the rewrite go to the new file
+        let from = t.entries().len();
+        t.append_message(&json!({"role":"user","content":"w"}), "t")
+            .unwrap();
+        f.append(&t, from).unwrap();
+        assert_eq!(Transcript::load(&path).unwrap().entries().len(), 3);
 
-        // a crash mid-append: the torn tail is dropped so the next append starts a fresh line
+        // a crash mid-append: the torn tail is dropped by the next write, which starts a
+        // fresh line, and kept in the backup
         let torn = dir.path().join("torn.jsonl");
-        std::fs::write(&torn, format!("{}{{\"type\":\"mess", t.to_v3_string())).unwrap();
+        let torn_text = format!("{}{{\"type\":\"mess", t.to_v3_string());
+        std::fs::write(&torn, &torn_text).unwrap();
+        let before = snapshot(dir.path());
         let (mut f, mut t2) = TranscriptFile::open(&torn).unwrap();
+        assert_eq!(
+            snapshot(dir.path()),
+            before,
+            "opening a torn file writes nothing"
+        );
         assert_eq!(t2.warnings().len(), 1);
         assert!(
-            t2.warnings()[0].message.contains("kept in"),
+            t2.warnings()[0]
+                .message
+                .contains("keeps its bytes in a backup"),
             "{}",
             t2.warnings()[0]
-        );
-        assert!(
-            std::fs::read_to_string(backup_path(&torn))
-                .unwrap()
-                .ends_with("{\"type\":\"mess")
         );
         let from = t2.entries().len();
         t2.append_message(&json!({"role":"user","content":"z"}), "t")
             .unwrap();
         f.append(&t2, from).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(backup_path(&torn)).unwrap(),
+            torn_text
+        );
         let back = Transcript::load(&torn).unwrap();
         assert!(back.warnings().is_empty());
-        assert_eq!(back.entries().len(), 3);
+        assert_eq!(back.entries().len(), 4);
+    }
+
+    /// A v1 file as real pi files have it, two entries on one line: pi skips the line, and
+    /// so does the context, but the rewrite that migrates the file keeps them.
+    #[test]
+    fn entries_on_one_line_of_a_v1_file_survive_its_migration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.jsonl");
+        let message = |text: &str| {
+            format!(
+                "{{\"type\":\"message\",\"message\":{{\"role\":\"user\",\"content\":\"{text}\"}}}}"
+            )
+        };
+        let (a, b, c) = (message("first"), message("glued one"), message("glued two"));
+        let v1 = format!(
+            "{{\"type\":\"session\",\"id\":\"s\"}}\n{a}\n{b}{c}\n{}\n",
+            message("last")
+        );
+        std::fs::write(&path, &v1).unwrap();
+        let (mut f, mut t) = TranscriptFile::open(&path).unwrap();
+        let context: Vec<String> = (t.context().iter())
+            .map(|&i| t.entries()[i].id().to_string())
+            .collect();
+        let from = t.entries().len();
+        t.append_message(&json!({"role":"user","content":"new"}), "t")
+            .unwrap();
+        f.append(&t, from).unwrap();
+        let on_disk = std::fs::read_to_string(&path).unwrap();
+        assert!(on_disk.contains(&format!("[{b},{c}]")), "{on_disk}");
+        let back = Transcript::load(&path).unwrap();
+        assert!(back.warnings().is_empty(), "{:?}", back.warnings());
+        let after: Vec<String> = (back.context().iter())
+            .map(|&i| back.entries()[i].id().to_string())
+            .collect();
+        assert_eq!(
+            after[..after.len() - 1],
+            context[..],
+            "the context is what it was"
+        );
+        assert_eq!(std::fs::read_to_string(f.backup().unwrap()).unwrap(), v1);
+    }
+
+    /// A v2 file opened by two writers: the one that migrates it first wins, the other's
+    /// handle reaches only the backup, so its append is refused instead of going there.
+    #[test]
+    fn an_append_after_another_writers_migration_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.jsonl");
+        let v2 =
+            crate::generate::coding_session(3, 4).replacen("\"version\":3", "\"version\":2", 1);
+        std::fs::write(&path, &v2).unwrap();
+        let (mut first, mut first_view) = TranscriptFile::open(&path).unwrap();
+        let (mut second, mut second_view) = TranscriptFile::open(&path).unwrap();
+        let message = json!({"role":"user","content":"m"});
+        let at = first_view.entries().len();
+        first_view.append_message(&message, "t").unwrap();
+        first.append(&first_view, at).unwrap();
+        let at = second_view.entries().len();
+        second_view.append_message(&message, "t").unwrap();
+        let refused = second.append(&second_view, at).unwrap_err();
+        assert!(
+            matches!(refused, TranscriptError::Changed { .. }),
+            "{refused}"
+        );
+        assert_eq!(std::fs::read_to_string(backup_path(&path)).unwrap(), v2);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            first_view.to_v3_string()
+        );
+    }
+
+    #[test]
+    fn a_backup_of_another_file_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let bak = backup_path(&path);
+        // an earlier version's backup (the v1 file before its migration), then the file grows
+        std::fs::write(&bak, "the v1 original\n").unwrap();
+        std::fs::write(&path, "v3 one\n").unwrap();
+        let kept = rewrite_atomically(&path, "v3 two\n").unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&bak).unwrap(), "the v1 original\n");
+        assert_eq!(kept, dir.path().join("s.jsonl.bak.1"));
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "v3 one\n");
+        // the file grown by appends since: its backup holds nothing it lacks, so it is reused
+        std::fs::write(&path, "v3 one\nmore\n").unwrap();
+        let reused = rewrite_atomically(&path, "v3 three\n").unwrap().unwrap();
+        assert_eq!(reused, dir.path().join("s.jsonl.bak.1"));
+        assert_eq!(std::fs::read_to_string(&reused).unwrap(), "v3 one\nmore\n");
+        assert_eq!(std::fs::read_to_string(&bak).unwrap(), "the v1 original\n");
+        assert_eq!(
+            files_in(dir.path()),
+            ["s.jsonl", "s.jsonl.bak", "s.jsonl.bak.1"]
+        );
     }
 
     /// A crash at every step of a rewrite (each temp chunk, fsync, backup, rename) leaves the
@@ -523,7 +776,7 @@ mod tests {
     }
 
     #[test]
-    fn stale_temp_files_of_dead_rewrites_are_removed_on_open() {
+    fn stale_temp_files_are_removed_on_open_and_a_writers_own_never() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let t = Transcript::parse(&crate::generate::coding_session(1, 10), "g").unwrap();
@@ -543,20 +796,29 @@ mod tests {
             }
             p
         };
-        let stale = make(format!("s.jsonl.tmp-{dead}-0"), true);
-        let fresh = make(format!("s.jsonl.tmp-{dead}-1"), false);
-        let live = make(format!("s.jsonl.tmp-{}-7", std::process::id()), true);
+        // A killed rewrite's file is stale at once: its writer is gone and holds no lock.
+        let killed = make(format!("s.jsonl.tmp-{dead}-0"), false);
+        // An unlocked file of a live process left for long: a reused pid, say.
+        let abandoned = make(format!("s.jsonl.tmp-{}-7", std::process::id()), true);
+        // A rewrite in progress holds its lock, however dead its pid looks (another pid
+        // namespace) and however long it has been writing.
+        let writing = make(format!("s.jsonl.tmp-{dead}-1"), true);
+        let writer = File::open(&writing).unwrap();
+        writer.lock().unwrap();
+        // This process's own, just created: maybe a rewrite about to take its lock.
+        let starting = make(format!("s.jsonl.tmp-{}-8", std::process::id()), false);
         let other = make(format!("other.jsonl.tmp-{dead}-0"), true);
         let odd = make("s.jsonl.tmp-crash-3".to_string(), true);
         let _ = TranscriptFile::open(&path).unwrap();
-        assert!(!stale.exists(), "a dead rewrite's old temp file is removed");
-        for kept in [&fresh, &live, &other, &odd] {
+        assert!(!killed.exists(), "a killed rewrite's temp file is removed");
+        assert!(!abandoned.exists(), "an idle unlocked temp file is removed");
+        for kept in [&writing, &starting, &other, &odd] {
             assert!(kept.exists(), "{} kept", kept.display());
         }
-        // the same on the next rewrite
-        let stale = make(format!("s.jsonl.tmp-{dead}-2"), true);
+        drop(writer);
+        // the same on the next rewrite, once the writer is gone
         rewrite_atomically(&path, &t.to_v3_string()).unwrap();
-        assert!(!stale.exists());
+        assert!(!writing.exists());
     }
 
     #[test]

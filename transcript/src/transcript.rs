@@ -81,6 +81,104 @@ pub(crate) fn split_concatenated(line: &str) -> Option<Vec<&str>> {
     (parts.len() >= 2).then_some(parts)
 }
 
+/// One line of a file's body (not blank, without its line break) as every reader reads it:
+/// each entry it holds goes to `each` (several when entries were written without a line break
+/// between them), and what was odd but readable to `warnings`. Returns how many v1 positions
+/// the line takes (see [`kept_v1_line`]). `line_of` makes an entry's line from a slice of
+/// `text`. The full load and `status`'s check of a whole file both read every line here, so
+/// they accept and refuse the same lines with the same words.
+pub(crate) fn read_line(
+    text: &str,
+    line_no: usize,
+    decode: &Decode,
+    source: &str,
+    line_of: &dyn Fn(&str) -> Line,
+    warnings: &mut Vec<LoadWarning>,
+    mut each: impl FnMut(Entry),
+) -> Result<usize, TranscriptError> {
+    let warning = |message: String| LoadWarning {
+        source: source.to_string(),
+        line: line_no,
+        message,
+    };
+    let mut emit = |mut e: Entry, warnings: &mut Vec<LoadWarning>| {
+        if let Some(note) = e.take_note() {
+            warnings.push(warning(note));
+        }
+        each(e);
+    };
+    let decoded = match Entry::decode(line_of(text), line_no, decode) {
+        Ok(e) => {
+            emit(e, warnings);
+            return Ok(1);
+        }
+        Err(problem) => {
+            let Some(parts) = split_concatenated(text) else {
+                return Err(TranscriptError::invalid(source, line_no, problem));
+            };
+            let n = parts.len();
+            if decode.version == 1 {
+                warnings.push(warning(format!(
+                    "{n} JSON entries on one line (no line break between them); left out of \
+                     the context as pi leaves them out, and kept whole (a \"custom\" entry \
+                     of type {KEPT_V1_LINE:?}) when the file is rewritten"
+                )));
+                let kept = kept_v1_line(&parts, line_no, decode)
+                    .map_err(|p| TranscriptError::invalid(source, line_no, p))?;
+                emit(kept, warnings);
+                return Ok(0);
+            }
+            warnings.push(warning(format!(
+                "{n} JSON entries on one line (no line break between them); read as {n} entries"
+            )));
+            parts
+                .into_iter()
+                .map(|part| Entry::decode(line_of(part), line_no, decode))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|p| TranscriptError::invalid(source, line_no, p))?
+        }
+    };
+    let positions = decoded.len();
+    for e in decoded {
+        emit(e, warnings);
+    }
+    Ok(positions)
+}
+
+/// The `customType` of a v1 line of several entries, kept whole.
+pub(crate) const KEPT_V1_LINE: &str = "ctxhost.v1-line";
+
+/// A v1 line holding several entries (written without a line break between them), as an
+/// entry that keeps them. pi skips such a line, and v1 boundaries count entries by position
+/// as pi reads them, so the line takes no position: it hangs off the entry before it, beside
+/// the branch, as a `custom` entry (which no model is sent) holding its entries verbatim. A
+/// rewrite as v3 so keeps every byte of them without changing the context, for ctxhost or pi.
+fn kept_v1_line(parts: &[&str], line_no: usize, decode: &Decode) -> Result<Entry, String> {
+    let parent = decode.index.checked_sub(1).map(crate::entry::v1_id);
+    let line = format!(
+        "{{\"type\":\"custom\",\"id\":{},\"parentId\":{},\"customType\":{},\"data\":{{\"entries\":[{}]}}}}",
+        // Not a position's id (eight hex digits): it cannot collide with one.
+        quote(&format!("v1-line-{line_no}")),
+        parent.as_deref().map_or_else(|| "null".to_string(), quote),
+        quote(KEPT_V1_LINE),
+        parts.join(",")
+    );
+    let as_v3 = Decode {
+        version: 3,
+        index: decode.index,
+        entry_count: decode.entry_count,
+    };
+    Entry::decode(Line::from(line), line_no, &as_v3)
+}
+
+/// What loading says of a torn last line (it skips it).
+pub(crate) const TORN_LAST_LINE: &str = "torn last line (no trailing newline, not JSON) ignored";
+
+/// What loading says of an entry whose parent is not in the file.
+pub(crate) fn missing_parent(parent: &str) -> String {
+    format!("parentId {parent:?} not found; entry treated as a root")
+}
+
 impl Transcript {
     /// An empty version 3 transcript.
     pub fn new(session_id: &str, cwd: &str, timestamp_iso: &str) -> Transcript {
@@ -150,7 +248,7 @@ impl Transcript {
             warnings.push(LoadWarning {
                 source: source.to_string(),
                 line,
-                message: "torn last line (no trailing newline, not JSON) ignored".into(),
+                message: TORN_LAST_LINE.into(),
             });
             lines.pop();
         }
@@ -165,63 +263,23 @@ impl Transcript {
             .map_err(|p| TranscriptError::invalid(source, header_line, p))?;
         let entry_count = lines.len() - 1;
         let mut entries: Vec<Entry> = Vec::with_capacity(entry_count);
-        let warn = |warnings: &mut Vec<LoadWarning>, line: usize, message: String| {
-            warnings.push(LoadWarning {
-                source: source.to_string(),
-                line,
-                message,
-            });
-        };
+        let mut positions = 0;
         for &(line_no, text) in &lines[1..] {
             let decode = Decode {
                 version: header.version(),
                 // v1 ids and parents follow the position among the entries read.
-                index: entries.len(),
+                index: positions,
                 entry_count,
             };
-            let mut decoded = match Entry::decode(line_of(text), line_no, &decode) {
-                Ok(e) => vec![e],
-                Err(problem) => match split_concatenated(text) {
-                    None => return Err(TranscriptError::invalid(source, line_no, problem)),
-                    // v1 boundaries count entries by position; pi skips such a line, so the
-                    // positions only agree with pi's if it is skipped here too.
-                    Some(parts) if header.version() == 1 => {
-                        warn(
-                            &mut warnings,
-                            line_no,
-                            format!(
-                                "{} JSON entries on one line (no line break between them); \
-                                 line skipped, as pi skips it",
-                                parts.len()
-                            ),
-                        );
-                        continue;
-                    }
-                    Some(parts) => {
-                        warn(
-                            &mut warnings,
-                            line_no,
-                            format!(
-                                "{} JSON entries on one line (no line break between them); \
-                                 read as {} entries",
-                                parts.len(),
-                                parts.len()
-                            ),
-                        );
-                        parts
-                            .into_iter()
-                            .map(|part| Entry::decode(line_of(part), line_no, &decode))
-                            .collect::<Result<Vec<_>, _>>()
-                            .map_err(|p| TranscriptError::invalid(source, line_no, p))?
-                    }
-                },
-            };
-            for e in &mut decoded {
-                if let Some(note) = e.take_note() {
-                    warn(&mut warnings, line_no, note);
-                }
-            }
-            entries.extend(decoded);
+            positions += read_line(
+                text,
+                line_no,
+                &decode,
+                source,
+                &line_of,
+                &mut warnings,
+                |e| entries.push(e),
+            )?;
         }
         let mut t = Transcript {
             source: source.to_string(),
@@ -266,7 +324,7 @@ impl Transcript {
                         warnings.push(LoadWarning {
                             source: src.clone(),
                             line: e.line_number(),
-                            message: format!("parentId {p:?} not found; entry treated as a root"),
+                            message: missing_parent(p),
                         });
                     }
                     found
@@ -370,14 +428,15 @@ impl Transcript {
         &self.warnings
     }
 
-    /// After a rewrite changed lines the reader repaired (a torn last line dropped, entries
-    /// on one line split or skipped), say where the original bytes are kept.
-    pub(crate) fn note_torn_tail_backup(&mut self, backup: &Path) {
+    /// For a file the next write rewrites: lines the reader repaired (a torn last line
+    /// dropped, entries on one line split or skipped) are not silently lost, say so.
+    pub(crate) fn note_torn_tail_backup(&mut self) {
         for w in &mut self.warnings {
             if w.message.starts_with("torn last line") || w.message.contains("entries on one line")
             {
-                w.message
-                    .push_str(&format!("; its bytes are kept in {}", backup.display()));
+                w.message.push_str(
+                    "; the next write rewrites the file and keeps its bytes in a backup beside it",
+                );
             }
         }
     }

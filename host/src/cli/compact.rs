@@ -221,12 +221,13 @@ async fn compact(
                     .and_then(|e| e.compaction_record().cloned())
             })
             .flatten();
+        let backup = session.transcript_backup().map(|p| p.display().to_string());
         session.close().await?;
-        anyhow::Ok((outcome, record))
+        anyhow::Ok((outcome, record, backup))
     }
     .await;
     bar.finish();
-    let (outcome, record) = outcome?;
+    let (outcome, record, backup) = outcome?;
     Ok(Compacted {
         session: path.display().to_string(),
         compacted: outcome.compacted,
@@ -241,6 +242,7 @@ async fn compact(
             .map(|r| r.warnings.clone())
             .filter(|w| !w.is_empty()),
         details: record,
+        backup,
     })
 }
 
@@ -381,6 +383,9 @@ struct Compacted {
     degradation: Option<Degradation>,
     warnings: Option<Vec<String>>,
     details: Option<CompactionRecord>,
+    /// Where the file's previous bytes were kept, when writing the compaction rewrote it (an
+    /// older version migrated, a torn last line set aside).
+    backup: Option<String>,
 }
 
 impl Report for Compacted {
@@ -410,6 +415,11 @@ impl Report for Compacted {
         }
         for w in self.warnings.iter().flatten() {
             lines.push(format!("warning: {w}"));
+        }
+        if let Some(backup) = &self.backup {
+            lines.push(format!(
+                "rewritten as version 3; the previous file is kept in {backup}"
+            ));
         }
         lines
     }

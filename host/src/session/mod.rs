@@ -247,6 +247,11 @@ impl Session {
     pub fn path(&self) -> &Path {
         &self.shared.file
     }
+    /// Where the transcript's previous bytes were kept, once this session rewrote the file
+    /// (its first write migrates an older version, or sets a torn last line aside).
+    pub fn transcript_backup(&self) -> Option<&Path> {
+        self.file.backup()
+    }
     /// The engine serving the session.
     pub fn engine(&self) -> &Arc<PreparedEngine> {
         &self.engine

@@ -373,6 +373,84 @@ fn status_rejects_what_loading_rejects() {
     assert!(scanned.contains("\"gone0000\""), "{scanned}");
 }
 
+/// One reader, one verdict: whatever is wrong, and wherever it is (before the tail the walk
+/// reads, off the active branch), status refuses what loading refuses in the same words, and
+/// warns as loading warns.
+#[test]
+fn status_and_loading_give_one_verdict_on_malformed_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, t) = compacted(dir.path(), 1);
+    let good = t.to_v3_string();
+    let lines: Vec<&str> = good.lines().collect();
+    let second = lines[2];
+    let id_of_second = t.entries()[1].id();
+    // `lines[2]` with its text changed: a line early in the file, long before the tail.
+    let with_early = |replaced: &str| {
+        let mut out: Vec<&str> = lines.clone();
+        out[2] = replaced;
+        (out.join("\n") + "\n").into_bytes()
+    };
+    let mut invalid_utf8 = with_early(second);
+    let at = good.find(second).unwrap() + second.len() / 2;
+    invalid_utf8[at] = 0xff;
+    let duplicate = second.replacen(id_of_second, t.entries()[0].id(), 1);
+    let second_header = r#"{"type":"session","version":3,"id":"again"}"#.to_string();
+    let no_id = second.replacen(&format!("\"id\":\"{id_of_second}\","), "", 1);
+    let no_role = r#"{"type":"message","id":"n0","parentId":null,"message":{"content":"x"}}"#;
+    let side_branch_orphan =
+        r#"{"type":"custom","id":"s0","parentId":"nowhere","customType":"x"}"#.to_string();
+    let cycle = [
+        r#"{"type":"custom","id":"c1","parentId":"c2","customType":"x"}"#,
+        r#"{"type":"custom","id":"c2","parentId":"c1","customType":"x"}"#,
+    ]
+    .join("\n");
+    let glued = format!("{second}{}", lines[3]);
+    let implausible = r#"{"type":"compaction","id":"k0","parentId":null,"summary":"s","firstKeptEntryId":"k0","tokensBefore":-5}"#;
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("invalid UTF-8", invalid_utf8),
+        ("syntax error", with_early(&second[..second.len() - 1])),
+        ("duplicate id", with_early(&duplicate)),
+        ("second header", with_early(&second_header)),
+        ("entry without id", with_early(&no_id)),
+        ("message without role", with_early(no_role)),
+        ("array", with_early("[1,2]")),
+        (
+            "parent not in the file, off the branch",
+            with_early(&format!("{second}\n{side_branch_orphan}")),
+        ),
+        (
+            "a parent cycle off the branch",
+            with_early(&format!("{second}\n{cycle}")),
+        ),
+        ("two entries on one line", with_early(&glued)),
+        (
+            "implausible figure",
+            with_early(&format!("{second}\n{implausible}")),
+        ),
+        (
+            "torn last line",
+            format!("{good}{{\"type\":\"mess").into_bytes(),
+        ),
+        (
+            "unterminated last line",
+            format!("{good}{}", &second[..20]).into_bytes(),
+        ),
+    ];
+    for (kind, bytes) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        let loaded = Transcript::load(&path);
+        let scanned = scan(&path);
+        match (loaded, scanned) {
+            (Err(l), Err(s)) => assert_eq!(s.to_string(), l.to_string(), "{kind}"),
+            (Ok(l), Ok(s)) => {
+                assert_eq!(s.warnings, l.warnings(), "{kind}");
+                assert_eq!(s.context_tokens, l.context_tokens(), "{kind}");
+            }
+            (l, s) => panic!("{kind}: loading says {:?}, status {:?}", l.err(), s.err()),
+        }
+    }
+}
+
 #[test]
 fn status_reads_concatenated_lines_boms_and_names_arrays() {
     let dir = tempfile::tempdir().unwrap();

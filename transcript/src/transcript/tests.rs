@@ -483,17 +483,30 @@ fn a_line_holding_two_entries_is_read_as_two_with_a_warning() {
     let t = Transcript::parse(text.replace("}{", "}  {").trim_end(), "g").unwrap();
     assert_eq!(t.entries().len(), 3);
 
-    // v1 positions count entries as pi reads them, and pi skips such a line
+    // v1 positions count entries as pi reads them, and pi skips such a line: it is out of
+    // the context and takes no position, but it is kept, whole, for a rewrite
+    let glued_x = format!("{{\"type\":\"message\",\"message\":{}}}", user("x"));
+    let glued_y = format!("{{\"type\":\"message\",\"message\":{}}}", user("y"));
     let v1 = format!(
-        "{{\"type\":\"session\",\"id\":\"s\"}}\n{{\"type\":\"message\",\"message\":{}}}{{\"type\":\"message\",\"message\":{}}}\n{{\"type\":\"message\",\"message\":{}}}\n",
-        user("x"),
-        user("y"),
+        "{{\"type\":\"session\",\"id\":\"s\"}}\n{glued_x}{glued_y}\n{{\"type\":\"message\",\"message\":{}}}\n",
         user("z")
     );
     let t = Transcript::parse(&v1, "v1.jsonl").unwrap();
-    assert_eq!(t.entries().len(), 1);
-    assert_eq!(t.entries()[0].id(), "00000000");
-    assert!(t.warnings()[0].message.contains("skipped"));
+    assert_eq!(t.entries().len(), 2);
+    let z = t.context()[0];
+    assert_eq!(t.context().len(), 1);
+    assert_eq!(t.entries()[z].id(), "00000000");
+    assert!(
+        t.warnings()[0].message.contains("kept whole"),
+        "{}",
+        t.warnings()[0]
+    );
+    let v3 = t.to_v3_string();
+    assert!(v3.contains(&format!("[{glued_x},{glued_y}]")), "{v3}");
+    let again = Transcript::parse(&v3, "v3.jsonl").unwrap();
+    assert!(again.warnings().is_empty());
+    assert_eq!(again.entries().len(), 2);
+    assert_eq!(again.context(), t.context());
 
     // anything else that is not one JSON value stays an error
     let e = err_of(&doc(&[format!("{a}x")]));
