@@ -20,11 +20,14 @@ const BUNDLED: &[Guest] = &[
 fn main() {
     let out_dir =
         std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    // `lossless` links the transcript crate's extractive helpers: a change there changes it.
-    println!(
-        "cargo:rerun-if-changed={}",
-        workspace_root().join("transcript/src").display()
-    );
+    // `lossless` links the transcript crate's extractive helpers and, with checkpoint-manager,
+    // the shared heuristics: a change there changes them.
+    for shared in ["transcript/src", "heuristics/src"] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace_root().join(shared).display()
+        );
+    }
     let built = build_guests(&workspace_root(), BUNDLED);
     for (guest, path) in BUNDLED.iter().zip(built) {
         let dest = out_dir.join(guest.artifact_name());

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::{Budget, Sampler, Samples};
 
-/// The `ctxhost` binary beside this benchmark's own (built with `cargo build -p ctxhost` in the
+/// The `ctxhost` binary beside this benchmark's own (built with `cargo build -p ctxhost-cli` in the
 /// same profile when it is missing).
 pub fn sidecar_binary() -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
@@ -22,12 +22,12 @@ pub fn sidecar_binary() -> Result<PathBuf> {
         return Ok(found.clone());
     }
     let mut build = Command::new(env!("CARGO"));
-    build.args(["build", "-p", "ctxhost", "--bin", "ctxhost"]);
+    build.args(["build", "-p", "ctxhost-cli", "--bin", "ctxhost"]);
     if !cfg!(debug_assertions) {
         build.arg("--release");
     }
     if !build.status()?.success() {
-        bail!("cargo build -p ctxhost failed");
+        bail!("cargo build -p ctxhost-cli failed");
     }
     candidates
         .into_iter()

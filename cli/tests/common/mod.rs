@@ -3,6 +3,8 @@
 // Each test file compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
+// The test model endpoint the host's own model-client tests use too.
+#[path = "../../../host/tests/common/http.rs"]
 pub(crate) mod http;
 pub(crate) mod serve;
 
