@@ -360,7 +360,9 @@ pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleReque
         context_window,
         context_tokens: u32::try_from(t.context_tokens()).unwrap_or(u32::MAX),
         available_tools: Vec::new(),
-        context: ctxhost::session::context_of(t),
+        context: std::sync::Arc::new(ctxhost::session::context_of(t)),
+        // Unknown: a 0.4 engine is sent the whole context on every call.
+        context_revision: 0,
         model: None,
         prompt: None,
     }

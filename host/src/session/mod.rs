@@ -46,7 +46,7 @@ pub struct AssembleOptions {
 /// The current context of `transcript` as an engine receives it in `assemble` (what a session
 /// builds and keeps between calls; built afresh here).
 pub fn context_of(transcript: &Transcript) -> crate::runtime::contract::Context {
-    convert::ContextCache::default().context(transcript)
+    convert::ContextCache::default().owned_context(transcript)
 }
 
 /// What the runtime knows of the coming model call beyond the transcript; engines speaking
@@ -465,7 +465,7 @@ impl Session {
         options: &AssembleOptions,
         pending: &PendingCall,
     ) -> Result<Assembly> {
-        let (context, context_tokens, transcript_len) = {
+        let ((context, context_revision), context_tokens, transcript_len) = {
             let transcript = self.shared.read();
             let context = self.shared.context.context(&transcript);
             let tokens = self.measure(&transcript);
@@ -478,6 +478,7 @@ impl Session {
             context_tokens: tokens_u32(context_tokens),
             available_tools: options.available_tools.clone(),
             context,
+            context_revision,
             model: pending.model.clone(),
             prompt: pending.prompt.clone(),
         };
@@ -603,7 +604,7 @@ impl Session {
                 first_kept_entry_id: None,
             });
         }
-        let context = self.shared.context.context(&self.shared.read());
+        let (context, _) = self.shared.context.context(&self.shared.read());
         validate::compaction(&context.entries, &compaction, self.host_bytes_limit())
             .map_err(|problem| self.invalid(Function::Compact, problem))?;
         let tokens_after = tokens_after.ok_or_else(|| {
