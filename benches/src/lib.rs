@@ -133,6 +133,17 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// At most 200 samples (20 warm-up): for a measurement whose session grows by one message
+    /// per sample, so it stays within 10% of its starting size.
+    pub fn growing(self) -> Budget {
+        Budget {
+            warmup: self.warmup.min(20),
+            min: self.min.min(200),
+            max: self.max.min(200),
+            ..self
+        }
+    }
+
     /// Microsecond operations: thousands of samples.
     pub const FAST: Budget = Budget {
         warmup: 200,
@@ -311,7 +322,7 @@ impl Fixture {
 }
 
 /// Installs a component as plugin `id` under `home` (manifest and component, no capabilities).
-fn install(home: &Home, id: &str, wasm: &Path) -> Result<()> {
+pub(crate) fn install(home: &Home, id: &str, wasm: &Path) -> Result<()> {
     let dir = home.plugins_dir().join(id);
     std::fs::create_dir_all(&dir)?;
     let file = format!("{}.wasm", id.replace('-', "_"));
@@ -644,12 +655,7 @@ pub async fn assemble_call_appending(
     budget: Budget,
     engine: &str,
 ) -> Result<Samples> {
-    let budget = Budget {
-        warmup: budget.warmup.min(20),
-        min: budget.min.min(200),
-        max: budget.max.min(200),
-        ..budget
-    };
+    let budget = budget.growing();
     let t = Transcript::load(&fx.generated)?;
     let mut request = assemble_request(&t, 200_000);
     request.context_revision = 1;
@@ -704,12 +710,7 @@ pub async fn session_turn_assemble(
     engine: &str,
     messages: usize,
 ) -> Result<Samples> {
-    let budget = Budget {
-        warmup: budget.warmup.min(20),
-        min: budget.min.min(200),
-        max: budget.max.min(200),
-        ..budget
-    };
+    let budget = budget.growing();
     let name = format!("assemble-turns-{engine}-{messages}");
     let mut session = if messages == SESSION_MESSAGES {
         fx.generated_session(engine, &name).await?

@@ -215,14 +215,26 @@ fn timed_assemble(built: &mut Built) -> Result<Duration> {
 /// makes it: the session is built from `messages` (committed 200 at a time), then each sample
 /// commits one more message (untimed) and times the assemble that follows. The session grows by
 /// one message per sample (capped at 200 samples).
-pub fn assemble_after_commit(binary: &Path, messages: &[Value], budget: Budget) -> Result<Samples> {
-    let budget = Budget {
-        warmup: budget.warmup.min(20),
-        min: budget.min.min(200),
-        max: budget.max.min(200),
-        ..budget
-    };
+///
+/// `engine`: the bundled `legacy` (`None`), or `(id, component)` installed and made the active
+/// engine (the frozen 0.3 guest, sent the whole context on every call, beside it).
+pub fn assemble_after_commit(
+    binary: &Path,
+    messages: &[Value],
+    budget: Budget,
+    engine: Option<(&str, &Path)>,
+) -> Result<Samples> {
+    let budget = budget.growing();
     let home = bench_home()?;
+    if let Some((id, component)) = engine {
+        crate::install(&ctxhost::config::Home::new(home.path()), id, component)?;
+        std::fs::write(
+            home.path().join("ctxhost.json"),
+            format!(
+                "{{ plugins: {{ slots: {{ contextEngine: '{id}' }} }}, agents: {{ defaults: {{ contextWindow: 2000000 }} }} }}"
+            ),
+        )?;
+    }
     let mut sidecar = Sidecar::start(binary, home.path())?;
     sidecar.call("session.bootstrap", json!({ "sessionKey": KEY }))?;
     let mut synced = Synced::default();

@@ -325,29 +325,45 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
         ),
     ));
     step("serve: in-sync assemble after one commit, 2,000 and 20,000 messages");
-    let after_commit =
-        b::serve::assemble_after_commit(&sidecar, &messages, Budget::MEDIUM.from_env())?;
     let messages_20k = b::generated_messages_of(20_000);
-    let after_commit_20k =
-        b::serve::assemble_after_commit(&sidecar, &messages_20k, Budget::MEDIUM.from_env())?;
+    let frozen = Some((
+        b::FROZEN_0_3,
+        std::path::Path::new(ctxhost_tests::CONTRACT_V0_3_WASM),
+    ));
+    let [after_commit, after_commit_20k, frozen_2k, frozen_20k] = [
+        (&messages, None),
+        (&messages_20k, None),
+        (&messages, frozen),
+        (&messages_20k, frozen),
+    ]
+    .map(|(messages, engine)| {
+        b::serve::assemble_after_commit(&sidecar, messages, Budget::MEDIUM.from_env(), engine)
+    });
+    let (after_commit, after_commit_20k) = (after_commit?, after_commit_20k?);
+    let (frozen_2k, frozen_20k) = (frozen_2k?, frozen_20k?);
     rows.push(goal_row_with(
         &format!(
-            "`session.assemble` over the pipe right after one more message was committed, {} messages",
+            "`session.assemble` over the pipe right after one more message was committed, {} messages (legacy, 0.4)",
             messages.len()
         ),
         Duration::from_millis(1),
         &after_commit,
-        "",
+        &format!(
+            "; the frozen 0.3 pass-through: {}",
+            fmt_duration(frozen_2k.median())
+        ),
     ));
     let growth = ratio_of(&after_commit_20k, &after_commit);
     rows.push(row(
         "↳ the same at 20,000 messages",
         "within 20% of 2,000",
         format!(
-            "{} (p90 {}, n={}); {growth:.2}× the 2,000-message one",
+            "{} (p90 {}, n={}); {growth:.2}× the 2,000-message one; the frozen 0.3 pass-through: {} ({:.2}×)",
             fmt_duration(after_commit_20k.median()),
             fmt_duration(after_commit_20k.percentile(90.0)),
-            after_commit_20k.len()
+            after_commit_20k.len(),
+            fmt_duration(frozen_20k.median()),
+            ratio_of(&frozen_20k, &frozen_2k)
         ),
         Some(growth <= 1.2),
     ));
