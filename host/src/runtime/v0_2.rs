@@ -492,7 +492,12 @@ pub(super) fn items(
                     format!("keep-range({first}, {last}) names an entry that is not in the request")
                 };
                 let from = lookup.position(first, cursor).ok_or_else(outside)?;
-                let to = lookup.position(last, from).ok_or_else(outside)?;
+                // A range to the context's end (a pass-through, a kept tail) is found without
+                // scanning up to it.
+                let to = match request.last() {
+                    Some(end) if end.entry == last && from < request.len() => request.len() - 1,
+                    _ => lookup.position(last, from).ok_or_else(outside)?,
+                };
                 if to < from {
                     return Err(format!(
                         "keep-range({first}, {last}) runs backwards in the request's order"
