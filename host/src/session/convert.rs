@@ -58,9 +58,13 @@ impl ContextCache {
         } = &mut *kept;
         let entries = transcript.entries();
         let indices = transcript.context();
+        let stale = *revision != Some(transcript.revision()) || *seen > indices.len();
+        if !stale && *seen == indices.len() && tool_by_entry.len() >= entries.len() {
+            return (context.clone(), *context_revision);
+        }
         // Copies the context only while an earlier request still holds it.
         let context_mut = Arc::make_mut(context);
-        if *revision != Some(transcript.revision()) || *seen > indices.len() {
+        if stale {
             context_mut.entries.clear();
             *seen = 0;
             *revision = Some(transcript.revision());
