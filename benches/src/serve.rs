@@ -226,15 +226,16 @@ pub fn assemble_after_commit(
 ) -> Result<Samples> {
     let budget = budget.growing();
     let home = bench_home()?;
+    // A window the 20,000-message session (4.9M tokens) fits, so no turn compacts.
+    let mut slot = String::new();
     if let Some((id, component)) = engine {
         crate::install(&ctxhost::config::Home::new(home.path()), id, component)?;
-        std::fs::write(
-            home.path().join("ctxhost.json"),
-            format!(
-                "{{ plugins: {{ slots: {{ contextEngine: '{id}' }} }}, agents: {{ defaults: {{ contextWindow: 2000000 }} }} }}"
-            ),
-        )?;
+        slot = format!("plugins: {{ slots: {{ contextEngine: '{id}' }} }}, ");
     }
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        format!("{{ {slot}agents: {{ defaults: {{ contextWindow: 20000000 }} }} }}"),
+    )?;
     let mut sidecar = Sidecar::start(binary, home.path())?;
     sidecar.call("session.bootstrap", json!({ "sessionKey": KEY }))?;
     let mut synced = Synced::default();
