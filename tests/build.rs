@@ -20,6 +20,14 @@ const GUESTS: &[Guest] = &[
         dir: "tests/guests/contract-v0-2",
     },
     Guest {
+        package: "contract-v0-3-engine",
+        dir: "tests/guests/contract-v0-3",
+    },
+    Guest {
+        package: "context-view-engine",
+        dir: "tests/guests/context-view",
+    },
+    Guest {
         package: "future-contract-engine",
         dir: "tests/guests/future-contract",
     },

@@ -360,7 +360,7 @@ fn a_0_1_guest_gives_the_results_it_gave_before() {
         assert_eq!(engine.contract_version(), "0.1.0");
         assert_eq!(
             host.engine("legacy").await.unwrap().contract_version(),
-            "0.3.0"
+            "0.4.0"
         );
     });
     let (old, expected) = every_export(&host, "legacy-0-1", &source, &scratch);

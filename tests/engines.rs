@@ -37,7 +37,7 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
         let engine = host.active_engine().await.unwrap();
         assert_eq!(engine.info().id, "legacy");
         assert!(!engine.info().owns_compaction);
-        assert_eq!(engine.contract_version(), "0.3.0");
+        assert_eq!(engine.contract_version(), "0.4.0");
 
         let mut session = open_session(&host, SessionTarget::Key("agent:main:test".into())).await;
         let messages = recorded_messages(&source);
@@ -198,7 +198,10 @@ fn a_component_of_another_contract_version_is_refused_by_name() {
     let host = scratch.host("{ plugins: { slots: { contextEngine: 'future' } } }");
     let err = block_on(host.active_engine()).err().unwrap().to_string();
     assert!(err.contains("ctxhost:engine@0.9.0"), "{err}");
-    assert!(err.contains("supported: 0.3.0, 0.2.0, 0.1.0"), "{err}");
+    assert!(
+        err.contains("supported: 0.4.0, 0.3.0, 0.2.0, 0.1.0"),
+        "{err}"
+    );
     assert!(
         err.contains("future_contract_engine") || err.contains("future.wasm"),
         "{err}"

@@ -19,6 +19,14 @@ pub const CONTRACT_V0_1_WASM: &str = concat!(env!("OUT_DIR"), "/contract_v0_1_en
 /// The 0.2 probe engine (`tests/guests/contract-v0-2`), built against `wit/0.2.0` directly.
 pub const CONTRACT_V0_2_WASM: &str = concat!(env!("OUT_DIR"), "/contract_v0_2_engine.wasm");
 
+/// A 0.3 engine (`tests/guests/contract-v0-3`) built against `wit/0.3.0` directly, frozen as
+/// the SDK moved to 0.4: pass-through assemble, `echo` and `recall` tools.
+pub const CONTRACT_V0_3_WASM: &str = concat!(env!("OUT_DIR"), "/contract_v0_3_engine.wasm");
+
+/// The context-view test engine (`tests/guests/context-view`, SDK-built): its assemble inserts
+/// the whole context as the SDK shows it.
+pub const CONTEXT_VIEW_WASM: &str = concat!(env!("OUT_DIR"), "/context_view_engine.wasm");
+
 /// The hostile test engine (`tests/guests/hostile`): the session key picks its attack.
 pub const HOSTILE_WASM: &str = concat!(env!("OUT_DIR"), "/hostile_engine.wasm");
 

@@ -1,12 +1,17 @@
 //! Recall and agent tools with real components: the host's `ctx_search` / `ctx_expand` over a
-//! compacted session under the bundled engine, a 0.3 engine's own tools (and its `search`
-//! import), and what the host does with a hostile engine's tools.
+//! compacted session under the bundled engine, an engine's own tools (and its `search` import)
+//! from an SDK engine and from the frozen 0.3 guest, and what the host does with a hostile
+//! engine's tools.
 
 use std::path::Path;
 
 use ctxhost::runtime::{EngineError, FaultKind, Function};
-use ctxhost::{CompactOptions, Error, Host, Session, SessionTarget, ToolSource};
-use ctxhost_tests::{CONTRACT_V0_2_WASM, HOSTILE_WASM, Scratch, block_on, open_session};
+use ctxhost::{
+    AssembleOptions, AssembledItem, CompactOptions, Error, Host, Session, SessionTarget, ToolSource,
+};
+use ctxhost_tests::{
+    CONTRACT_V0_2_WASM, CONTRACT_V0_3_WASM, HOSTILE_WASM, Scratch, block_on, open_session,
+};
 use serde_json::json;
 
 fn hostile_host(scratch: &Scratch, extra_limits: &str) -> Host {
@@ -30,6 +35,34 @@ async fn append_texts(session: &mut Session, texts: &[&str]) {
 
 fn names(tools: &[ctxhost::AgentTool]) -> Vec<&str> {
     tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+/// Two messages appended, then the engine's `echo` and `recall` tools (as the hostile guest's
+/// benign keys and the frozen 0.3 guest offer them) listed beside the host's and answering.
+async fn echo_and_recall_answer(session: &mut Session) {
+    append_texts(session, &["the walrus protocol failed twice", "noted"]).await;
+    let tools = session.tools().await.expect("tools");
+    assert_eq!(
+        names(&tools),
+        ["ctx_search", "ctx_expand", "echo", "recall"]
+    );
+    assert_eq!(tools[2].source, ToolSource::Engine);
+    assert_eq!(tools[2].parameters["required"], json!(["text"]));
+    let echoed = session
+        .call_tool("echo", &json!({"text": "hello"}))
+        .await
+        .expect("echo");
+    assert_eq!((echoed.content.as_str(), echoed.is_error), ("hello", false));
+    let recalled = session
+        .call_tool("recall", &json!({"query": "walrus"}))
+        .await
+        .expect("recall");
+    let first_id = session.transcript().entries()[0].id().to_string();
+    assert!(
+        recalled.content.starts_with(&format!("{first_id} user")),
+        "{}",
+        recalled.content
+    );
 }
 
 #[test]
@@ -60,7 +93,7 @@ fn a_request_compacted_away_is_found_and_opened_again_under_the_bundled_engine()
         assert_eq!(
             names(&tools),
             ["ctx_search", "ctx_expand"],
-            "legacy (0.3) offers none of its own"
+            "legacy (0.4) offers none of its own"
         );
         assert!(tools.iter().all(|t| t.source == ToolSource::Host));
 
@@ -141,39 +174,14 @@ fn the_operator_can_turn_the_recall_tools_off() {
 }
 
 #[test]
-fn a_0_3_engine_offers_tools_and_searches_through_the_recall_import() {
+fn an_sdk_engine_offers_tools_and_searches_through_the_recall_import() {
     block_on(async {
         let scratch = Scratch::new();
         let host = hostile_host(&scratch, "");
         let engine = host.active_engine().await.expect("engine");
-        assert_eq!(engine.contract_version(), "0.3.0");
+        assert_eq!(engine.contract_version(), "0.4.0");
         let mut session = open_session(&host, SessionTarget::Key("benign-tools".into())).await;
-        append_texts(&mut session, &["the walrus protocol failed twice", "noted"]).await;
-
-        let tools = session.tools().await.expect("tools");
-        assert_eq!(
-            names(&tools),
-            ["ctx_search", "ctx_expand", "echo", "recall"]
-        );
-        assert_eq!(tools[2].source, ToolSource::Engine);
-        assert_eq!(tools[2].parameters["required"], json!(["text"]));
-
-        let echoed = session
-            .call_tool("echo", &json!({"text": "hello"}))
-            .await
-            .expect("echo");
-        assert_eq!((echoed.content.as_str(), echoed.is_error), ("hello", false));
-
-        let recalled = session
-            .call_tool("recall", &json!({"query": "walrus"}))
-            .await
-            .expect("recall");
-        let first_id = session.transcript().entries()[0].id().to_string();
-        assert!(
-            recalled.content.starts_with(&format!("{first_id} user")),
-            "{}",
-            recalled.content
-        );
+        echo_and_recall_answer(&mut session).await;
 
         // The host checks arguments against the engine's schema before the engine runs.
         let err = session
@@ -191,6 +199,37 @@ fn a_0_3_engine_offers_tools_and_searches_through_the_recall_import() {
             .unwrap_err()
             .to_string();
         assert!(err.contains("extra"), "{err}");
+    });
+}
+
+/// The frozen 0.3 guest (built against `wit/0.3.0` directly) runs as before 0.4: its tools and
+/// its `search` import answer, and `assemble` hands it the whole context on every call.
+#[test]
+fn a_frozen_0_3_engine_offers_tools_searches_and_gets_the_whole_context() {
+    block_on(async {
+        let scratch = Scratch::new();
+        scratch.install("v0-3-probe", Path::new(CONTRACT_V0_3_WASM));
+        let host = scratch.host("{ plugins: { slots: { contextEngine: 'v0-3-probe' } } }");
+        let engine = host.active_engine().await.expect("engine");
+        assert_eq!(engine.contract_version(), "0.3.0");
+        let mut session = open_session(&host, SessionTarget::Key("frozen".into())).await;
+        echo_and_recall_answer(&mut session).await;
+
+        for expected in [2, 3] {
+            let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
+            let kept: Vec<usize> = (assembly.items.iter())
+                .map(|item| match item {
+                    AssembledItem::Entry(i) => *i,
+                    other => panic!("the probe inserts nothing: {other:?}"),
+                })
+                .collect();
+            assert_eq!(kept, (0..expected).collect::<Vec<_>>());
+            assert_eq!(
+                assembly.system_prompt_addition.as_deref(),
+                Some(format!("handed {expected} entries").as_str())
+            );
+            append_texts(&mut session, &["and again"]).await;
+        }
     });
 }
 

@@ -51,8 +51,13 @@ pub fn generated_200k() -> String {
 
 /// The generated 2,000-message session's messages, as a runtime would hold them.
 pub fn generated_messages() -> Vec<serde_json::Value> {
-    let transcript =
-        Transcript::parse(&generated_session(), "generated").expect("generated session");
+    generated_messages_of(SESSION_MESSAGES)
+}
+
+/// The messages of a generated session of `count` messages (the same generator and seed).
+pub fn generated_messages_of(count: usize) -> Vec<serde_json::Value> {
+    let text = ctxhost_transcript::generate::coding_session(SESSION_SEED, count);
+    let transcript = Transcript::parse(&text, "generated").expect("generated session");
     transcript
         .entries()
         .iter()
@@ -129,6 +134,17 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// At most 200 samples (20 warm-up): for a measurement whose session grows by one message
+    /// per sample, so it stays within 10% of its starting size.
+    pub fn growing(self) -> Budget {
+        Budget {
+            warmup: self.warmup.min(20),
+            min: self.min.min(200),
+            max: self.max.min(200),
+            ..self
+        }
+    }
+
     /// Microsecond operations: thousands of samples.
     pub const FAST: Budget = Budget {
         warmup: 200,
@@ -265,6 +281,11 @@ impl Fixture {
             LEGACY_0_1,
             Path::new(ctxhost_tests::CONTRACT_V0_1_WASM),
         )?;
+        install(
+            &home,
+            FROZEN_0_3,
+            Path::new(ctxhost_tests::CONTRACT_V0_3_WASM),
+        )?;
         let config = Config::defaults(&home);
         let host = Host::new(home, config)?;
         let generated = dir.path().join("generated-2000.jsonl");
@@ -302,7 +323,7 @@ impl Fixture {
 }
 
 /// Installs a component as plugin `id` under `home` (manifest and component, no capabilities).
-fn install(home: &Home, id: &str, wasm: &Path) -> Result<()> {
+pub(crate) fn install(home: &Home, id: &str, wasm: &Path) -> Result<()> {
     let dir = home.plugins_dir().join(id);
     std::fs::create_dir_all(&dir)?;
     let file = format!("{}.wasm", id.replace('-', "_"));
@@ -361,7 +382,9 @@ pub fn assemble_request(t: &Transcript, context_window: u32) -> c::AssembleReque
         context_window,
         context_tokens: u32::try_from(t.context_tokens()).unwrap_or(u32::MAX),
         available_tools: Vec::new(),
-        context: ctxhost::session::context_of(t),
+        context: std::sync::Arc::new(ctxhost::session::context_of(t)),
+        // Unknown: a 0.4 engine is sent the whole context on every call.
+        context_revision: 0,
         model: None,
         prompt: None,
     }
@@ -601,6 +624,10 @@ pub async fn session_append(fx: &Fixture, budget: Budget, sync: bool) -> Result<
     Ok(samples)
 }
 
+/// The id the fixture installs the frozen 0.3 guest under (`tests/guests/contract-v0-3`: a
+/// pass-through built against `wit/0.3.0`, sent the whole context on every call).
+pub const FROZEN_0_3: &str = "v0-3-probe";
+
 /// The id the fixture installs the 0.1 guest under (`tests/guests/contract-v0-1`: the legacy
 /// engine as it was before 0.2, built against the frozen `wit/0.1.0`).
 pub const LEGACY_0_1: &str = "legacy-0-1";
@@ -619,6 +646,47 @@ pub async fn assemble_call(fx: &Fixture, budget: Budget, engine: &str) -> Result
     Ok((samples, request.context.entries.len()))
 }
 
+/// The engine call alone, as a turn makes it: one row appended to the context before each
+/// call (untimed), under one context revision, so a 0.4 engine (`legacy`) is sent that row
+/// and plans over the whole context its SDK keeps; an engine before 0.4 is sent the whole
+/// context every time. Starts at the generated 2,000 entries; capped at 200 samples like
+/// [`session_turn_assemble`].
+pub async fn assemble_call_appending(
+    fx: &Fixture,
+    budget: Budget,
+    engine: &str,
+) -> Result<Samples> {
+    let budget = budget.growing();
+    let t = Transcript::load(&fx.generated)?;
+    let mut request = assemble_request(&t, 200_000);
+    request.context_revision = 1;
+    let engine = fx.engine(engine).await?;
+    let mut instance = detached_instance(&engine).await?;
+    // The first call sends the whole context; the engine holds it from then on.
+    instance.assemble(&request).await?;
+    let mut next = t.entries().len() as u32;
+    let mut s = Sampler::new(budget);
+    while s.more() {
+        // The request's context is not shared (the call only borrowed it): no copy here.
+        std::sync::Arc::make_mut(&mut request.context)
+            .entries
+            .push(c::ContextEntry {
+                entry: next,
+                role: Role::User,
+                tokens: 500,
+                tool: 0,
+                is_error: false,
+                pruned: false,
+            });
+        next += 1;
+        let t = Instant::now();
+        let result = instance.assemble(&request).await;
+        s.push(t.elapsed());
+        black_box(result?);
+    }
+    Ok(s.done())
+}
+
 /// `Session::assemble` on a session over the generated transcript: the host's side too
 /// (context walk, entries with their tool facts when the engine's contract carries them,
 /// context size, the engine call, plan validation).
@@ -633,17 +701,31 @@ pub async fn session_assemble(fx: &Fixture, budget: Budget, engine: &str) -> Res
 }
 
 /// `Session::assemble` as a turn calls it: one 2 KB message appended (untimed, without fsync)
-/// before each assemble, so the host looks at what was appended since the last call. The
-/// session starts at the generated 2,000 entries and grows by one per sample, so the samples
-/// are capped at 200 (the context stays within 10% of the other rows').
-pub async fn session_turn_assemble(fx: &Fixture, budget: Budget) -> Result<Samples> {
-    let budget = Budget {
-        warmup: budget.warmup.min(20),
-        min: budget.min.min(200),
-        max: budget.max.min(200),
-        ..budget
+/// before each assemble, so the host looks at what was appended since the last call (and a
+/// 0.4 engine is sent that one row). The session starts at `messages` generated messages
+/// (2,000: the fixture's; any other count is generated here) and grows by one per sample, so
+/// the samples are capped at 200 (the context stays within 10% of its starting size).
+pub async fn session_turn_assemble(
+    fx: &Fixture,
+    budget: Budget,
+    engine: &str,
+    messages: usize,
+) -> Result<Samples> {
+    let budget = budget.growing();
+    let name = format!("assemble-turns-{engine}-{messages}");
+    let mut session = if messages == SESSION_MESSAGES {
+        fx.generated_session(engine, &name).await?
+    } else {
+        let path = fx.dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(
+            &path,
+            ctxhost_transcript::generate::coding_session(SESSION_SEED, messages),
+        )?;
+        let engine = fx.engine(engine).await?;
+        fx.host
+            .open_session(&SessionTarget::Path(path), &SessionOptions::on(engine))
+            .await?
     };
-    let mut session = fx.generated_session("legacy", "assemble-turns").await?;
     session.set_sync(false);
     let message = message_2kb_json();
     let options = AssembleOptions::default();

@@ -250,6 +250,88 @@ fn timed_assemble(built: &mut Built) -> Result<Duration> {
     Ok(took)
 }
 
+/// An in-sync `session.assemble` right after one more message was committed, as every turn
+/// makes it: the session is built from `messages` (committed 200 at a time), then each sample
+/// commits one more message (untimed) and times the assemble that follows. The session grows by
+/// one message per sample (capped at 200 samples).
+///
+/// `engine`: the bundled `legacy` (`None`), or `(id, component)` installed and made the active
+/// engine (the frozen 0.3 guest, sent the whole context on every call, beside it).
+pub fn assemble_after_commit(
+    binary: &Path,
+    messages: &[Value],
+    budget: Budget,
+    engine: Option<(&str, &Path)>,
+) -> Result<Samples> {
+    let budget = budget.growing();
+    let home = bench_home()?;
+    // A window the 20,000-message session (4.9M tokens) fits, so no turn compacts.
+    let mut slot = String::new();
+    if let Some((id, component)) = engine {
+        crate::install(&ctxhost::config::Home::new(home.path()), id, component)?;
+        slot = format!("plugins: {{ slots: {{ contextEngine: '{id}' }} }}, ");
+    }
+    std::fs::write(
+        home.path().join("ctxhost.json"),
+        format!("{{ {slot}agents: {{ defaults: {{ contextWindow: 20000000 }} }} }}"),
+    )?;
+    let mut sidecar = Sidecar::start(binary, home.path())?;
+    sidecar.call("session.bootstrap", json!({ "sessionKey": KEY }))?;
+    let mut synced = Synced::default();
+    for batch in messages.chunks(200) {
+        synced.commit(&mut sidecar, batch)?;
+    }
+    synced.assemble(&mut sidecar)?;
+    let mut sampler = Sampler::new(budget);
+    let mut next = messages.iter().cycle();
+    while sampler.more() {
+        let message = next.next().context("messages to commit")?.clone();
+        synced.commit(&mut sidecar, &[message])?;
+        sampler.push(synced.assemble(&mut sidecar)?);
+    }
+    sidecar.finish()?;
+    Ok(sampler.done())
+}
+
+/// What a runtime's plugin tracks to stay in sync: messages committed, turns committed.
+#[derive(Default)]
+struct Synced {
+    messages: usize,
+    turns: usize,
+}
+
+impl Synced {
+    fn fingerprint(&self) -> String {
+        format!("f{}", self.turns)
+    }
+
+    fn commit(&mut self, sidecar: &mut Sidecar, batch: &[Value]) -> Result<()> {
+        self.turns += 1;
+        sidecar.call(
+            "session.commitTurn",
+            json!({ "sessionKey": KEY, "advancementKey": format!("t{}", self.turns),
+                    "messages": batch, "lastFingerprint": self.fingerprint() }),
+        )?;
+        self.messages += batch.len();
+        Ok(())
+    }
+
+    /// One timed in-sync assemble.
+    fn assemble(&self, sidecar: &mut Sidecar) -> Result<Duration> {
+        let started = Instant::now();
+        let result = sidecar.call(
+            "session.assemble",
+            json!({ "sessionKey": KEY, "messageCount": self.messages,
+                    "lastFingerprint": self.fingerprint() }),
+        )?;
+        let took = started.elapsed();
+        if result["status"] != "ok" {
+            bail!("the benchmark session fell out of sync: {result}");
+        }
+        Ok(took)
+    }
+}
+
 /// Builds a `messages`-long session turn by turn through `commitTurn` (measuring the bytes each
 /// turn sends) in two sidecars, one writing the turn ledger and one with `--no-ledger`, then
 /// times in-sync assembles alternately in both (so a load that comes and goes weighs on both

@@ -219,7 +219,7 @@ fn operator_flow_scaffold_link_use_doctor_run_disable_uninstall() {
         .unwrap();
     assert_eq!(mine["source"], "linked");
     assert_eq!(mine["active"], true);
-    assert_eq!(mine["contract"]["Ok"], "0.3.0");
+    assert_eq!(mine["contract"]["Ok"], "0.4.0");
 
     // A session runs on it.
     let transcript = scratch.path().join("recorded.jsonl");

@@ -5,6 +5,9 @@ use std::thread::LocalKey;
 
 use crate::tools::{ToolOutput, ToolSpec, Tools};
 use crate::wit::engine::Guest;
+use crate::wit::incremental::{
+    AssembleOutcome, AssembleRequest as IncrementalRequest, Guest as IncrementalGuest,
+};
 use crate::wit::tools::Guest as ToolsGuest;
 use crate::wit::types::AssembleRequest as GuestAssembleRequest;
 use crate::{
@@ -242,7 +245,17 @@ impl<X: Export> Guest for X {
         // Drop the engine outside the borrow, so its `Drop` may log through the host.
         let engine = X::slot().with(|slot| slot.0.borrow_mut().take());
         drop(engine);
+        crate::context::forget();
         result
+    }
+}
+
+impl<X: Export> IncrementalGuest for X {
+    fn assemble(request: IncrementalRequest) -> Out<AssembleOutcome> {
+        let Some(request) = AssembleRequest::incremental(request) else {
+            return Ok(AssembleOutcome::Resend);
+        };
+        call::<X, _>(|e| e.assemble(request)).map(AssembleOutcome::Planned)
     }
 }
 

@@ -68,9 +68,14 @@
 //! - The contract's types ([`Message`], [`ContextEntry`], [`AssembleRequest`], …), re-exported,
 //!   and [`serde_json`], so an engine needs no other dependency.
 //!
-//! The SDK speaks contract `ctxhost:engine@0.2.0` ([`CONTRACT_VERSION`]; `wit/0.2.0` in the
+//! The SDK speaks contract `ctxhost:engine@0.4.0` ([`CONTRACT_VERSION`]; `wit/0.4.0` in the
 //! ctxhost repository, its changes in `wit/CHANGES.md`). ctxhost also runs engines built
-//! against 0.1.0; an engine rebuilt with this SDK gets the 0.2 fields.
+//! against 0.1, 0.2 and 0.3. With 0.4 the host sends `assemble` only the context rows
+//! appended since the engine's last call (the whole context after a compaction or a restart);
+//! the SDK keeps the columns between calls and hands [`ContextEngine::assemble`] the whole
+//! context as before, so a call costs what was appended. Cloning `request.entries` is cheap
+//! (shared), but an engine that keeps a clone across calls makes the next append copy the
+//! columns once.
 //!
 //! # Lifecycle
 //!
@@ -104,23 +109,24 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/0.3.0",
+        path: "../wit/0.4.0",
         world: "context-engine",
         pub_export_macro: true,
         default_bindings_module: "ctxhost_sdk::bindings",
         additional_derives: [PartialEq, Eq],
-        // 0.3 includes 0.2's interfaces from its `deps/`: generate them here too.
+        // 0.4 includes 0.3's and 0.2's interfaces from its `deps/`: generate them here too.
         generate_all,
     });
 }
 
 /// The generated modules under stable names: wit-bindgen puts the version into each module's
-/// name once two versions of `ctxhost:engine` meet (0.3 includes 0.2's interfaces).
+/// name once two versions of `ctxhost:engine` meet (0.4 includes 0.3's and 0.2's interfaces).
 mod wit {
     pub(crate) use crate::bindings::ctxhost::engine0_2_0::{host, types};
     pub(crate) use crate::bindings::ctxhost::engine0_3_0::recall;
     pub(crate) use crate::bindings::exports::ctxhost::engine0_2_0::engine;
     pub(crate) use crate::bindings::exports::ctxhost::engine0_3_0::tools;
+    pub(crate) use crate::bindings::exports::ctxhost::engine0_4_0::incremental;
 }
 
 mod context;
@@ -149,7 +155,7 @@ pub use wit::types::{
 };
 
 /// The contract version this SDK builds engines for (`package ctxhost:engine@…` of its WIT).
-pub const CONTRACT_VERSION: &str = "0.3.0";
+pub const CONTRACT_VERSION: &str = "0.4.0";
 
 /// Logging into the host's logs, attributed to the engine and the session.
 ///

@@ -237,10 +237,7 @@ impl TestHost {
             .filter(|m| {
                 let text = m.text.to_lowercase();
                 words.iter().any(|w| text.contains(w.as_str()))
-                    && request
-                        .role
-                        .as_deref()
-                        .is_none_or(|r| r == role_name(m.role))
+                    && request.role.as_deref().is_none_or(|r| r == m.role.as_str())
                     && request
                         .tool
                         .as_ref()
@@ -251,7 +248,7 @@ impl TestHost {
             .map(|m| crate::host::SearchHit {
                 entry: m.entry,
                 entry_id: m.entry_id.clone(),
-                role: role_name(m.role).into(),
+                role: m.role.as_str().into(),
                 timestamp: m.timestamp,
                 snippet: m.text.chars().take(200).collect(),
             })
@@ -264,18 +261,6 @@ impl TestHost {
         let result = answer(request);
         self.0.borrow_mut().complete = answer;
         result
-    }
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::ToolResult => "toolResult",
-        Role::BashExecution => "bashExecution",
-        Role::Custom => "custom",
-        Role::BranchSummary => "branchSummary",
-        Role::CompactionSummary => "compactionSummary",
     }
 }
 

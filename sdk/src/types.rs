@@ -2,7 +2,23 @@
 //! entries, the model and pending prompt of `assemble`, and the window and assembled size of
 //! `compact`. The fields stay public; these say what they mean together.
 
-use crate::{AssembleRequest, CompactRequest, ContextEntry, estimate_tokens};
+use crate::{AssembleRequest, CompactRequest, ContextEntry, Role, estimate_tokens};
+
+impl Role {
+    /// The role as transcripts spell it (`user`, `toolResult`, ...), as the host's search
+    /// requests and hits name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::ToolResult => "toolResult",
+            Role::BashExecution => "bashExecution",
+            Role::Custom => "custom",
+            Role::BranchSummary => "branchSummary",
+            Role::CompactionSummary => "compactionSummary",
+        }
+    }
+}
 
 impl AssembleRequest {
     /// The tool results of the context, in order: from the entries alone, no host call.

@@ -337,6 +337,49 @@ fn serve_rows(rows: &mut Vec<Row>) -> Result<()> {
                 * 100.0
         ),
     ));
+    step("serve: in-sync assemble after one commit, 2,000 and 20,000 messages");
+    let messages_20k = b::generated_messages_of(20_000);
+    let frozen = Some((
+        b::FROZEN_0_3,
+        std::path::Path::new(ctxhost_tests::CONTRACT_V0_3_WASM),
+    ));
+    let [after_commit, after_commit_20k, frozen_2k, frozen_20k] = [
+        (&messages, None),
+        (&messages_20k, None),
+        (&messages, frozen),
+        (&messages_20k, frozen),
+    ]
+    .map(|(messages, engine)| {
+        b::serve::assemble_after_commit(&sidecar, messages, Budget::MEDIUM.from_env(), engine)
+    });
+    let (after_commit, after_commit_20k) = (after_commit?, after_commit_20k?);
+    let (frozen_2k, frozen_20k) = (frozen_2k?, frozen_20k?);
+    rows.push(goal_row_with(
+        &format!(
+            "`session.assemble` over the pipe right after one more message was committed, {} messages (legacy, 0.4)",
+            messages.len()
+        ),
+        Duration::from_millis(1),
+        &after_commit,
+        &format!(
+            "; the frozen 0.3 pass-through: {}",
+            fmt_duration(frozen_2k.median())
+        ),
+    ));
+    let growth = ratio_of(&after_commit_20k, &after_commit);
+    rows.push(row(
+        "↳ the same at 20,000 messages",
+        "within 20% of 2,000",
+        format!(
+            "{} (p90 {}, n={}); {growth:.2}× the 2,000-message one; the frozen 0.3 pass-through: {} ({:.2}×)",
+            fmt_duration(after_commit_20k.median()),
+            fmt_duration(after_commit_20k.percentile(90.0)),
+            after_commit_20k.len(),
+            fmt_duration(frozen_20k.median()),
+            ratio_of(&frozen_20k, &frozen_2k)
+        ),
+        Some(growth <= 1.2),
+    ));
     let append = ledger_append(Budget::MEDIUM.from_env())?;
     rows.push(goal_row_with(
         "↳ what the ledger costs a turn: one record appended (in-process), written after the answer is sent",
@@ -875,19 +918,19 @@ fn compaction_rows(fx: &Fixture, rows: &mut Vec<Row>) -> Result<()> {
 /// guest (the same pass-through built against `wit/0.1.0`, 2,000 `keep`s) through the host's
 /// 0.1 conversion layer.
 fn assemble_rows(rt: &tokio::runtime::Runtime, fx: &Fixture, rows: &mut Vec<Row>) -> Result<()> {
-    step("assemble, wasm (legacy, 0.2)");
+    step("assemble, wasm (legacy, 0.4, whole context)");
     let (assemble, entries) =
         rt.block_on(b::assemble_call(fx, Budget::FAST.from_env(), "legacy"))?;
     let tokens = ctxhost_transcript::Transcript::load(&fx.generated)?.context_tokens();
     rows.push(goal_row(
         &format!(
-            "`assemble`, 0.2: legacy guest, {entries} entries / {}k tokens (engine call, p50)",
+            "`assemble`, 0.4: legacy guest, {entries} entries / {}k tokens, the whole context sent (engine call, p50)",
             tokens / 1000
         ),
         Duration::from_micros(20),
         &assemble,
     ));
-    step("Session::assemble (legacy, 0.2)");
+    step("Session::assemble (legacy, 0.4)");
     let session_assemble =
         rt.block_on(b::session_assemble(fx, Budget::FAST.from_env(), "legacy"))?;
     rows.push(goal_row(
@@ -895,23 +938,77 @@ fn assemble_rows(rt: &tokio::runtime::Runtime, fx: &Fixture, rows: &mut Vec<Row>
         Duration::from_micros(30),
         &session_assemble,
     ));
-    step("Session::assemble after an append (legacy, 0.2)");
-    let turn = rt.block_on(b::session_turn_assemble(fx, Budget::FAST.from_env()))?;
-    rows.push(goal_row(
-        "↳ the same with one message appended before each call (a turn: the kept context grows by one)",
-        Duration::from_micros(30),
+    step("assemble after an append, engine call (legacy 0.4, frozen 0.3)");
+    let appending = rt.block_on(b::assemble_call_appending(
+        fx,
+        Budget::FAST.from_env(),
+        "legacy",
+    ))?;
+    let appending_0_3 = rt.block_on(b::assemble_call_appending(
+        fx,
+        Budget::FAST.from_env(),
+        b::FROZEN_0_3,
+    ))?;
+    rows.push(goal_row_with(
+        "`assemble`, 0.4: legacy guest, one row appended before each call (engine call: that row sent, the SDK's kept columns extended)",
+        Duration::from_micros(5),
+        &appending,
+        &format!(
+            "; the frozen 0.3 pass-through, sent the whole context: {}",
+            fmt_duration(appending_0_3.median())
+        ),
+    ));
+    step("Session::assemble after an append (legacy 0.4 at 2k and 20k, frozen 0.3 at 2k)");
+    let turn = rt.block_on(b::session_turn_assemble(
+        fx,
+        Budget::FAST.from_env(),
+        "legacy",
+        b::SESSION_MESSAGES,
+    ))?;
+    let turn_20k = rt.block_on(b::session_turn_assemble(
+        fx,
+        Budget::FAST.from_env(),
+        "legacy",
+        20_000,
+    ))?;
+    let turn_0_3 = rt.block_on(b::session_turn_assemble(
+        fx,
+        Budget::FAST.from_env(),
+        b::FROZEN_0_3,
+        b::SESSION_MESSAGES,
+    ))?;
+    rows.push(goal_row_with(
+        "↳ `Session::assemble` per turn: one message appended before each call, 2,000 entries",
+        Duration::from_micros(5),
         &turn,
+        &format!(
+            "; the frozen 0.3 pass-through: {}",
+            fmt_duration(turn_0_3.median())
+        ),
+    ));
+    let growth = ratio_of(&turn_20k, &turn);
+    rows.push(row(
+        "↳ the same at 20,000 entries",
+        "≤ 5 µs, within 20% of 2,000",
+        format!(
+            "{} (p90 {}, n={}); {growth:.2}× the 2,000-entry turn",
+            fmt_duration(turn_20k.median()),
+            fmt_duration(turn_20k.percentile(90.0)),
+            turn_20k.len()
+        ),
+        Some(turn_20k.median() <= Duration::from_micros(5) && growth <= 1.2),
     ));
     step("assemble, native (legacy)");
     let native = b::assemble_native(fx, Budget::FAST.from_env())?;
-    let ratio = ratio_of(&assemble, &native);
+    let ratio = ratio_of(&appending, &native);
     rows.push(row(
         "the same assemble compiled natively, in-process",
         "wasm / native ≤ 2",
         format!(
-            "{} native; ratio {ratio:.1}× (engine call) / {:.1}× (`Session::assemble`)",
+            "{} native; ratio {ratio:.1}× (engine call, one row appended) / {:.1}× (engine call, whole context) / {:.1}× (`Session::assemble` per turn)",
             fmt_duration(native.median()),
-            ratio_of(&session_assemble, &native)
+            ratio_of(&assemble, &native),
+            ratio_of(&turn, &native)
         ),
         Some(ratio <= 2.0),
     ));

@@ -118,8 +118,14 @@ pub struct AssembleRequest {
     pub context_tokens: u32,
     /// Names of the tools the model may call on this turn.
     pub available_tools: Vec<String>,
-    /// The current context the plan keeps entries of.
-    pub context: Context,
+    /// The current context the plan keeps entries of (shared with the session, which keeps it
+    /// between calls).
+    pub context: std::sync::Arc<Context>,
+    /// Names the history of `context`: it stays the same while the context only grows by rows
+    /// appended at its end, and changes whenever anything else changed it (a compaction). An
+    /// engine of contract 0.4 that holds the context of this revision is sent only the rows
+    /// appended since; 0 means unknown, and the context is always sent whole.
+    pub context_revision: u64,
     /// The model the next call goes to, when the runtime named it (0.2 on).
     pub model: Option<String>,
     /// The prompt about to be sent, not yet in the transcript, when the runtime has it (0.2 on).

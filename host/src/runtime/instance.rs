@@ -176,8 +176,9 @@ impl EngineInstance {
         self.end(Function::IngestBatch, outcome)
     }
 
-    /// Asks the engine for the context of the next model call. The host validates the plan before
-    /// using it.
+    /// Asks the engine for the context of the next model call (a 0.4 engine is sent only the
+    /// rows appended since its last call, when it holds the request's context revision). The
+    /// host validates the plan before using it.
     pub async fn assemble(
         &mut self,
         request: &AssembleRequest,

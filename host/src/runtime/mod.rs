@@ -41,6 +41,7 @@ mod text;
 mod v0_1;
 mod v0_2;
 mod v0_3;
+mod v0_4;
 mod versions;
 
 use std::path::PathBuf;

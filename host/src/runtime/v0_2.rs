@@ -1,4 +1,4 @@
-//! Contract `ctxhost:engine@0.2.0` (`wit/0.2.0`), the newest: its generated bindings stay in
+//! Contract `ctxhost:engine@0.2.0` (`wit/0.2.0`): its generated bindings stay in
 //! this module, and everything leaving it is converted to or from ctxhost's own types
 //! (`super::contract`), which follow this version field for field, except two shapes: the
 //! context crosses as columns (`context`, built here from ctxhost's entries) and `keep-range`
@@ -70,7 +70,12 @@ impl From<g::Session> for d::Session {
 /// ctxhost's context as the contract's columns: one tight loop per column, the tool names
 /// as they are (the host's context already stores each once).
 fn context(context: &d::Context) -> g::Context {
-    let entries = &context.entries;
+    columns(&context.entries, &context.tool_names)
+}
+
+/// These entries as the contract's columns, with these tool names (0.4 sends a context's
+/// appended rows and the names added since the same way).
+pub(super) fn columns(entries: &[d::ContextEntry], tool_names: &[String]) -> g::Context {
     g::Context {
         entries: entries.iter().map(|e| e.entry).collect(),
         roles: entries.iter().map(|e| role_code(e.role)).collect(),
@@ -80,7 +85,7 @@ fn context(context: &d::Context) -> g::Context {
             .iter()
             .map(|e| (u8::from(e.is_error) * IS_ERROR) | (u8::from(e.pruned) * PRUNED))
             .collect(),
-        tool_names: context.tool_names.clone(),
+        tool_names: tool_names.to_vec(),
     }
 }
 
@@ -459,7 +464,7 @@ impl Engine {
 /// converted, and ranges keeping more entries than the request holds (so some entry twice,
 /// which validation refuses anyway) stop there, so two million ranges over the whole request cost one range's worth of work,
 /// not a copy of the request per range.
-fn items(
+pub(super) fn items(
     request: &[d::ContextEntry],
     items: Vec<g::ContextItem>,
 ) -> Result<Vec<d::ContextItem>, String> {
@@ -487,7 +492,12 @@ fn items(
                     format!("keep-range({first}, {last}) names an entry that is not in the request")
                 };
                 let from = lookup.position(first, cursor).ok_or_else(outside)?;
-                let to = lookup.position(last, from).ok_or_else(outside)?;
+                // A range to the context's end (a pass-through, a kept tail) is found without
+                // scanning up to it.
+                let to = match request.last() {
+                    Some(end) if end.entry == last && from < request.len() => request.len() - 1,
+                    _ => lookup.position(last, from).ok_or_else(outside)?,
+                };
                 if to < from {
                     return Err(format!(
                         "keep-range({first}, {last}) runs backwards in the request's order"

@@ -1,4 +1,4 @@
-//! Contract `ctxhost:engine@0.3.0` (`wit/0.3.0`), the newest: 0.2's interfaces unchanged plus
+//! Contract `ctxhost:engine@0.3.0` (`wit/0.3.0`): 0.2's interfaces unchanged plus
 //! the `tools` export and the `recall` import. Only those two are bound here; 0.2's types and
 //! host imports are 0.2's own bindings (`with`), and a 0.3 engine's lifecycle exports are
 //! driven by `v0_2`, so nothing of 0.2's glue is repeated.
@@ -10,7 +10,8 @@ use super::contract as d;
 use super::state::StoreState;
 use super::v0_2::bindings::ctxhost::engine::types as g;
 
-mod bindings {
+/// Shared with 0.4, which includes 0.3's interfaces unchanged.
+pub(super) mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit/0.3.0",
         world: "context-engine",

@@ -1,18 +1,19 @@
 //! The one place that knows which contract versions exist. Each version's module binds its
 //! own WIT and converts into ctxhost's types; these types pick the module by the version a
-//! component exports. A version that only adds interfaces (0.3: `tools`, `recall`) adds its
-//! module, its imports to the linker and its optional exports here; the lifecycle calls are
-//! forwarded by one macro, with one arm per version whose `engine` interface differs.
+//! component exports. A version that only adds interfaces (0.3: `tools`, `recall`; 0.4:
+//! `incremental`) adds its module, its imports to the linker and its optional exports here;
+//! the lifecycle calls are forwarded by one macro, with one arm per version whose `engine`
+//! interface differs, and `assemble` goes to 0.4's `incremental` when the engine has it.
 
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
 use super::contract as d;
 use super::state::StoreState;
-use super::{RuntimeError, v0_1, v0_2, v0_3};
+use super::{RuntimeError, v0_1, v0_2, v0_3, v0_4};
 
 /// Contract versions this host runs, newest first.
-pub(super) const SUPPORTED: &[&str] = &[v0_3::VERSION, v0_2::VERSION, v0_1::VERSION];
+pub(super) const SUPPORTED: &[&str] = &[v0_4::VERSION, v0_3::VERSION, v0_2::VERSION, v0_1::VERSION];
 
 /// Adds every version's host imports (each under its own versioned interface name).
 pub(super) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
@@ -30,8 +31,13 @@ pub(super) struct Pre {
 
 enum Exports {
     V0_1(v0_1::Indices),
-    /// 0.2's `engine`, and 0.3's `tools` when the component is a 0.3 engine.
-    V0_2(v0_2::Indices, Option<v0_3::ToolsIndices>),
+    /// 0.2's `engine`, 0.3's `tools` when the component is a 0.3 engine or later, and 0.4's
+    /// `incremental` when it is a 0.4 engine.
+    V0_2(
+        v0_2::Indices,
+        Option<v0_3::ToolsIndices>,
+        Option<v0_4::IncrementalIndices>,
+    ),
 }
 
 impl Pre {
@@ -45,10 +51,13 @@ impl Pre {
         let exports = if same_minor(v0_1::VERSION, version) {
             Exports::V0_1(v0_1::indices(&instance_pre)?)
         } else {
-            let tools = same_minor(v0_3::VERSION, version)
+            let incremental = same_minor(v0_4::VERSION, version)
+                .then(|| v0_4::IncrementalIndices::new(&instance_pre))
+                .transpose()?;
+            let tools = (incremental.is_some() || same_minor(v0_3::VERSION, version))
                 .then(|| v0_3::ToolsIndices::new(&instance_pre))
                 .transpose()?;
-            Exports::V0_2(v0_2::indices(&instance_pre)?, tools)
+            Exports::V0_2(v0_2::indices(&instance_pre)?, tools, incremental)
         };
         Ok(Self {
             instance_pre,
@@ -63,11 +72,15 @@ impl Pre {
         let instance = self.instance_pre.instantiate_async(&mut *store).await?;
         Ok(match &self.exports {
             Exports::V0_1(engine) => Bindings::V0_1(v0_1::Engine::load(engine, store, &instance)?),
-            Exports::V0_2(engine, tools) => Bindings::V0_2(
+            Exports::V0_2(engine, tools, incremental) => Bindings::V0_2(
                 v0_2::Engine::load(engine, store, &instance)?,
                 tools
                     .as_ref()
                     .map(|t| t.load(store, &instance))
+                    .transpose()?,
+                incremental
+                    .as_ref()
+                    .map(|i| i.load(store, &instance))
                     .transpose()?,
             ),
         })
@@ -77,7 +90,7 @@ impl Pre {
 /// A live instance's exports, whichever version it speaks.
 pub(super) enum Bindings {
     V0_1(v0_1::Engine),
-    V0_2(v0_2::Engine, Option<v0_3::Tools>),
+    V0_2(v0_2::Engine, Option<v0_3::Tools>, Option<v0_4::Incremental>),
 }
 
 type Call<T> = wasmtime::Result<Result<T, String>>;
@@ -94,7 +107,7 @@ macro_rules! forward {
                 ) -> $ret {
                     match self {
                         Self::V0_1(e) => e.$name(store, $($arg),*).await,
-                        Self::V0_2(e, _) => e.$name(store, $($arg),*).await,
+                        Self::V0_2(e, _, _) => e.$name(store, $($arg),*).await,
                     }
                 }
             )*
@@ -107,7 +120,6 @@ forward! {
     fn bootstrap(request: &d::BootstrapRequest) -> Call<d::BootstrapResult>;
     fn ingest(session: &d::Session, message: &d::Message, is_heartbeat: bool) -> Call<d::IngestResult>;
     fn ingest_batch(session: &d::Session, messages: &[d::Message], is_heartbeat: bool) -> Call<u32>;
-    fn assemble(request: &d::AssembleRequest) -> Call<d::AssembleResult>;
     fn compact(request: &d::CompactRequest) -> Call<d::CompactResult>;
     fn after_turn(request: &d::AfterTurnRequest) -> Call<()>;
     fn prepare_subagent_spawn(spawn: &d::SubagentSpawn) -> Call<Option<u64>>;
@@ -117,10 +129,24 @@ forward! {
 }
 
 impl Bindings {
+    /// `assemble`, sent as the change since the engine's last one when it speaks 0.4 (so it
+    /// takes `&mut self`: the instance remembers what its engine holds).
+    pub(super) async fn assemble(
+        &mut self,
+        store: &mut Store<StoreState>,
+        request: &d::AssembleRequest,
+    ) -> Call<d::AssembleResult> {
+        match self {
+            Self::V0_1(e) => e.assemble(store, request).await,
+            Self::V0_2(_, _, Some(incremental)) => incremental.assemble(store, request).await,
+            Self::V0_2(e, _, None) => e.assemble(store, request).await,
+        }
+    }
+
     /// The engine's `tools` export (0.3 on); `None` for engines that cannot offer tools.
     pub(super) fn tools(&self) -> Option<&v0_3::Tools> {
         match self {
-            Self::V0_2(_, tools) => tools.as_ref(),
+            Self::V0_2(_, tools, _) => tools.as_ref(),
             Self::V0_1(_) => None,
         }
     }
@@ -137,10 +163,11 @@ pub(super) fn contract_version(
         .exports(engine)
         .map(|(name, _)| name.to_string())
         .collect();
-    // A 0.3 engine exports 0.2's `engine` and 0.3's `tools`: the newest names the version.
-    let found = exports
+    // A 0.4 engine exports 0.2's `engine`, 0.3's `tools` and 0.4's `incremental`: the newest
+    // names the version.
+    let found = [v0_4::INCREMENTAL_EXPORT_PREFIX, v0_3::TOOLS_EXPORT_PREFIX]
         .iter()
-        .find_map(|name| name.strip_prefix(v0_3::TOOLS_EXPORT_PREFIX))
+        .find_map(|prefix| exports.iter().find_map(|name| name.strip_prefix(prefix)))
         .or_else(|| {
             exports
                 .iter()

@@ -1,5 +1,6 @@
 //! Transcript entries in the contract's terms: what crosses into the guest.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ctxhost_transcript::{Entry, Transcript};
@@ -18,38 +19,58 @@ pub fn tokens_u32(tokens: u64) -> u32 {
 /// context only grows at its end, so a call looks only at the entries appended since the last
 /// one. Tool facts come from what the transcript kept at load (no message is decoded), and
 /// each tool name is stored once.
+///
+/// The context is shared (`Arc`), not copied, with each request; it is extended in place once
+/// the previous request is dropped. Each rebuild gets a new context revision (unique in the
+/// process), which is what lets a 0.4 engine be sent only the rows appended since.
 #[derive(Default)]
 pub(super) struct ContextCache {
     kept: Mutex<Kept>,
 }
 
+/// Context revisions handed out in this process; 0 stays "unknown".
+static NEXT_CONTEXT_REVISION: AtomicU64 = AtomicU64::new(1);
+
 #[derive(Default)]
 struct Kept {
     /// The transcript revision `context` was built at.
     revision: Option<u64>,
+    /// The context revision of `context`: it changes whenever `context` is rebuilt.
+    context_revision: u64,
     /// How many of the transcript's `context()` indices `context` was built from.
     seen: usize,
-    context: Context,
+    context: Arc<Context>,
     /// Per transcript entry, the `tool` of its row (names only ever grow, so it never goes stale).
     tool_by_entry: Vec<u32>,
 }
 
 impl ContextCache {
-    pub(super) fn context(&self, transcript: &Transcript) -> Context {
+    /// The current context of `transcript`, with its context revision (see
+    /// [`crate::runtime::contract::AssembleRequest::context_revision`]).
+    pub(super) fn context(&self, transcript: &Transcript) -> (Arc<Context>, u64) {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let Kept {
             revision,
+            context_revision,
             seen,
             context,
             tool_by_entry,
         } = &mut *kept;
         let entries = transcript.entries();
         let indices = transcript.context();
-        if *revision != Some(transcript.revision()) || *seen > indices.len() {
-            context.entries.clear();
+        let stale = *revision != Some(transcript.revision()) || *seen > indices.len();
+        if !stale && *seen == indices.len() && tool_by_entry.len() >= entries.len() {
+            return (context.clone(), *context_revision);
+        }
+        // Copies the context only while an earlier request still holds it.
+        let context_mut = Arc::make_mut(context);
+        if stale {
+            context_mut.entries.clear();
             *seen = 0;
             *revision = Some(transcript.revision());
+            *context_revision = NEXT_CONTEXT_REVISION.fetch_add(1, Ordering::Relaxed);
         }
+        let context = context_mut;
         for entry in &entries[tool_by_entry.len().min(entries.len())..] {
             let tool = entry.tool_name().map_or(0, |name| {
                 let names = &mut context.tool_names;
@@ -77,7 +98,12 @@ impl ContextCache {
             }
         }
         *seen = indices.len();
-        context.clone()
+        (kept.context.clone(), kept.context_revision)
+    }
+
+    /// The current context of `transcript`, owned (for callers that keep or change it).
+    pub(super) fn owned_context(&self, transcript: &Transcript) -> Context {
+        Arc::unwrap_or_clone(self.context(transcript).0)
     }
 }
 
@@ -212,7 +238,7 @@ mod tests {
 
     #[test]
     fn tool_facts_come_from_the_transcript_with_one_name_per_tool() {
-        let context = ContextCache::default().context(&transcript());
+        let context = ContextCache::default().owned_context(&transcript());
         let names: Vec<Option<&str>> = (context.entries.iter())
             .map(|e| context.tool_name(e))
             .collect();
@@ -226,14 +252,14 @@ mod tests {
     fn the_kept_context_follows_appends_and_compactions() {
         let cache = ContextCache::default();
         let mut t = transcript();
-        let fresh = |t: &Transcript| ContextCache::default().context(t);
-        assert_eq!(cache.context(&t), fresh(&t));
+        let fresh = |t: &Transcript| ContextCache::default().owned_context(t);
+        assert_eq!(cache.owned_context(&t), fresh(&t));
         let grep = serde_json::json!({
             "role": "toolResult", "toolCallId": "call_4", "toolName": "grep",
             "content": [], "isError": false, "timestamp": 1,
         });
         t.append_message(&grep, "2025-01-01T00:00:02.000Z").unwrap();
-        let grown = cache.context(&t);
+        let grown = cache.owned_context(&t);
         assert_eq!(grown, fresh(&t));
         assert_eq!(grown.tool_name(&grown.entries[4]), Some("grep"));
         // A compaction keeping the last two entries and pruning the `read` error before them.
@@ -249,7 +275,7 @@ mod tests {
             "2025-01-01T00:00:03.000Z",
         )
         .unwrap();
-        let compacted = cache.context(&t);
+        let compacted = cache.owned_context(&t);
         assert_eq!(compacted, fresh(&t));
         let refs: Vec<u32> = compacted.entries.iter().map(|e| e.entry).collect();
         assert_eq!(refs, [5, 3, 4]);

@@ -46,7 +46,7 @@ pub struct AssembleOptions {
 /// The current context of `transcript` as an engine receives it in `assemble` (what a session
 /// builds and keeps between calls; built afresh here).
 pub fn context_of(transcript: &Transcript) -> crate::runtime::contract::Context {
-    convert::ContextCache::default().context(transcript)
+    convert::ContextCache::default().owned_context(transcript)
 }
 
 /// What the runtime knows of the coming model call beyond the transcript; engines speaking
@@ -470,7 +470,7 @@ impl Session {
         options: &AssembleOptions,
         pending: &PendingCall,
     ) -> Result<Assembly> {
-        let (context, context_tokens, transcript_len) = {
+        let ((context, context_revision), context_tokens, transcript_len) = {
             let transcript = self.shared.read();
             let context = self.shared.context.context(&transcript);
             let tokens = self.measure(&transcript);
@@ -483,6 +483,7 @@ impl Session {
             context_tokens: tokens_u32(context_tokens),
             available_tools: options.available_tools.clone(),
             context,
+            context_revision,
             model: pending.model.clone(),
             prompt: pending.prompt.clone(),
         };

@@ -183,7 +183,7 @@ impl SessionServices for Shared {
     }
 
     fn context(&self) -> Context {
-        self.context.context(&self.read())
+        self.context.owned_context(&self.read())
     }
 
     fn tool_call_ids(&self, refs: &[EntryRef]) -> Result<Vec<Option<String>>, HostError> {
