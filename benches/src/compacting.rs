@@ -10,8 +10,15 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use ctxhost::runtime::PreparedEngine;
 use ctxhost::{Assembly, Host, Session, SessionTarget, TurnRequest};
+use serde_json::Value;
 
-use crate::continuity::Subject;
+/// A session to replay: its messages and the standing instructions the user gave in it.
+#[derive(Debug, Clone)]
+pub struct Subject {
+    pub name: String,
+    pub messages: Vec<Value>,
+    pub instructions: Vec<String>,
+}
 
 /// The moment right after a compaction.
 pub struct Compacted<'a> {

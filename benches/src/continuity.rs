@@ -35,13 +35,7 @@ pub const WINDOWS: &[u64] = &[16_000, 32_000];
 /// Compaction counts the table reports.
 pub const AT: &[usize] = &[1, 2, 3, 10];
 
-/// A session to replay: its messages and the standing instructions the user gave in it.
-#[derive(Debug, Clone)]
-pub struct Subject {
-    pub name: String,
-    pub messages: Vec<Value>,
-    pub instructions: Vec<String>,
-}
+pub use crate::compacting::Subject;
 
 /// Recall of one kind at one state: (kept, total).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -361,13 +361,14 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// The members of an object: calls `member` with each key's index in `names` (None for
-    /// a name not in it) and leaves the scanner at its value, which `member` must consume.
-    /// A key spelled with escapes, or a named member given twice, ends the fast path.
+    /// The members of an object: calls `member` with each key that is one of `names` (None for
+    /// any other) and leaves the scanner at its value, which `member` must consume. Members
+    /// are told by name, so the order of a table binds nothing. A key spelled with escapes, or
+    /// a named member given twice, ends the fast path.
     fn object(
         &mut self,
-        names: &[&[u8]],
-        mut member: impl FnMut(&mut Self, Option<usize>) -> Option<()>,
+        names: &[&'static [u8]],
+        mut member: impl FnMut(&mut Self, Option<&'static [u8]>) -> Option<()>,
     ) -> Option<()> {
         self.eat(b'{')?;
         if self.peek()? == b'}' {
@@ -389,7 +390,7 @@ impl<'a> Scan<'a> {
                 seen |= 1 << k;
             }
             self.eat(b':')?;
-            member(self, which)?;
+            member(self, which.map(|k| names[k]))?;
             match self.peek()? {
                 b',' => self.i += 1,
                 b'}' => {
@@ -475,11 +476,11 @@ fn block(s: &mut Scan<'_>) -> Option<usize> {
     let mut m = Members::default();
     s.object(&BLOCK_MEMBERS, |s, which| {
         match which {
-            Some(0) => kind = s.plain_or_null()?,
-            Some(1) => m.text = s.chars_or_null()?,
-            Some(2) => m.thinking = s.chars_or_null()?,
-            Some(3) => m.name = s.chars_or_null()?,
-            Some(4) => {
+            Some(b"type") => kind = s.plain_or_null()?,
+            Some(b"text") => m.text = s.chars_or_null()?,
+            Some(b"thinking") => m.thinking = s.chars_or_null()?,
+            Some(b"name") => m.name = s.chars_or_null()?,
+            Some(b"arguments") => {
                 m.arguments = if s.is_null()? {
                     None
                 } else {
@@ -500,40 +501,45 @@ fn usage(s: &mut Scan<'_>) -> Option<Option<RawUsage>> {
     if s.is_null()? {
         return Some(None);
     }
-    let mut figures: [Option<f64>; 5] = [None; 5];
+    let mut raw = RawUsage {
+        input: None,
+        output: None,
+        cache_read: None,
+        cache_write: None,
+        total_tokens: None,
+    };
     s.object(&USAGE_MEMBERS, |s, which| {
-        match which {
-            Some(k) => figures[k] = if s.is_null()? { None } else { Some(s.count()?) },
-            None => {
+        let figure = match which {
+            Some(b"input") => &mut raw.input,
+            Some(b"output") => &mut raw.output,
+            Some(b"cacheRead") => &mut raw.cache_read,
+            Some(b"cacheWrite") => &mut raw.cache_write,
+            Some(b"totalTokens") => &mut raw.total_tokens,
+            _ => {
                 s.value(2)?;
+                return Some(());
             }
-        }
+        };
+        *figure = if s.is_null()? { None } else { Some(s.count()?) };
         Some(())
     })?;
-    let [input, output, cache_read, cache_write, total_tokens] = figures;
-    Some(Some(RawUsage {
-        input,
-        output,
-        cache_read,
-        cache_write,
-        total_tokens,
-    }))
+    Some(Some(raw))
 }
 
 fn message(s: &mut Scan<'_>) -> Option<Stats> {
     let mut m = Stats::default();
     s.object(&MESSAGE_MEMBERS, |s, which| {
         match which {
-            Some(0) => m.role = Some(s.plain()?),
-            Some(1) => m.content = content(s)?,
-            Some(2) => m.usage = usage(s)?,
-            Some(3) => m.stop_reason = s.plain_or_null()?,
-            Some(4) => m.command = s.chars_or_null()?,
-            Some(5) => m.output = s.chars_or_null()?,
-            Some(6) => m.summary = s.chars_or_null()?,
-            Some(7) => m.exclude = s.bool_or_null()?,
-            Some(8) => m.tool_name = s.plain_or_null()?,
-            Some(9) => m.is_error = s.bool_or_null()?,
+            Some(b"role") => m.role = Some(s.plain()?),
+            Some(b"content") => m.content = content(s)?,
+            Some(b"usage") => m.usage = usage(s)?,
+            Some(b"stopReason") => m.stop_reason = s.plain_or_null()?,
+            Some(b"command") => m.command = s.chars_or_null()?,
+            Some(b"output") => m.output = s.chars_or_null()?,
+            Some(b"summary") => m.summary = s.chars_or_null()?,
+            Some(b"excludeFromContext") => m.exclude = s.bool_or_null()?,
+            Some(b"toolName") => m.tool_name = s.plain_or_null()?,
+            Some(b"isError") => m.is_error = s.bool_or_null()?,
             _ => {
                 s.value(1)?;
             }
@@ -554,10 +560,10 @@ pub(crate) fn message_line(line: &str) -> Option<MessageLine> {
     let mut found: Option<(Range<usize>, Stats)> = None;
     s.object(&ENTRY_MEMBERS, |s, which| {
         match which {
-            Some(0) => kind = Some(s.plain()?),
-            Some(1) => id = Some(s.plain()?),
-            Some(2) => parent_id = Some(s.plain_or_null()?),
-            Some(3) => {
+            Some(b"type") => kind = Some(s.plain()?),
+            Some(b"id") => id = Some(s.plain()?),
+            Some(b"parentId") => parent_id = Some(s.plain_or_null()?),
+            Some(b"timestamp") => {
                 timestamp = if s.peek()? == b'"' {
                     Some(s.plain()?)
                 } else {
@@ -565,7 +571,7 @@ pub(crate) fn message_line(line: &str) -> Option<MessageLine> {
                     None
                 }
             }
-            Some(4) => {
+            Some(b"message") => {
                 s.peek()?;
                 let start = s.i;
                 let stats = message(s)?;

@@ -502,7 +502,7 @@ fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
     }
     let provider = provider(&object.provider).ok_or_else(|| {
         let names: Vec<&str> = PROVIDERS.iter().map(|p| p.name).collect();
-        let hint = super::keys::closest(&object.provider, &names)
+        let hint = super::spelling::closest(&object.provider, &names)
             .map(|n| format!("did you mean `{n}`? "))
             .unwrap_or_default();
         problem(

@@ -2,7 +2,7 @@
 //! still parses as a config, then write it atomically (temp file + rename) keeping `<file>.bak`.
 //! Keys the edit does not own are kept; JSON5 comments are not (the `.bak` has them).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 
@@ -84,19 +84,15 @@ fn object(node: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
-fn backup_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".bak");
-    path.with_file_name(name)
-}
-
-/// Keeps the file's previous text as `<file>.bak` (with the comments an edit drops), then
-/// replaces it.
+/// Keeps the file's previous text as a backup (with the comments an edit drops), then replaces
+/// it: the transcripts' own atomic rewrite, so a `.bak` of another file is never replaced.
 fn write_keeping_backup(path: &Path, text: &str) -> std::io::Result<()> {
-    if path.exists() {
-        std::fs::copy(path, backup_path(path))?;
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
     }
-    crate::fsutil::write_atomic(path, text.as_bytes())
+    ctxhost_transcript::store::rewrite_atomically(path, text)
+        .map(drop)
+        .map_err(std::io::Error::other)
 }
 
 #[cfg(test)]
@@ -121,7 +117,8 @@ mod tests {
         let config = editor.save().unwrap();
         assert_eq!(config.active_engine(), "checkpoint-manager");
         assert_eq!(config.raw["gateway"]["port"], 8080);
-        let backup = std::fs::read_to_string(backup_path(&path)).unwrap();
+        let backup =
+            std::fs::read_to_string(ctxhost_transcript::store::backup_path(&path)).unwrap();
         assert!(backup.contains("// theirs"));
 
         let mut editor = ConfigEditor::open(&source).unwrap();

@@ -9,6 +9,7 @@ pub mod edit;
 pub mod keys;
 pub mod locate;
 pub mod show;
+mod spelling;
 
 pub use compaction::{CompactionSettings, MemoryFlushSettings, TokenCounterSetting};
 
