@@ -455,11 +455,12 @@ impl CompactionSettings {
     }
 }
 
-/// `model`, checked: `"extractive"`, `"<provider>/<model name>"`, or an object.
-fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
+/// `model` as written: None for the extractive summarizer (absent, `"extractive"`, or an object
+/// naming it as its provider), else `"<provider>/<model name>"` or an object, read.
+fn model_object(setting: Option<&Value>) -> Result<Option<ModelObject>, Problem> {
     let object = match setting {
-        None | Some(Value::Null) => return Ok(ModelConfig::Extractive),
-        Some(Value::String(name)) if name == "extractive" => return Ok(ModelConfig::Extractive),
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(name)) if name == "extractive" => return Ok(None),
         Some(Value::String(name)) => {
             let (provider_name, model_name) = name.split_once('/').ok_or_else(|| {
                 problem(
@@ -497,9 +498,14 @@ fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
             ));
         }
     };
-    if object.provider == "extractive" {
+    Ok(Some(object).filter(|object| object.provider != "extractive"))
+}
+
+/// `model`, checked: `"extractive"`, `"<provider>/<model name>"`, or an object.
+fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
+    let Some(object) = model_object(setting)? else {
         return Ok(ModelConfig::Extractive);
-    }
+    };
     let provider = provider(&object.provider).ok_or_else(|| {
         let names: Vec<&str> = PROVIDERS.iter().map(|p| p.name).collect();
         let hint = super::spelling::closest(&object.provider, &names)
@@ -535,6 +541,27 @@ fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
         .clone()
         .filter(|m| !m.is_empty())
         .ok_or_else(|| problem("model.modelName", "is required"))?;
+    check_model_ranges(&object)?;
+    let defaults = OpenAiConfig::default();
+    Ok(ModelConfig::OpenAiCompatible(OpenAiConfig {
+        base_url,
+        model_name,
+        api_key_env: object
+            .api_key_env
+            .clone()
+            .or_else(|| provider.api_key_env.map(str::to_string)),
+        temperature: object.temperature.or(defaults.temperature),
+        max_tokens: object.max_tokens.unwrap_or(defaults.max_tokens),
+        timeout: object
+            .timeout_ms
+            .map_or(defaults.timeout, Duration::from_millis),
+        retries: object.retries.unwrap_or(defaults.retries),
+        ..defaults
+    }))
+}
+
+/// The model's numeric settings within their ranges.
+fn check_model_ranges(object: &ModelObject) -> Result<(), Problem> {
     if let Some(t) = object.temperature
         && !(0.0..=2.0).contains(&t)
     {
@@ -567,22 +594,7 @@ fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
             format!("{r} is out of range (0 to 10)"),
         ));
     }
-    let defaults = OpenAiConfig::default();
-    Ok(ModelConfig::OpenAiCompatible(OpenAiConfig {
-        base_url,
-        model_name,
-        api_key_env: object
-            .api_key_env
-            .clone()
-            .or_else(|| provider.api_key_env.map(str::to_string)),
-        temperature: object.temperature.or(defaults.temperature),
-        max_tokens: object.max_tokens.unwrap_or(defaults.max_tokens),
-        timeout: object
-            .timeout_ms
-            .map_or(defaults.timeout, Duration::from_millis),
-        retries: object.retries.unwrap_or(defaults.retries),
-        ..defaults
-    }))
+    Ok(())
 }
 
 #[cfg(test)]
