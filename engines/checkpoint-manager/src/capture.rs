@@ -21,7 +21,7 @@ pub const MAX_RESOURCES: usize = 100;
 /// At most this many open items and learnings each.
 pub const MAX_ISSUES: usize = 20;
 /// A user message shorter than this, right after a long agent response, is a decision (unless
-/// it only acknowledges: see [`acknowledgement`]).
+/// it only acknowledges: see [`is_acknowledgement`]).
 pub const DECISION_MAX_CHARS: usize = 120;
 /// Characters of a failed tool's output kept as its gist.
 const FAILURE_GIST_CHARS: usize = 100;
