@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::de::IgnoredAny;
 
-use crate::entry::{Decode, Line};
+use crate::entry::{Decode, Entry, Line};
 use crate::error::{LoadWarning, TranscriptError};
 use crate::read::Head;
 use crate::transcript::{TORN_LAST_LINE, missing_parent, read_line, split_concatenated};
@@ -50,12 +50,7 @@ pub(crate) fn check(path: &Path, head: &Head) -> Result<Verdict, TranscriptError
         .map_err(io("cannot seek"))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let version = head.header.version();
-    let hash = |id: &str| foldhash::fast::FixedState::default().hash_one(id);
-    let mut ids: HashSet<u64, foldhash::fast::FixedState> = HashSet::default();
-    let mut ask_the_loader = false;
-    // Parents not read before their child: (line, parent id); few in a file appended to.
-    let mut later_parents: Vec<(usize, String)> = Vec::new();
-    let mut boundaries: Vec<u64> = Vec::new();
+    let mut links = Links::default();
     let mut warnings = Vec::new();
     let mut refused: Option<Refused> = None;
     let mut positions = 0usize;
@@ -114,22 +109,7 @@ pub(crate) fn check(path: &Path, head: &Head) -> Result<Verdict, TranscriptError
             &source,
             &line_of,
             &mut warnings,
-            |e| {
-                if version == 1 {
-                    ask_the_loader |= e.entry_type() == "compaction";
-                    return;
-                }
-                // The parent first: an entry that is its own parent is a cycle.
-                if let Some(parent) = e.parent_id()
-                    && !ids.contains(&hash(parent))
-                {
-                    later_parents.push((line_no, parent.to_string()));
-                }
-                ask_the_loader |= !ids.insert(hash(e.id()));
-                if let Some(kept) = e.first_kept_entry_id() {
-                    boundaries.push(hash(kept));
-                }
-            },
+            |e| links.note(&e, line_no, version),
         );
         positions += read.as_ref().copied().unwrap_or(0);
         if let Err(error) = read {
@@ -157,21 +137,61 @@ pub(crate) fn check(path: &Path, head: &Head) -> Result<Verdict, TranscriptError
             },
         );
     }
-    if ask_the_loader || boundaries.iter().any(|b| !ids.contains(b)) {
-        return Ok(Verdict::AskTheLoader);
-    }
-    for (line, parent) in later_parents {
-        if ids.contains(&hash(&parent)) {
-            // Written after its child: fine, unless the links go round; loading knows.
-            return Ok(Verdict::AskTheLoader);
+    Ok(links.verdict(warnings, &source))
+}
+
+fn hash(id: &str) -> u64 {
+    foldhash::fast::FixedState::default().hash_one(id)
+}
+
+/// What linking would find, kept as 64-bit hashes of the ids read so far.
+#[derive(Default)]
+struct Links {
+    ids: HashSet<u64, foldhash::fast::FixedState>,
+    /// Parents not read before their child: (line, parent id); few in a file appended to.
+    later_parents: Vec<(usize, String)>,
+    /// The first kept entry of every compaction.
+    boundaries: Vec<u64>,
+    ask_the_loader: bool,
+}
+
+impl Links {
+    fn note(&mut self, e: &Entry, line_no: usize, version: u32) {
+        if version == 1 {
+            self.ask_the_loader |= e.entry_type() == "compaction";
+            return;
         }
-        warnings.push(LoadWarning {
-            source: source.clone(),
-            line,
-            message: missing_parent(&parent),
-        });
+        // The parent first: an entry that is its own parent is a cycle.
+        if let Some(parent) = e.parent_id()
+            && !self.ids.contains(&hash(parent))
+        {
+            self.later_parents.push((line_no, parent.to_string()));
+        }
+        self.ask_the_loader |= !self.ids.insert(hash(e.id()));
+        if let Some(kept) = e.first_kept_entry_id() {
+            self.boundaries.push(hash(kept));
+        }
     }
-    Ok(Verdict::Valid(warnings))
+
+    /// Loading's verdict once every line is read: its warnings with the missing parents added,
+    /// or the full load when the hashes cannot settle it.
+    fn verdict(self, mut warnings: Vec<LoadWarning>, source: &str) -> Verdict {
+        if self.ask_the_loader || self.boundaries.iter().any(|b| !self.ids.contains(b)) {
+            return Verdict::AskTheLoader;
+        }
+        for (line, parent) in self.later_parents {
+            if self.ids.contains(&hash(&parent)) {
+                // Written after its child: fine, unless the links go round; loading knows.
+                return Verdict::AskTheLoader;
+            }
+            warnings.push(LoadWarning {
+                source: source.to_string(),
+                line,
+                message: missing_parent(&parent),
+            });
+        }
+        Verdict::Valid(warnings)
+    }
 }
 
 fn is_blank(bytes: &[u8]) -> bool {
