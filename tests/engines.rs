@@ -3,8 +3,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use ctxhost::runtime::LoadSource;
+use ctxhost::runtime::contract::Session;
+use ctxhost::runtime::{
+    Detached, EngineError, EngineSpec, FaultKind, Grants, Limits, Runtime, RuntimeOptions,
+};
 use ctxhost::transcript::Transcript;
 use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, SessionTarget};
 use ctxhost_tests::{
@@ -279,4 +284,62 @@ fn batches_turn_hooks_and_subagent_hooks_reach_the_engine() {
         session.close().await.unwrap();
         assert_eq!(raw_messages(&path).len(), 40);
     });
+}
+
+/// The runtime alone (no session): a full pooling allocator is the host's shortage, reported as
+/// such, and never counted against the engine's circuit breaker.
+#[tokio::test]
+async fn a_full_instance_pool_is_the_hosts_shortage_not_the_engines_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(&RuntimeOptions {
+        max_instances: 2,
+        ..RuntimeOptions::default()
+    })
+    .unwrap();
+    assert!(runtime.uses_pooling(), "this machine cannot reserve a pool");
+    let spec = EngineSpec {
+        id: "legacy".into(),
+        origin: "bundled:legacy".into(),
+        state_dir: dir.path().join("state"),
+        config_json: "{}".into(),
+        limits: Limits {
+            faults_before_circuit_opens: 1,
+            ..Limits::default()
+        },
+        grants: Grants::default(),
+    };
+    let engine = runtime
+        .prepare(spec, ctxhost::plugins::LEGACY_WASM)
+        .await
+        .unwrap();
+    let session = || Session {
+        id: "s".into(),
+        key: "s".into(),
+    };
+    let first = engine.instantiate(session(), Arc::new(Detached)).await;
+    let _second = engine.instantiate(session(), Arc::new(Detached)).await;
+    let refused = engine
+        .instantiate(session(), Arc::new(Detached))
+        .await
+        .err()
+        .expect("the pool holds two");
+    assert!(
+        matches!(
+            refused,
+            EngineError::Fault {
+                kind: FaultKind::HostResources,
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    // A breaker that opens at one fault is still closed: the next slot serves.
+    assert_eq!(engine.health().circuit_open, None);
+    drop(first);
+    assert!(
+        engine
+            .instantiate(session(), Arc::new(Detached))
+            .await
+            .is_ok()
+    );
 }

@@ -11,16 +11,15 @@
 //! - `session`: a transcript and the engine instance serving it, and the agent tools it offers
 //!   (the host's recall tools over `ctxhost-recall`'s index, and the engine's own);
 //! - `prompt`, then `config`, then `model` (the summarizer's and `complete`'s model client);
-//! - `runtime`: wasm; of the transcript crate it uses only the `Role` its contract shares and
-//!   the token estimate.
+//! - [`runtime`], the `ctxhost-runtime` crate (wasm, the contract versions, the sandbox),
+//!   re-exported under that name.
 //!
 //! Beside them: `error` gathers the errors of `config`, `plugins` and `runtime` (and defines
 //! `ContextOverflow`), used by every layer from `session` up; `bundle` (a session's context as a
 //! portable file) uses only the transcript crate; `plugins` (the registry and its packages) sits
 //! below `host`, except `plugins::ops`, the operations on a `Host` it re-exports (`install`,
-//! `uninstall`, ...). `fsutil` (the one atomic file writer) and `timestamp` (the host's clock as
-//! RFC 3339) serve any layer. The binary's `cli` uses the library only, and `ctxhost-transcript`
-//! knows nothing about wasm.
+//! `uninstall`, ...). `timestamp` (the host's clock as RFC 3339) serves any layer. The binary
+//! (`ctxhost-cli`) uses the library only, and `ctxhost-transcript` knows nothing about wasm.
 
 #![warn(missing_docs)]
 
@@ -28,19 +27,18 @@ pub mod auto_compaction;
 pub mod bundle;
 pub mod config;
 pub mod error;
-mod fsutil;
 mod host;
 pub mod ledger;
 pub mod model;
 pub mod plugins;
 pub mod prompt;
 pub mod replay;
-pub mod runtime;
 pub mod serve;
 pub mod session;
 pub mod timestamp;
 
 pub use ctxhost_recall as recall;
+pub use ctxhost_runtime as runtime;
 pub use ctxhost_transcript as transcript;
 pub use error::{Error, Result};
 pub use host::{Host, SessionOptions, SessionTarget, encode_key, session_file};

@@ -23,7 +23,7 @@ use super::{epoch, text};
 /// One engine instance serving one session: its own wasm store (memory, fuel of host imports,
 /// deadline) and the contract's calls, each checked against the engine's limits. A call that
 /// faults returns [`EngineError::Fault`] and the instance must be dropped
-/// ([`EngineError::discards_instance`]); a [`crate::Session`] does that and starts a fresh one.
+/// ([`EngineError::discards_instance`]); a session of the embedding library does that and starts a fresh one.
 pub struct EngineInstance {
     pub(super) store: Store<StoreState>,
     pub(super) bindings: Bindings,

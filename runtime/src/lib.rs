@@ -1,6 +1,14 @@
-//! The wasm runtime: one wasmtime `Engine` per process, components compiled once (or loaded
-//! precompiled from the cache), one `InstancePre` per engine and one `Store` per session.
-//! Knows nothing about transcripts or the CLI; sessions reach it through `SessionServices`.
+//! The wasm runtime of ctxhost: one wasmtime `Engine` per process, components compiled once (or
+//! loaded precompiled from the cache), one `InstancePre` per engine and one `Store` per session.
+//!
+//! It owns the contract versions (one module per WIT version, each converting into the types of
+//! [`contract`]), the sandbox (WASI with a quota'd state dir, no network) and its limits (memory,
+//! fuel, epochs, per-import bounds), and the component cache. It uses wasmtime and of the
+//! transcript crate only the `Role` its contract shares and the token estimate; it knows nothing
+//! of sessions, transcripts on disk, config files or the CLI: the embedding library (`ctxhost`)
+//! reaches it through [`SessionServices`].
+
+#![warn(missing_docs)]
 
 /// Converts a WIT enum of a version's generated `types` (`g`) to and from ctxhost's own
 /// (`d`, `super::contract`), variant by variant.
@@ -30,6 +38,7 @@ pub mod contract;
 mod disk;
 mod epoch;
 mod error;
+mod fsutil;
 mod guest_log;
 mod health;
 mod instance;
@@ -90,7 +99,7 @@ impl Default for RuntimeOptions {
     }
 }
 
-/// The wasm runtime every engine of a [`crate::Host`] shares: one wasmtime `Engine` (pooled
+/// The wasm runtime every engine of a `Host` shares: one wasmtime `Engine` (pooled
 /// instances when the system allows), the linker with the host's imports, the compiled-component
 /// cache and the epoch ticker that enforces call deadlines. It knows nothing of transcripts:
 /// [`Runtime::prepare`] turns a component into a [`PreparedEngine`], whose instances a session
@@ -268,62 +277,6 @@ fn check_component_header(origin: &str, bytes: &[u8]) -> Result<(), RuntimeError
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn a_full_instance_pool_is_the_hosts_shortage_not_the_engines_fault() {
-        let dir = tempfile::tempdir().unwrap();
-        let runtime = Runtime::new(&RuntimeOptions {
-            max_instances: 2,
-            ..RuntimeOptions::default()
-        })
-        .unwrap();
-        assert!(runtime.uses_pooling(), "this machine cannot reserve a pool");
-        let spec = EngineSpec {
-            id: "legacy".into(),
-            origin: "bundled:legacy".into(),
-            state_dir: dir.path().join("state"),
-            config_json: "{}".into(),
-            limits: Limits {
-                faults_before_circuit_opens: 1,
-                ..Limits::default()
-            },
-            grants: Grants::default(),
-        };
-        let engine = runtime
-            .prepare(spec, crate::plugins::LEGACY_WASM)
-            .await
-            .unwrap();
-        let session = || Session {
-            id: "s".into(),
-            key: "s".into(),
-        };
-        let first = engine.instantiate(session(), Arc::new(Detached)).await;
-        let _second = engine.instantiate(session(), Arc::new(Detached)).await;
-        let refused = engine
-            .instantiate(session(), Arc::new(Detached))
-            .await
-            .err()
-            .expect("the pool holds two");
-        assert!(
-            matches!(
-                refused,
-                EngineError::Fault {
-                    kind: FaultKind::HostResources,
-                    ..
-                }
-            ),
-            "{refused}"
-        );
-        // A breaker that opens at one fault is still closed: the next slot serves.
-        assert_eq!(engine.health().circuit_open, None);
-        drop(first);
-        assert!(
-            engine
-                .instantiate(session(), Arc::new(Detached))
-                .await
-                .is_ok()
-        );
-    }
 
     #[test]
     fn headers_tell_components_from_modules_and_junk() {

@@ -19,8 +19,8 @@ pub(super) mod bindings {
         exports: { default: async },
         anyhow: true,
         with: {
-            "ctxhost:engine/types@0.2.0": crate::runtime::v0_2::bindings::ctxhost::engine::types,
-            "ctxhost:engine/host@0.2.0": crate::runtime::v0_2::bindings::ctxhost::engine::host,
+            "ctxhost:engine/types@0.2.0": crate::v0_2::bindings::ctxhost::engine::types,
+            "ctxhost:engine/host@0.2.0": crate::v0_2::bindings::ctxhost::engine::host,
         },
     });
 }

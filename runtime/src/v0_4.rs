@@ -23,9 +23,9 @@ mod bindings {
         exports: { default: async },
         anyhow: true,
         with: {
-            "ctxhost:engine/types@0.2.0": crate::runtime::v0_2::bindings::ctxhost::engine::types,
-            "ctxhost:engine/host@0.2.0": crate::runtime::v0_2::bindings::ctxhost::engine::host,
-            "ctxhost:engine/recall@0.3.0": crate::runtime::v0_3::bindings::ctxhost::engine0_3_0::recall,
+            "ctxhost:engine/types@0.2.0": crate::v0_2::bindings::ctxhost::engine::types,
+            "ctxhost:engine/host@0.2.0": crate::v0_2::bindings::ctxhost::engine::host,
+            "ctxhost:engine/recall@0.3.0": crate::v0_3::bindings::ctxhost::engine0_3_0::recall,
         },
     });
 }

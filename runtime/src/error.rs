@@ -50,7 +50,7 @@ pub enum RuntimeError {
         origin: String,
         /// The contract version it was built against.
         found: String,
-        /// The versions this host runs ([`crate::runtime::SUPPORTED_CONTRACTS`]), comma-separated.
+        /// The versions this host runs ([`crate::SUPPORTED_CONTRACTS`]), comma-separated.
         supported: String,
     },
     /// The component's imports cannot be satisfied by the host.
