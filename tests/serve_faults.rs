@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ctxhost::serve::{ServeOptions, Server};
+use ctxhost_serve::{ServeOptions, Server};
 use ctxhost_tests::{HOSTILE_WASM, Scratch, block_on};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

@@ -163,7 +163,7 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 
 /// `text` as an error may quote it: at most `max_bytes` of it (cut on a character boundary)
 /// and how long it really was, so a client's 10 MiB key or method never comes back whole.
-pub(crate) fn excerpt(text: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+pub fn excerpt(text: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
     if text.len() <= max_bytes {
         return text.into();
     }
@@ -172,7 +172,7 @@ pub(crate) fn excerpt(text: &str, max_bytes: usize) -> std::borrow::Cow<'_, str>
 }
 
 /// How much of a client-supplied name (a key, a method) an error quotes.
-pub(crate) const QUOTE_BYTES: usize = 256;
+pub const QUOTE_BYTES: usize = 256;
 
 #[cfg(test)]
 mod tests {

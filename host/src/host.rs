@@ -412,7 +412,7 @@ pub(crate) const KEY_RECORD: &str = "ctxhost.sessionKey";
 
 /// A new transcript for `key` at `path`: its header, and the full key recorded inside when the
 /// file name is a short form of it (nothing else could tell which key the file belongs to).
-pub(crate) fn new_transcript(id: &str, key: &str, path: &Path) -> Result<Transcript> {
+pub fn new_transcript(id: &str, key: &str, path: &Path) -> Result<Transcript> {
     let cwd = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_default();

@@ -6,7 +6,8 @@
 //! context passes its threshold, [`Session::close`] at the end.
 //!
 //! Modules depend one way, each only on those listed after it:
-//! - `serve` (the JSON-RPC sidecar), then `replay`, then `auto_compaction`: drive sessions;
+//! - `replay`, then `auto_compaction`: drive sessions (the JSON-RPC sidecar, `ctxhost-serve`,
+//!   drives them from outside);
 //! - `host`: the config, the engines it can serve and sessions on them;
 //! - `session`: a transcript and the engine instance serving it, and the agent tools it offers
 //!   (the host's recall tools over `ctxhost-recall`'s index, and the engine's own);
@@ -33,7 +34,6 @@ pub mod model;
 pub mod plugins;
 pub mod prompt;
 pub mod replay;
-pub mod serve;
 pub mod session;
 pub mod timestamp;
 
@@ -41,7 +41,7 @@ pub use ctxhost_recall as recall;
 pub use ctxhost_runtime as runtime;
 pub use ctxhost_transcript as transcript;
 pub use error::{Error, Result};
-pub use host::{Host, SessionOptions, SessionTarget, encode_key, session_file};
+pub use host::{Host, SessionOptions, SessionTarget, encode_key, new_transcript, session_file};
 pub use session::{
     AfterTurnOptions, AgentTool, AssembleOptions, AssembledItem, Assembly, CompactOptions,
     CompactOutcome, Prefix, RequestDigest, Session, SpawnOptions, ToolOutput, ToolSource, Turn,

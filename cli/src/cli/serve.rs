@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::Args;
 use ctxhost::config::{Config, Home};
 use ctxhost::runtime::RuntimeOptions;
-use ctxhost::serve::{HomeLock, ServeOptions, Server};
+use ctxhost_serve::{HomeLock, ServeOptions, Server};
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
@@ -47,7 +47,7 @@ pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::
         cache_dir: Some(home.cache_dir()),
         max_instances: args
             .max_instances
-            .unwrap_or_else(|| ctxhost::serve::pool_slots(RuntimeOptions::default().max_instances)),
+            .unwrap_or_else(|| ctxhost_serve::pool_slots(RuntimeOptions::default().max_instances)),
         ..RuntimeOptions::default()
     };
     let host = Arc::new(ctxhost::Host::with_options(home, config, &runtime)?);

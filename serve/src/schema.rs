@@ -12,7 +12,7 @@ use super::rpc::ErrorObject;
 
 /// The command that writes the schema file from the types.
 pub const REGENERATE: &str =
-    "cargo run -p ctxhost --example serve-schema > docs/serve-protocol.schema.json";
+    "cargo run -p ctxhost-serve --example serve-schema > docs/serve-protocol.schema.json";
 
 /// A generator for `contract`; `inline` leaves no `$ref` in what it generates.
 fn generator(contract: Contract, inline: bool) -> SchemaGenerator {
@@ -143,7 +143,7 @@ mod tests {
             )
             .err()
             .unwrap(),
-            RpcError::from(crate::Error::ToolCall {
+            RpcError::from(ctxhost::Error::ToolCall {
                 tool: "ctx_search".into(),
                 problem: "`query` is required".into(),
             }),

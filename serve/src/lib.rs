@@ -27,7 +27,7 @@ use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::host::Host;
+use ctxhost::Host;
 use methods::{Call, SessionCall, answer};
 use mirror::Mirror;
 use rpc::{Line, RpcError, code};
@@ -316,7 +316,7 @@ impl Server {
                     code::UNKNOWN_SESSION,
                     format!(
                         "no open session spawned `{}`; pass its parent as sessionKey",
-                        crate::error::excerpt(child, crate::error::QUOTE_BYTES)
+                        ctxhost::error::excerpt(child, ctxhost::error::QUOTE_BYTES)
                     ),
                 )
                 .with_data(rpc::ErrorData {
@@ -572,12 +572,12 @@ async fn take_resources(
         };
         let others = residency.short_of(limit);
         if others.is_empty() {
-            let cause = crate::error::chain(&error);
+            let cause = ctxhost::error::chain(&error);
             return Err(RpcError::new(
                 code::HOST_ERROR,
                 format!(
                     "session `{}` cannot be served now: {limit} are all held by sessions with calls running, none idle to give theirs up; retry, or raise the limit ({cause})",
-                    crate::error::excerpt(key, crate::error::QUOTE_BYTES)
+                    ctxhost::error::excerpt(key, ctxhost::error::QUOTE_BYTES)
                 ),
             )
             .with_data(rpc::ErrorData {

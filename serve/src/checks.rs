@@ -31,10 +31,10 @@ fn name_schema(description: &str) -> Schema {
 pub(super) struct SessionKey(String);
 
 impl TryFrom<String> for SessionKey {
-    type Error = crate::Error;
+    type Error = ctxhost::Error;
 
     fn try_from(key: String) -> Result<Self, Self::Error> {
-        crate::host::encode_key(&key)?;
+        ctxhost::encode_key(&key)?;
         Ok(Self(key))
     }
 }

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::checks::{AgentMessage, Base, ProtocolVersion, SessionId, SessionKey};
 use super::health::SessionHealth;
 use super::mirror::{Commit, SyncState};
-use crate::runtime::contract::{CompactionTrigger, ContextMode, EngineInfo, SubagentEndReason};
-use crate::session::AgentTool;
+use ctxhost::runtime::contract::{CompactionTrigger, ContextMode, EngineInfo, SubagentEndReason};
+use ctxhost::session::AgentTool;
 
 /// A result with nothing to say: `{}`.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -178,7 +178,7 @@ impl SessionReport {
         let message = health.is_none().then(|| {
             format!(
                 "no turn of session `{}` was recorded by this server",
-                crate::error::excerpt(key, crate::error::QUOTE_BYTES)
+                ctxhost::error::excerpt(key, ctxhost::error::QUOTE_BYTES)
             )
         });
         Self {

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ctxhost_transcript::TranscriptError;
 
-use crate::error::Error;
-use crate::runtime::{EngineError, FaultKind};
+use ctxhost::error::Error;
+use ctxhost::runtime::{EngineError, FaultKind};
 
 /// Descriptors a resident session may hold: its mirror, its ledger, its engine's state dir and
 /// its recall index.

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::ledger::{LedgerRecord, TurnOutcome};
+use ctxhost::ledger::{LedgerRecord, TurnOutcome};
 
 /// One session's turns since this server opened it.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
@@ -120,7 +120,7 @@ impl HealthBoard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Prefix;
+    use ctxhost::session::Prefix;
 
     fn record(outcome: TurnOutcome) -> LedgerRecord {
         LedgerRecord {

@@ -71,7 +71,7 @@ impl HomeLock {
         let me = format!(
             "pid {}, serving {what}, since {}",
             std::process::id(),
-            crate::timestamp::now_iso()
+            ctxhost::timestamp::now_iso()
         );
         file.set_len(0)
             .and_then(|()| file.rewind())

@@ -19,10 +19,10 @@ use super::mirror::Mirror;
 use super::protocol::*;
 use super::rpc::{self, ErrorData, RpcError, code};
 use super::{Notify, Server};
-use crate::auto_compaction::AutoCompaction;
-use crate::host::Host;
-use crate::runtime::contract::CompactionTrigger;
-use crate::session::{CompactOptions, CompactOutcome, PendingCall, TurnRequest};
+use ctxhost::Host;
+use ctxhost::auto_compaction::AutoCompaction;
+use ctxhost::runtime::contract::CompactionTrigger;
+use ctxhost::session::{CompactOptions, CompactOutcome, PendingCall, TurnRequest};
 
 /// A protocol method: the name a request gives, the params it is decoded into (this type) and
 /// the result it answers.
@@ -244,7 +244,7 @@ pub(super) fn parse(method: &str, raw: &RawValue) -> Result<Call, RpcError> {
             code::METHOD_NOT_FOUND,
             format!(
                 "unknown method `{}` (see docs/serve-protocol.md for the methods)",
-                crate::error::excerpt(method, crate::error::QUOTE_BYTES)
+                ctxhost::error::excerpt(method, ctxhost::error::QUOTE_BYTES)
             ),
         )
         .with_data(ErrorData {
@@ -551,7 +551,7 @@ impl SessionMethod for AfterTurnParams {
         Some(&self.session_key)
     }
     async fn run(self, mut session: SessionContext<'_>) -> Result<Done, RpcError> {
-        let options = crate::AfterTurnOptions {
+        let options = ctxhost::AfterTurnOptions {
             pre_prompt_message_count: self.pre_prompt_message_count,
             auto_compaction_summary: self.auto_compaction_summary,
             is_heartbeat: self.is_heartbeat,
@@ -575,7 +575,7 @@ impl SessionMethod for PrepareSpawnParams {
         Route::Spawn(self.child_session_key.clone())
     }
     async fn run(self, mut session: SessionContext<'_>) -> Result<PrepareSpawnResult, RpcError> {
-        let options = crate::SpawnOptions {
+        let options = ctxhost::SpawnOptions {
             context_mode: self.context_mode,
             ttl_ms: self.ttl_ms,
         };
@@ -647,7 +647,7 @@ fn compact_result(mirror: &Mirror, outcome: &CompactOutcome) -> CompactResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::contract::CompactionTrigger;
+    use ctxhost::runtime::contract::CompactionTrigger;
 
     fn params<M: Method>(json: &str) -> Result<M, RpcError> {
         rpc::params(M::NAME, &RawValue::from_string(json.into()).unwrap())

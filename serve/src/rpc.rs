@@ -8,7 +8,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-use crate::error::{Error, QUOTE_BYTES, excerpt};
+use ctxhost::error::{Error, QUOTE_BYTES, excerpt};
 
 /// The longest error message sent; a longer one ends in an excerpt marker.
 const MESSAGE_BYTES: usize = 4096;
@@ -166,7 +166,7 @@ pub(crate) struct ErrorObject {
 
 impl From<Error> for RpcError {
     fn from(error: Error) -> Self {
-        use crate::runtime::EngineError;
+        use ctxhost::runtime::EngineError;
         let engine_fault = |e: &EngineError| {
             let (engine, function) = match e {
                 EngineError::Fault {
@@ -188,7 +188,7 @@ impl From<Error> for RpcError {
                 ..ErrorData::default()
             }
         };
-        let message = crate::error::chain(&error);
+        let message = ctxhost::error::chain(&error);
         match &error {
             Error::Engine(e) => {
                 RpcError::new(code::ENGINE_FAULT, message).with_data(engine_fault(e))

@@ -13,12 +13,12 @@ use serde_json::{Map, Value, json};
 
 use super::checks::AgentMessage;
 use super::protocol::ClientItem;
-use crate::auto_compaction::AutoCompaction;
-use crate::error::{Error, Result};
-use crate::host::{Host, SessionTarget, session_file};
-use crate::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
-use crate::session::{AssembledItem, CompactOutcome, Session, Turn, TurnCompaction, TurnRequest};
-use crate::timestamp::now_for_file_name;
+use ctxhost::auto_compaction::AutoCompaction;
+use ctxhost::error::{Error, Result};
+use ctxhost::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
+use ctxhost::session::{AssembledItem, CompactOutcome, Session, Turn, TurnCompaction, TurnRequest};
+use ctxhost::timestamp::now_for_file_name;
+use ctxhost::{Host, SessionTarget, session_file};
 
 /// Names an ephemeral session's scratch directory (with the pid of the server that made it):
 /// `ctxhost-ephemeral-<pid>-<random>`.
@@ -73,7 +73,7 @@ fn create_with_id(path: &Path, key: &str, id: &str) -> Result<()> {
             source,
         })?;
     }
-    let transcript = crate::host::new_transcript(id, key, path)?;
+    let transcript = ctxhost::new_transcript(id, key, path)?;
     ctxhost_transcript::store::TranscriptFile::create(path, &transcript)?;
     Ok(())
 }
@@ -190,9 +190,9 @@ impl Mirror {
             key: key.to_string(),
             path,
         };
-        let options = crate::SessionOptions {
+        let options = ctxhost::SessionOptions {
             defer_instance: true,
-            ..crate::SessionOptions::on(engine).with_settings(configured.clone())
+            ..ctxhost::SessionOptions::on(engine).with_settings(configured.clone())
         };
         let mut session = host.open_session(&target, &options).await?;
         // The runtime's recorded usage describes what its model was sent (the engine's
@@ -201,7 +201,7 @@ impl Mirror {
         session.set_estimates_only(true);
         // A runtime that starts a sidecar per run (pi, `openclaw agent --local`) measures its
         // first turn's prefix against the previous run's last one.
-        if let Some(digest) = crate::ledger::last_record(session.path()).and_then(|r| r.request) {
+        if let Some(digest) = ctxhost::ledger::last_record(session.path()).and_then(|r| r.request) {
             session.resume_prefix(digest);
         }
         let (state, committed) = scan(&session.transcript());
@@ -417,7 +417,7 @@ impl Mirror {
         let configured = host.config().active_engine();
         let fallback = (engine.id() != configured).then(|| configured.to_string());
         let mut record = LedgerRecord {
-            at: crate::timestamp::now_iso(),
+            at: ctxhost::timestamp::now_iso(),
             engine: engine.id().to_string(),
             contract: engine.contract_version().to_string(),
             outcome: TurnOutcome::Ok,
@@ -449,7 +449,7 @@ impl Mirror {
             }
             Err(e) => {
                 record.outcome = TurnOutcome::Failed;
-                record.error = Some(crate::error::chain(e));
+                record.error = Some(ctxhost::error::chain(e));
             }
         }
         if write {
@@ -656,7 +656,7 @@ pub(crate) fn inserted(json: &str) -> Value {
 }
 
 fn now_ms() -> Value {
-    crate::timestamp::now_unix_ms().into()
+    ctxhost::timestamp::now_unix_ms().into()
 }
 
 /// The text of a message's `content` (a string or a list of text blocks), else its JSON.
