@@ -42,6 +42,7 @@ mod fsutil;
 mod guest_log;
 mod health;
 mod instance;
+mod lifecycle;
 mod limits;
 mod prepared;
 mod services;

@@ -44,28 +44,7 @@ pub(super) fn indices(
     bindings::ContextEngineIndices::new(pre)
 }
 
-super::convert_enum!(Role [User, Assistant, ToolResult, BashExecution, Custom, BranchSummary, CompactionSummary]);
-super::convert_enum!(CompactionTrigger [Manual, Auto, Overflow]);
-super::convert_enum!(ContextMode [Isolated, Fork]);
-super::convert_enum!(SubagentEndReason [Deleted, Completed, Swept, Released]);
-
-impl From<&d::Session> for g::Session {
-    fn from(s: &d::Session) -> Self {
-        Self {
-            id: s.id.clone(),
-            key: s.key.clone(),
-        }
-    }
-}
-
-impl From<g::Session> for d::Session {
-    fn from(s: g::Session) -> Self {
-        Self {
-            id: s.id,
-            key: s.key,
-        }
-    }
-}
+super::lifecycle::shared_conversions!();
 
 /// ctxhost's context as the contract's columns: one tight loop per column, the tool names
 /// as they are (the host's context already stores each once).
@@ -197,34 +176,10 @@ impl From<g::Compaction> for d::Compaction {
     }
 }
 
-impl From<d::HostError> for g::HostError {
-    fn from(e: d::HostError) -> Self {
-        match e {
-            d::HostError::PermissionDenied(m) => Self::PermissionDenied(m),
-            d::HostError::InvalidArgument(m) => Self::InvalidArgument(m),
-            d::HostError::Unavailable(m) => Self::Unavailable(m),
-            d::HostError::Failed(m) => Self::Failed(m),
-        }
-    }
-}
-
 impl g::Host for StoreState {}
 
 impl host::Host for StoreState {
-    async fn log(&mut self, level: host::LogLevel, message: String) -> anyhow::Result<()> {
-        let level = match level {
-            host::LogLevel::Trace => d::LogLevel::Trace,
-            host::LogLevel::Debug => d::LogLevel::Debug,
-            host::LogLevel::Info => d::LogLevel::Info,
-            host::LogLevel::Warn => d::LogLevel::Warn,
-            host::LogLevel::Error => d::LogLevel::Error,
-        };
-        self.import_log(level, &message)
-    }
-
-    async fn estimate_tokens(&mut self, text: String) -> anyhow::Result<u32> {
-        self.import_estimate_tokens(&text)
-    }
+    super::lifecycle::shared_host_imports!();
 
     async fn context_entries(&mut self) -> anyhow::Result<g::Context> {
         // Charged per entry as one row of the columns (reference, role, tokens, tool, flags).
@@ -238,121 +193,13 @@ impl host::Host for StoreState {
     ) -> anyhow::Result<Result<Vec<Option<String>>, g::HostError>> {
         Ok(self.import_tool_call_ids(&entries)?.map_err(Into::into))
     }
-
-    async fn read_entries(
-        &mut self,
-        entries: Vec<d::EntryRef>,
-    ) -> anyhow::Result<Result<Vec<g::Message>, g::HostError>> {
-        Ok(self
-            .import_read_entries(&entries)
-            .await?
-            .map(|messages| messages.iter().map(Into::into).collect())
-            .map_err(Into::into))
-    }
-
-    async fn delegate_compaction(
-        &mut self,
-        request: g::CompactRequest,
-    ) -> anyhow::Result<Result<Option<g::Compaction>, g::HostError>> {
-        Ok(self
-            .import_delegate_compaction(request.into())
-            .await?
-            .map(|c| c.map(Into::into))
-            .map_err(Into::into))
-    }
-
-    async fn config(&mut self) -> anyhow::Result<String> {
-        self.import_config()
-    }
-
-    async fn complete(
-        &mut self,
-        request: host::CompletionRequest,
-    ) -> anyhow::Result<Result<String, g::HostError>> {
-        let request = d::CompletionRequest {
-            system: request.system,
-            prompt: request.prompt,
-            max_tokens: request.max_tokens,
-        };
-        Ok(self.import_complete(request).await?.map_err(Into::into))
-    }
 }
 
 /// A 0.2 instance's exports, in ctxhost's terms.
 pub(super) struct Engine(bindings::ContextEngine);
 
 impl Engine {
-    pub(super) fn load(
-        indices: &Indices,
-        store: &mut Store<StoreState>,
-        instance: &wasmtime::component::Instance,
-    ) -> wasmtime::Result<Self> {
-        indices.load(store, instance).map(Self)
-    }
-
-    fn exports(&self) -> &bindings::exports::ctxhost::engine::engine::Guest {
-        self.0.ctxhost_engine_engine()
-    }
-
-    pub(super) async fn info(
-        &self,
-        store: &mut Store<StoreState>,
-    ) -> wasmtime::Result<d::EngineInfo> {
-        let info = self.exports().call_info(store).await?;
-        Ok(d::EngineInfo {
-            id: info.id,
-            name: info.name,
-            version: info.version,
-            owns_compaction: info.owns_compaction,
-        })
-    }
-
-    pub(super) async fn bootstrap(
-        &self,
-        store: &mut Store<StoreState>,
-        request: &d::BootstrapRequest,
-    ) -> wasmtime::Result<Result<d::BootstrapResult, String>> {
-        let request = g::BootstrapRequest {
-            session: (&request.session).into(),
-            session_file: request.session_file.clone(),
-            entry_count: request.entry_count,
-        };
-        let result = self.exports().call_bootstrap(store, &request).await?;
-        Ok(result.map(|r| d::BootstrapResult {
-            bootstrapped: r.bootstrapped,
-            imported_messages: r.imported_messages,
-            reason: r.reason,
-        }))
-    }
-
-    pub(super) async fn ingest(
-        &self,
-        store: &mut Store<StoreState>,
-        session: &d::Session,
-        message: &d::Message,
-        is_heartbeat: bool,
-    ) -> wasmtime::Result<Result<d::IngestResult, String>> {
-        let result = self
-            .exports()
-            .call_ingest(store, &session.into(), &message.into(), is_heartbeat)
-            .await?;
-        Ok(result.map(|r| d::IngestResult {
-            ingested: r.ingested,
-        }))
-    }
-
-    pub(super) async fn ingest_batch(
-        &self,
-        store: &mut Store<StoreState>,
-        session: &d::Session,
-        messages: &[d::Message],
-        is_heartbeat: bool,
-    ) -> wasmtime::Result<Result<u32, String>> {
-        let messages: Vec<g::Message> = messages.iter().map(Into::into).collect();
-        self.exports()
-            .call_ingest_batch(store, &session.into(), &messages, is_heartbeat)
-            .await
-    }
+    super::lifecycle::shared_engine_calls!();
 
     pub(super) async fn assemble(
         &self,
@@ -377,82 +224,6 @@ impl Engine {
                 system_prompt_addition: r.system_prompt_addition,
             })
         }))
-    }
-
-    pub(super) async fn compact(
-        &self,
-        store: &mut Store<StoreState>,
-        request: &d::CompactRequest,
-    ) -> wasmtime::Result<Result<d::CompactResult, String>> {
-        let result = self.exports().call_compact(store, &request.into()).await?;
-        Ok(result.map(|r| d::CompactResult {
-            ok: r.ok,
-            compacted: r.compacted,
-            reason: r.reason,
-            compaction: r.compaction.map(Into::into),
-        }))
-    }
-
-    pub(super) async fn after_turn(
-        &self,
-        store: &mut Store<StoreState>,
-        request: &d::AfterTurnRequest,
-    ) -> wasmtime::Result<Result<(), String>> {
-        let request = g::AfterTurnRequest {
-            session: (&request.session).into(),
-            session_file: request.session_file.clone(),
-            pre_prompt_message_count: request.pre_prompt_message_count,
-            message_count: request.message_count,
-            auto_compaction_summary: request.auto_compaction_summary.clone(),
-            is_heartbeat: request.is_heartbeat,
-            token_budget: request.token_budget,
-        };
-        self.exports().call_after_turn(store, &request).await
-    }
-
-    pub(super) async fn prepare_subagent_spawn(
-        &self,
-        store: &mut Store<StoreState>,
-        spawn: &d::SubagentSpawn,
-    ) -> wasmtime::Result<Result<Option<u64>, String>> {
-        let spawn = g::SubagentSpawn {
-            parent_session_key: spawn.parent_session_key.clone(),
-            child_session_key: spawn.child_session_key.clone(),
-            context_mode: spawn.context_mode.into(),
-            ttl_ms: spawn.ttl_ms,
-        };
-        self.exports()
-            .call_prepare_subagent_spawn(store, &spawn)
-            .await
-    }
-
-    pub(super) async fn rollback_subagent_spawn(
-        &self,
-        store: &mut Store<StoreState>,
-        handle: u64,
-    ) -> wasmtime::Result<Result<(), String>> {
-        self.exports()
-            .call_rollback_subagent_spawn(store, handle)
-            .await
-    }
-
-    pub(super) async fn on_subagent_ended(
-        &self,
-        store: &mut Store<StoreState>,
-        child_session_key: &str,
-        reason: d::SubagentEndReason,
-    ) -> wasmtime::Result<Result<(), String>> {
-        self.exports()
-            .call_on_subagent_ended(store, child_session_key, reason.into())
-            .await
-    }
-
-    pub(super) async fn dispose(
-        &self,
-        store: &mut Store<StoreState>,
-        session: &d::Session,
-    ) -> wasmtime::Result<Result<(), String>> {
-        self.exports().call_dispose(store, &session.into()).await
     }
 }
 
