@@ -94,10 +94,11 @@ impl CallClock {
 
 fn wall_exceeded(started: Instant, host: &HostTime, wall: Duration) -> LimitExceeded {
     LimitExceeded::new(format!(
-        "ran for {:.1?} of wall time ({:.1?} of it in host imports), over its cap of {:?} (limits.wallTimeoutMs)",
+        "ran for {:.1?} of wall time ({:.1?} of it in host imports), over its cap of {:?} (limits.{})",
         started.elapsed(),
         host.finished(),
-        wall
+        wall,
+        crate::limits::WALL_TIMEOUT_MS.key
     ))
 }
 

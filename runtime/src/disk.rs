@@ -124,10 +124,11 @@ impl DiskQuota {
         }
         let what = if real.plus(bytes, entries).bytes > self.limit {
             format!(
-                "more than its state-dir quota of {} MiB ({} bytes in {}, {bytes} more asked; limits.stateDirQuotaMiB)",
+                "more than its state-dir quota of {} MiB ({} bytes in {}, {bytes} more asked; limits.{})",
                 self.limit >> 20,
                 real.bytes,
-                self.dir.display()
+                self.dir.display(),
+                crate::limits::STATE_DIR_QUOTA_MIB.key
             )
         } else {
             format!(

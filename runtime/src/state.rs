@@ -133,8 +133,9 @@ impl ImportBudget {
         self.calls += 1;
         if self.calls > self.calls_limit {
             return Err(LimitExceeded::new(format!(
-                "made more than {} host import calls (the last one `{import}`), over limits.importCallsPerCall",
-                self.calls_limit
+                "made more than {} host import calls (the last one `{import}`), over limits.{}",
+                self.calls_limit,
+                crate::limits::IMPORT_CALLS_PER_CALL.key
             )));
         }
         Ok(())
@@ -146,8 +147,9 @@ impl ImportBudget {
         self.slow += 1;
         if self.slow > self.slow_limit {
             return Err(LimitExceeded::new(format!(
-                "called the slow imports (delegate-compaction, complete, search) more than {} times (the last one `{import}`), over limits.slowImportsPerCall",
-                self.slow_limit
+                "called the slow imports (delegate-compaction, complete, search) more than {} times (the last one `{import}`), over limits.{}",
+                self.slow_limit,
+                crate::limits::SLOW_IMPORTS_PER_CALL.key
             )));
         }
         Ok(())
@@ -158,8 +160,9 @@ impl ImportBudget {
         self.bytes = self.bytes.saturating_add(bytes);
         if self.bytes > self.bytes_limit {
             return Err(LimitExceeded::new(format!(
-                "`{import}` would take the host past {} bytes built for this call's imports, over limits.importBytesPerCall",
-                self.bytes_limit
+                "`{import}` would take the host past {} bytes built for this call's imports, over limits.{}",
+                self.bytes_limit,
+                crate::limits::IMPORT_BYTES_PER_CALL.key
             )));
         }
         Ok(())

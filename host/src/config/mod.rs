@@ -16,6 +16,7 @@ pub use compaction::{CompactionSettings, MemoryFlushSettings, TokenCounterSettin
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::runtime::{LIMIT_KEYS, LimitKey, Limits};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -354,15 +355,13 @@ impl Settings {
             let Some(limits) = &entry.limits else {
                 continue;
             };
-            for (key, value, min, max) in limits.ranges() {
-                if !(min..=max).contains(&value) {
-                    return Err(ConfigError::Field {
-                        path: path.to_path_buf(),
-                        line: None,
-                        field: format!("plugins.entries.{id}.limits.{key}"),
-                        message: format!("{value} is out of range ({min} to {max})"),
-                    });
-                }
+            if let Err((key, message)) = limits.check() {
+                return Err(ConfigError::Field {
+                    path: path.to_path_buf(),
+                    line: None,
+                    field: format!("plugins.entries.{id}.limits.{key}"),
+                    message,
+                });
             }
         }
         Ok(())
@@ -417,120 +416,47 @@ pub struct GrantsConfig {
     pub workspace_read: Option<PathBuf>,
 }
 
-/// `plugins.entries.<id>.limits`: every field optional, each with a sane range.
+/// `plugins.entries.<id>.limits`: overrides of the engine's resource limits, each key one of
+/// [`crate::runtime::LIMIT_KEYS`] (which holds their units and ranges), checked when the config
+/// loads.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LimitsConfig {
-    /// `memoryMiB`: linear memory per instance (1 to 1,024).
-    #[serde(rename = "memoryMiB")]
-    pub memory_mib: Option<u64>,
-    /// `callTimeoutMs`: deadline of the quick calls (info, ingest, assemble, after-turn, subagent
-    /// hooks).
-    pub call_timeout_ms: Option<u64>,
-    /// `longCallTimeoutMs`: deadline of bootstrap, compact and dispose.
-    pub long_call_timeout_ms: Option<u64>,
-    /// `importTimeoutMs`: how long one slow import (`delegate-compaction`, `complete`) may take.
-    pub import_timeout_ms: Option<u64>,
-    /// `logBytesPerCall`: log and stdout/stderr bytes kept per call.
-    pub log_bytes_per_call: Option<u64>,
-    /// `hostBytesPerCall`: bytes one call's result may hand the host.
-    pub host_bytes_per_call: Option<u64>,
-    /// `faultsBeforeCircuitOpens`: consecutive faults before the engine is refused.
-    pub faults_before_circuit_opens: Option<u64>,
-    /// `importBytesPerCall`: bytes the host builds for one call's imports.
-    pub import_bytes_per_call: Option<u64>,
-    /// `importCallsPerCall`: host imports one call may make.
-    pub import_calls_per_call: Option<u64>,
-    /// `slowImportsPerCall`: `delegate-compaction` / `complete` calls one call may make.
-    pub slow_imports_per_call: Option<u64>,
-    /// `wallTimeoutMs`: wall time of one call, imports included.
-    pub wall_timeout_ms: Option<u64>,
-    /// `stateDirQuotaMiB`: disk the engine's state dir may use.
-    #[serde(rename = "stateDirQuotaMiB")]
-    pub state_dir_quota_mib: Option<u64>,
-}
+#[serde(transparent)]
+pub struct LimitsConfig(BTreeMap<String, u64>);
 
 impl LimitsConfig {
-    /// `(key, value, min, max)` of every field that is set.
-    fn ranges(&self) -> Vec<(&'static str, u64, u64, u64)> {
-        let max_memory_mib = (crate::runtime::MAX_MEMORY_BYTES >> 20) as u64;
-        [
-            ("memoryMiB", self.memory_mib, 1, max_memory_mib),
-            ("callTimeoutMs", self.call_timeout_ms, 10, 600_000),
-            (
-                "longCallTimeoutMs",
-                self.long_call_timeout_ms,
-                10,
-                3_600_000,
-            ),
-            ("importTimeoutMs", self.import_timeout_ms, 10, 3_600_000),
-            ("logBytesPerCall", self.log_bytes_per_call, 0, 64 << 20),
-            ("hostBytesPerCall", self.host_bytes_per_call, 1024, 1 << 30),
-            (
-                "faultsBeforeCircuitOpens",
-                self.faults_before_circuit_opens,
-                1,
-                1_000_000,
-            ),
-            (
-                "importBytesPerCall",
-                self.import_bytes_per_call,
-                1024,
-                1 << 30,
-            ),
-            (
-                "importCallsPerCall",
-                self.import_calls_per_call,
-                1,
-                1_000_000_000,
-            ),
-            ("slowImportsPerCall", self.slow_imports_per_call, 1, 10_000),
-            ("wallTimeoutMs", self.wall_timeout_ms, 10, 24 * 3_600_000),
-            ("stateDirQuotaMiB", self.state_dir_quota_mib, 1, 1 << 20),
-        ]
-        .into_iter()
-        .filter_map(|(key, value, min, max)| value.map(|v| (key, v, min, max)))
-        .collect()
+    /// The value set for `key`, if any.
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.0.get(key).copied()
     }
 
-    /// The defaults with these overrides applied (values already range-checked).
-    pub fn apply(&self, mut limits: crate::runtime::Limits) -> crate::runtime::Limits {
-        use std::time::Duration;
-        if let Some(v) = self.memory_mib {
-            limits.memory_bytes = (v as usize) << 20;
+    /// The first key that is not a limit or is set out of its range: `(key, what is wrong)`.
+    fn check(&self) -> Result<(), (String, String)> {
+        for (key, &value) in &self.0 {
+            let Some(limit) = LimitKey::named(key) else {
+                let known: Vec<&str> = LIMIT_KEYS.iter().map(|k| k.key).collect();
+                let hint = match spelling::closest(key, &known) {
+                    Some(meant) => format!("did you mean `{meant}`?"),
+                    None => format!("the limits are {}", known.join(", ")),
+                };
+                return Err((key.clone(), format!("unknown limit: {hint}")));
+            };
+            if !(limit.min..=limit.max).contains(&value) {
+                let (min, max) = (limit.min, limit.max);
+                return Err((
+                    key.clone(),
+                    format!("{value} is out of range ({min} to {max})"),
+                ));
+            }
         }
-        if let Some(v) = self.call_timeout_ms {
-            limits.call_timeout = Duration::from_millis(v);
-        }
-        if let Some(v) = self.long_call_timeout_ms {
-            limits.long_call_timeout = Duration::from_millis(v);
-        }
-        if let Some(v) = self.import_timeout_ms {
-            limits.import_timeout = Duration::from_millis(v);
-        }
-        if let Some(v) = self.log_bytes_per_call {
-            limits.log_bytes_per_call = v as usize;
-        }
-        if let Some(v) = self.host_bytes_per_call {
-            limits.host_bytes_per_call = v as usize;
-        }
-        if let Some(v) = self.faults_before_circuit_opens {
-            limits.faults_before_circuit_opens = u32::try_from(v).unwrap_or(u32::MAX);
-        }
-        if let Some(v) = self.import_bytes_per_call {
-            limits.import_bytes_per_call = v as usize;
-        }
-        if let Some(v) = self.import_calls_per_call {
-            limits.import_calls_per_call = v;
-        }
-        if let Some(v) = self.slow_imports_per_call {
-            limits.slow_imports_per_call = u32::try_from(v).unwrap_or(u32::MAX);
-        }
-        if let Some(v) = self.wall_timeout_ms {
-            limits.wall_timeout = Duration::from_millis(v);
-        }
-        if let Some(v) = self.state_dir_quota_mib {
-            limits.state_dir_quota_bytes = v << 20;
+        Ok(())
+    }
+
+    /// The defaults with these overrides applied (values already checked).
+    pub fn apply(&self, mut limits: Limits) -> Limits {
+        for (key, &value) in &self.0 {
+            if let Some(limit) = LimitKey::named(key) {
+                limit.set(&mut limits, value);
+            }
         }
         limits
     }
@@ -675,6 +601,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("limits.stateDirQuotaMiB"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_limit_is_an_error_that_names_the_one_meant() {
+        let err = parse("{ plugins: { entries: { e: { limits: { callTimeoutMS: 10 } } } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("plugins.entries.e.limits.callTimeoutMS"),
+            "{err}"
+        );
+        assert!(err.contains("did you mean `callTimeoutMs`"), "{err}");
+        let err = parse("{ plugins: { entries: { e: { limits: { cpus: 2 } } } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the limits are memoryMiB, "), "{err}");
+        let err = parse("{ plugins: { entries: { e: { limits: { memoryMiB: '64' } } } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plugins.entries.e.limits"), "{err}");
+    }
+
+    /// The README's table of limits is written by hand: it must list every key with its default.
+    #[test]
+    fn the_readme_lists_every_limit_with_its_default() {
+        let readme = include_str!("../../../README.md");
+        let defaults = crate::runtime::Limits::default();
+        for limit in crate::runtime::LIMIT_KEYS {
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", limit.key)))
+                .unwrap_or_else(|| panic!("README.md has no row for `{}`", limit.key));
+            let default = limit.get(&defaults).to_string();
+            let written: String = row
+                .split('|')
+                .nth(2)
+                .unwrap()
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect();
+            assert!(
+                written.starts_with(&default),
+                "{row}: the default is {default}"
+            );
+        }
     }
 
     #[test]

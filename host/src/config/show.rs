@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use super::compaction::SECTION;
 use super::keys::UnknownKey;
 use super::{Config, ConfigSource};
-use crate::model::ModelConfig;
+use crate::model::{ModelConfig, OpenAiConfig};
+use crate::runtime::{LIMIT_KEYS, Limits};
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -73,140 +74,133 @@ pub struct Effective {
 impl Config {
     /// The effective settings with their origins.
     pub fn effective(&self) -> Effective {
-        let file = self.source.path().display().to_string();
-        let mut shown = Vec::new();
-        // The first of `keys` written in the file gave the value; else the default.
-        let add = |shown: &mut Vec<Shown>, key: &str, value: Value, keys: &[&str]| {
-            let origin = keys
-                .iter()
-                .find_map(|k| {
-                    self.lines.get(*k).map(|line| Origin::File {
-                        path: file.clone(),
-                        line: *line,
-                        key: (*k).to_string(),
-                    })
-                })
-                .unwrap_or(Origin::Default);
-            shown.push(Shown {
-                key: key.to_string(),
-                value,
-                origin,
-            });
+        let mut shown = Shower {
+            config: self,
+            file: self.source.path().display().to_string(),
+            shown: Vec::new(),
         };
-        let s = &self.settings;
-        add(
-            &mut shown,
+        shown.plugins();
+        shown.agent_defaults();
+        shown.compaction();
+        let config_origin = match &self.source {
+            ConfigSource::Flag(_) => "--config",
+            ConfigSource::Env(_) => "environment $CTXHOST_CONFIG",
+            ConfigSource::Home(_) => "default ($CTXHOST_HOME/ctxhost.json)",
+        }
+        .to_string();
+        Effective {
+            config: shown.file,
+            config_origin,
+            found: self.found,
+            settings: shown.shown,
+            auto_threshold_tokens: self.compaction_settings().auto_threshold(),
+            unknown_keys: self.unknown_keys(),
+        }
+    }
+}
+
+/// Collects the settings `config show` prints, section by section, in a stable order.
+struct Shower<'a> {
+    config: &'a Config,
+    file: String,
+    shown: Vec<Shown>,
+}
+
+impl Shower<'_> {
+    /// Shows `value` under `key`; the first of `keys` written in the file gave it (an alias may
+    /// come before the key itself), else it is the default.
+    fn add(&mut self, key: &str, value: Value, keys: &[&str]) {
+        let origin = keys
+            .iter()
+            .find_map(|k| {
+                self.config.lines.get(*k).map(|line| Origin::File {
+                    path: self.file.clone(),
+                    line: *line,
+                    key: (*k).to_string(),
+                })
+            })
+            .unwrap_or(Origin::Default);
+        self.shown.push(Shown {
+            key: key.to_string(),
+            value,
+            origin,
+        });
+    }
+
+    /// Shows `value` under `key`, set by that key alone.
+    fn add_own(&mut self, key: &str, value: Value) {
+        self.add(key, value, &[key]);
+    }
+
+    /// The active engine, the fallback, and each configured engine's switches and limits.
+    fn plugins(&mut self) {
+        let plugins = &self.config.settings.plugins;
+        self.add_own(
             "plugins.slots.contextEngine",
-            self.active_engine().into(),
-            &["plugins.slots.contextEngine"],
+            self.config.active_engine().into(),
         );
-        add(
-            &mut shown,
+        self.add_own(
             "plugins.contextEngineFallback",
-            json!(s.plugins.context_engine_fallback),
-            &["plugins.contextEngineFallback"],
+            json!(plugins.context_engine_fallback),
         );
-        for (id, entry) in &s.plugins.entries {
+        for (id, entry) in &plugins.entries {
             let at = format!("plugins.entries.{id}");
-            add(
-                &mut shown,
+            self.add_own(
                 &format!("{at}.enabled"),
                 entry.enabled.unwrap_or(true).into(),
-                &[&format!("{at}.enabled")],
             );
-            add(
-                &mut shown,
-                &format!("{at}.grants.llm"),
-                entry.grants.llm.into(),
-                &[&format!("{at}.grants.llm")],
-            );
+            self.add_own(&format!("{at}.grants.llm"), entry.grants.llm.into());
             if let Some(dir) = &entry.grants.workspace_read {
                 let key = format!("{at}.grants.workspaceRead");
-                add(&mut shown, &key, dir.display().to_string().into(), &[&key]);
+                self.add_own(&key, dir.display().to_string().into());
             }
-            if let Some(Value::Object(limits)) =
-                self.raw.pointer(&format!("/plugins/entries/{id}/limits"))
-            {
-                for (name, value) in limits {
-                    let key = format!("{at}.limits.{name}");
-                    add(&mut shown, &key, value.clone(), &[&key]);
-                }
+            // Every limit, set or not: what the engine will run under.
+            let limits = entry
+                .limits
+                .as_ref()
+                .map_or_else(Limits::default, |set| set.apply(Limits::default()));
+            for limit in LIMIT_KEYS {
+                let key = format!("{at}.limits.{}", limit.key);
+                self.add_own(&key, limit.get(&limits).into());
             }
         }
-        let d = &s.agents.defaults;
+    }
+
+    /// `agents.defaults` outside `compaction`.
+    fn agent_defaults(&mut self) {
+        let d = &self.config.settings.agents.defaults;
         let at = |k: &str| format!("agents.defaults.{k}");
-        add(
-            &mut shown,
-            &at("contextWindow"),
-            d.context_window.into(),
-            &[&at("contextWindow")],
-        );
-        add(&mut shown, &at("model"), json!(d.model), &[&at("model")]);
-        add(
-            &mut shown,
+        self.add_own(&at("contextWindow"), d.context_window.into());
+        self.add_own(&at("model"), json!(d.model));
+        self.add_own(
             &at("workspace"),
             json!(d.workspace.as_ref().map(|w| w.display().to_string())),
-            &[&at("workspace")],
         );
-        add(
-            &mut shown,
-            &at("bootstrapMaxChars"),
-            d.bootstrap_max_chars.into(),
-            &[&at("bootstrapMaxChars")],
-        );
-        add(
-            &mut shown,
-            &at("bootstrapFiles"),
-            json!(d.bootstrap_files),
-            &[&at("bootstrapFiles")],
-        );
-        add(
-            &mut shown,
-            &at("extraSystemPrompt"),
-            json!(d.extra_system_prompt),
-            &[&at("extraSystemPrompt")],
-        );
+        self.add_own(&at("bootstrapMaxChars"), d.bootstrap_max_chars.into());
+        self.add_own(&at("bootstrapFiles"), json!(d.bootstrap_files));
+        self.add_own(&at("extraSystemPrompt"), json!(d.extra_system_prompt));
+    }
 
-        let c = &d.compaction;
+    /// `agents.defaults.compaction`: thresholds, the layered policy, the summarizer's model and
+    /// the memory flush.
+    fn compaction(&mut self) {
+        let c = &self.config.settings.agents.defaults.compaction;
         let k = |name: &str| format!("{SECTION}.{name}");
-        add(
-            &mut shown,
+        self.add(
             &k("enabled"),
             c.auto_enabled().into(),
             &[&k("enabled"), &k("autoEnabled")],
         );
-        add(
-            &mut shown,
-            &k("reserveTokens"),
-            c.reserve_tokens.into(),
-            &[&k("reserveTokens")],
-        );
-        add(
-            &mut shown,
-            &k("reserveTokensFloor"),
-            c.reserve_tokens_floor.into(),
-            &[&k("reserveTokensFloor")],
-        );
-        add(
-            &mut shown,
+        self.add_own(&k("reserveTokens"), c.reserve_tokens.into());
+        self.add_own(&k("reserveTokensFloor"), c.reserve_tokens_floor.into());
+        self.add(
             &k("keepRecentTokens"),
             c.keep_recent_tokens.into(),
             &[&k("preserveRecentTokens"), &k("keepRecentTokens")],
         );
-        add(
-            &mut shown,
-            &k("autoThresholdPercent"),
-            json!(c.auto_threshold_percent),
-            &[&k("autoThresholdPercent")],
-        );
-        add(
-            &mut shown,
-            &k("notifyBeforeAuto"),
-            c.notify_before_auto.into(),
-            &[&k("notifyBeforeAuto")],
-        );
-        add(
-            &mut shown,
+        self.add_own(&k("autoThresholdPercent"), json!(c.auto_threshold_percent));
+        self.add_own(&k("notifyBeforeAuto"), c.notify_before_auto.into());
+        self.add(
             &k("prune.enabled"),
             c.policy.prune_enabled.into(),
             &[&k("prune.enabled"), &k("prune")],
@@ -222,75 +216,56 @@ impl Config {
                 };
                 keys.push(k(&name));
                 let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-                add(&mut shown, &k(&name), value, &keys);
+                self.add(&k(&name), value, &keys);
             }
         }
-        add(
-            &mut shown,
-            &k("tokenCounter"),
-            c.token_counter.as_str().into(),
-            &[&k("tokenCounter")],
-        );
-        add(
-            &mut shown,
-            &k("model"),
-            c.model.name().into(),
-            &[&k("model")],
-        );
+        self.add_own(&k("tokenCounter"), c.token_counter.as_str().into());
+        self.add_own(&k("model"), c.model.name().into());
         if let ModelConfig::OpenAiCompatible(m) = &c.model {
-            for (name, value) in [
-                ("baseUrl", json!(m.base_url)),
-                ("modelName", json!(m.model_name)),
-                ("apiKeyEnv", json!(m.api_key_env)),
-                ("temperature", json!(m.temperature)),
-                ("maxTokens", json!(m.max_tokens)),
-                ("timeoutMs", json!(m.timeout.as_millis() as u64)),
-                ("retries", json!(m.retries)),
-            ] {
-                let key = k(&format!("model.{name}"));
-                // The endpoint and the key variable are implied by the provider when not
-                // written, the model name by the `"<provider>/<model>"` form; the other values
-                // are ctxhost's defaults.
-                let (provider, string_form) = (k("model.provider"), k("model"));
-                let keys: &[&str] = match name {
-                    "baseUrl" | "apiKeyEnv" => &[&key, &provider, &string_form],
-                    "modelName" => &[&key, &string_form],
-                    _ => &[&key],
-                };
-                add(&mut shown, &key, value, keys);
-            }
-            if let Some(variable) = &m.api_key_env {
-                let set = std::env::var_os(variable).is_some_and(|v| !v.is_empty());
-                shown.push(Shown {
-                    key: k("model.apiKey"),
-                    value: if set { "set" } else { "not set" }.into(),
-                    origin: Origin::Environment {
-                        variable: variable.clone(),
-                    },
-                });
-            }
+            self.summarizer_model(m);
         }
         let flush = &c.memory_flush;
         for (name, value) in [
             ("enabled", json!(flush.enabled)),
             ("softThresholdTokens", json!(flush.soft_threshold_tokens)),
         ] {
-            let key = k(&format!("memoryFlush.{name}"));
-            add(&mut shown, &key, value, &[&key]);
+            self.add_own(&k(&format!("memoryFlush.{name}")), value);
         }
-        let config_origin = match &self.source {
-            ConfigSource::Flag(_) => "--config",
-            ConfigSource::Env(_) => "environment $CTXHOST_CONFIG",
-            ConfigSource::Home(_) => "default ($CTXHOST_HOME/ctxhost.json)",
+    }
+
+    /// `compaction.model` when it is an OpenAI-compatible endpoint, and whether its key is set.
+    fn summarizer_model(&mut self, m: &OpenAiConfig) {
+        let k = |name: &str| format!("{SECTION}.{name}");
+        for (name, value) in [
+            ("baseUrl", json!(m.base_url)),
+            ("modelName", json!(m.model_name)),
+            ("apiKeyEnv", json!(m.api_key_env)),
+            ("temperature", json!(m.temperature)),
+            ("maxTokens", json!(m.max_tokens)),
+            ("timeoutMs", json!(m.timeout.as_millis() as u64)),
+            ("retries", json!(m.retries)),
+        ] {
+            let key = k(&format!("model.{name}"));
+            // The endpoint and the key variable are implied by the provider when not written,
+            // the model name by the `"<provider>/<model>"` form; the other values are
+            // ctxhost's defaults.
+            let (provider, string_form) = (k("model.provider"), k("model"));
+            let keys: &[&str] = match name {
+                "baseUrl" | "apiKeyEnv" => &[&key, &provider, &string_form],
+                "modelName" => &[&key, &string_form],
+                _ => &[&key],
+            };
+            self.add(&key, value, keys);
         }
-        .to_string();
-        Effective {
-            config: file,
-            config_origin,
-            found: self.found,
-            settings: shown,
-            auto_threshold_tokens: self.compaction_settings().auto_threshold(),
-            unknown_keys: self.unknown_keys(),
+        if let Some(variable) = &m.api_key_env {
+            let set = std::env::var_os(variable).is_some_and(|v| !v.is_empty());
+            self.shown.push(Shown {
+                key: k("model.apiKey"),
+                value: if set { "set" } else { "not set" }.into(),
+                origin: Origin::Environment {
+                    variable: variable.clone(),
+                },
+            });
         }
     }
 }

@@ -55,7 +55,8 @@ pub(super) const ABSURD_TOKENS: u32 = 100_000_000;
 fn check_size(bytes: usize, max_bytes: usize) -> Result<(), String> {
     if bytes > max_bytes {
         return Err(format!(
-            "it hands the host {bytes} bytes, over the engine's limit of {max_bytes} (plugins.entries.<id>.limits.hostBytesPerCall)"
+            "it hands the host {bytes} bytes, over the engine's limit of {max_bytes} (plugins.entries.<id>.limits.{})",
+            crate::runtime::limits::HOST_BYTES_PER_CALL.key
         ));
     }
     Ok(())
