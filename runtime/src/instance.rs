@@ -15,7 +15,7 @@ use super::contract::{
 use super::error::{EngineError, FaultKind, LimitExceeded};
 use super::health::Health;
 use super::limits::Function;
-use super::prepared::EngineSpec;
+use super::spec::EngineSpec;
 use super::state::StoreState;
 use super::versions::Bindings;
 use super::{epoch, text};

@@ -45,7 +45,9 @@ mod instance;
 mod lifecycle;
 pub mod limits;
 mod prepared;
+mod quota;
 mod services;
+mod spec;
 mod state;
 mod text;
 mod v0_1;
@@ -67,8 +69,9 @@ pub use error::{EngineError, FaultKind, LimitExceeded, RuntimeError};
 pub use health::HealthStatus;
 pub use instance::EngineInstance;
 pub use limits::{Function, LIMIT_KEYS, LimitKey, Limits, MAX_MEMORY_BYTES};
-pub use prepared::{EngineSpec, PreparedEngine};
+pub use prepared::PreparedEngine;
 pub use services::{BoxFuture, Detached, SessionServices};
+pub use spec::EngineSpec;
 pub use state::Grants;
 
 use contract::Session;
@@ -212,7 +215,7 @@ impl Runtime {
         })?;
         // Shared by every instance of the engine: one count of one dir.
         let disk =
-            disk::DiskQuota::new(&spec.id, &spec.state_dir, spec.limits.state_dir_quota_bytes);
+            quota::DiskQuota::new(&spec.id, &spec.state_dir, spec.limits.state_dir_quota_bytes);
         let linked = Linked {
             engine: self.engine.clone(),
             pre,

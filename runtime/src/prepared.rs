@@ -1,8 +1,7 @@
-//! An engine between loading and sessions: what the host knows of it ([`EngineSpec`]), the
-//! compiled and linked component ([`PreparedEngine`]) and how one instance of it is made: its
-//! sandbox, store limits and deadline checks.
+//! An engine between loading and sessions: the compiled and linked component
+//! ([`PreparedEngine`]) and how one instance of it is made: its sandbox, store limits and
+//! deadline checks.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,28 +14,12 @@ use super::contract::{EngineInfo, Session};
 use super::epoch::{CHECK_EVERY, DeadlineExceeded, ticks_for};
 use super::guest_log::{GuestOutput, LogSink};
 use super::health::{Health, HealthStatus};
-use super::state::{Grants, ImportBudget, Limiter, StoreState};
+use super::spec::EngineSpec;
+use super::state::{ImportBudget, Limiter, StoreState};
 use super::{
-    EngineError, EngineInstance, FaultKind, Function, Limits, LoadSource, SessionServices, disk,
-    instance, versions,
+    EngineError, EngineInstance, FaultKind, Function, LoadSource, SessionServices, instance, quota,
+    versions,
 };
-
-/// What the host knows about an engine before loading it.
-#[derive(Debug, Clone)]
-pub struct EngineSpec {
-    /// The id the operator selects it by.
-    pub id: String,
-    /// Where it came from, for messages (a path, or `bundled:legacy`).
-    pub origin: String,
-    /// Its private directory, preopened read-write as `/`.
-    pub state_dir: PathBuf,
-    /// Its configuration as a JSON object.
-    pub config_json: String,
-    /// Resource limits of each instance (`plugins.entries.<id>.limits` over the defaults).
-    pub limits: Limits,
-    /// Capabilities both the manifest asks for and the operator granted.
-    pub grants: Grants,
-}
 
 /// A compiled, linked engine that answered `info`, ready to instantiate per session.
 pub struct PreparedEngine {
@@ -104,7 +87,7 @@ pub(super) struct Linked {
     pub(super) pre: versions::Pre,
     pub(super) spec: Arc<EngineSpec>,
     pub(super) health: Arc<Health>,
-    pub(super) disk: Arc<disk::DiskQuota>,
+    pub(super) disk: Arc<quota::DiskQuota>,
 }
 
 impl Linked {

@@ -38,7 +38,7 @@ pub(super) struct StoreState {
     pub(super) clock: CallClock,
     pub(super) import_timeout: Duration,
     pub(super) budget: ImportBudget,
-    pub(super) disk: Arc<super::disk::DiskQuota>,
+    pub(super) disk: Arc<super::quota::DiskQuota>,
 }
 
 impl WasiView for StoreState {
