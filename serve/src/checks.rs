@@ -9,8 +9,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-use super::mirror::SyncState;
 use super::rpc::{ErrorData, RpcError, code};
+use super::sync::SyncState;
 
 /// The longest key or `sessionId` taken, in bytes.
 const MAX_ID_BYTES: usize = 200;

@@ -17,6 +17,7 @@ mod protocol;
 mod residency;
 pub(crate) mod rpc;
 mod schema;
+mod sync;
 
 use std::collections::HashMap;
 use std::path::Path;

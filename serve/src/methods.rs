@@ -400,7 +400,7 @@ impl SessionMethod for CloseParams {
 
 impl Method for SyncParams {
     const NAME: &'static str = "session.sync";
-    type Result = super::mirror::SyncState;
+    type Result = super::sync::SyncState;
 }
 
 impl SessionMethod for SyncParams {
@@ -410,7 +410,7 @@ impl SessionMethod for SyncParams {
     async fn run(
         self,
         mut session: SessionContext<'_>,
-    ) -> Result<super::mirror::SyncState, RpcError> {
+    ) -> Result<super::sync::SyncState, RpcError> {
         // A reset replaces the history whatever it was; a tail must extend the mirror's.
         if let (Some(base), false) = (&self.base, self.reset) {
             check_base(session.mirror()?, base)?;

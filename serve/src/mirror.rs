@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use ctxhost_transcript::Transcript;
 use ctxhost_transcript::compaction::Settings;
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::checks::AgentMessage;
 use super::protocol::ClientItem;
+use super::sync::{Commit, SyncState};
 use ctxhost::auto_compaction::AutoCompaction;
 use ctxhost::error::{Error, Result};
 use ctxhost::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
@@ -84,24 +84,6 @@ pub(crate) const MARKER: &str = "ctxhost.mirror";
 /// Sessions whose key holds this are a runtime's internal turns (memory flushes): their mirror
 /// lives in a scratch directory, never under the sessions dir.
 const EPHEMERAL_KEY_PART: &str = ":internal-session-effects:";
-
-/// What `commit` did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Commit {
-    Committed,
-    Duplicate,
-}
-
-/// Where the runtime's history stands against the mirror.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SyncState {
-    /// The runtime's messages in the mirror.
-    pub(crate) message_count: usize,
-    /// The client's fingerprint of the last of them (opaque to the server).
-    pub(crate) last_fingerprint: Option<String>,
-}
 
 /// An assembly in the runtime's terms.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::checks::{AgentMessage, Base, ProtocolVersion, SessionId, SessionKey};
 use super::health::SessionHealth;
-use super::mirror::{Commit, SyncState};
+use super::sync::{Commit, SyncState};
 use ctxhost::runtime::contract::{CompactionTrigger, ContextMode, EngineInfo, SubagentEndReason};
 use ctxhost::session::AgentTool;
 

@@ -118,8 +118,8 @@ mod tests {
     #[test]
     fn errors_as_sent_match_the_error_schema() {
         use super::super::checks::{Base, base_mismatch};
-        use super::super::mirror::SyncState;
         use super::super::rpc::{RpcError, response};
+        use super::super::sync::SyncState;
         use serde_json::value::RawValue;
 
         let schema = protocol_schema();
