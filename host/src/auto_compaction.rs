@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::session::Session;
+use ctxhost_transcript::compaction::Settings;
 
 /// An automatic compaction about to run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -25,25 +25,17 @@ pub struct AutoCompaction {
 }
 
 impl AutoCompaction {
-    /// Whether `session` is due an automatic compaction: automatic compaction is on and the
-    /// context passed its threshold. None otherwise.
-    pub fn due(session: &Session) -> Option<AutoCompaction> {
-        Self::due_at(session, session.context_tokens())
-    }
-
-    /// [`AutoCompaction::due`] with the context measured by the caller (a replay measures the
-    /// engine's assembly).
-    pub fn due_at(session: &Session, context_tokens: u64) -> Option<AutoCompaction> {
-        let settings = session.settings();
-        settings
-            .should_compact(context_tokens)
-            .then(|| AutoCompaction {
-                session_key: session.key().to_string(),
-                context_tokens,
-                threshold: settings.auto_threshold(),
-                context_window: settings.context_window,
-                notify: settings.notify_before_auto,
-            })
+    /// Whether the session with these settings is due an automatic compaction at
+    /// `context_tokens` (by the count compaction decides with): automatic compaction is on and
+    /// the context passed its threshold. None otherwise.
+    pub fn due(settings: &Settings, session_key: &str, context_tokens: u64) -> Option<Self> {
+        settings.should_compact(context_tokens).then(|| Self {
+            session_key: session_key.to_string(),
+            context_tokens,
+            threshold: settings.auto_threshold(),
+            context_window: settings.context_window,
+            notify: settings.notify_before_auto,
+        })
     }
 
     /// The notice to show, when the operator asked for one.

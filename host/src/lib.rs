@@ -6,11 +6,11 @@
 //! context passes its threshold, [`Session::close`] at the end.
 //!
 //! Modules depend one way, each only on those listed after it:
-//! - `replay`, then `auto_compaction`: drive sessions (the JSON-RPC sidecar, `ctxhost-serve`,
-//!   drives them from outside);
+//! - `replay`: drives sessions (the JSON-RPC sidecar, `ctxhost-serve`, drives them from outside);
 //! - `host`: the config, the engines it can serve and sessions on them;
-//! - `session`: a transcript and the engine instance serving it, and the agent tools it offers
-//!   (the host's recall tools over `ctxhost-recall`'s index, and the engine's own);
+//! - `session`: a transcript and the engine instance serving it, the turn driver, and the agent
+//!   tools it offers (the host's recall tools over `ctxhost-recall`'s index, and the engine's own);
+//! - `auto_compaction` (whether one is due and its notice) and `session_file` (a key's file);
 //! - `prompt`, then `config`, then `model` (the summarizer's and `complete`'s model client);
 //! - [`runtime`], the `ctxhost-runtime` crate (wasm, the contract versions, the sandbox),
 //!   re-exported under that name.
@@ -35,15 +35,17 @@ pub mod plugins;
 pub mod prompt;
 pub mod replay;
 pub mod session;
+mod session_file;
 pub mod timestamp;
 
 pub use ctxhost_recall as recall;
 pub use ctxhost_runtime as runtime;
 pub use ctxhost_transcript as transcript;
 pub use error::{Error, Result};
-pub use host::{Host, SessionOptions, SessionTarget, encode_key, new_transcript, session_file};
+pub use host::{Host, SessionOptions, SessionTarget};
 pub use session::{
     AfterTurnOptions, AgentTool, AssembleOptions, AssembledItem, Assembly, CompactOptions,
     CompactOutcome, Prefix, RequestDigest, Session, SpawnOptions, ToolOutput, ToolSource, Turn,
     TurnCompaction, TurnRequest,
 };
+pub use session_file::{encode_key, new_transcript, session_file};

@@ -192,7 +192,7 @@ impl Session {
                 })?;
             }
             let id = uuid::Uuid::new_v4().to_string();
-            let transcript = crate::host::new_transcript(&id, key, path)?;
+            let transcript = crate::session_file::new_transcript(&id, key, path)?;
             (TranscriptFile::create(path, &transcript)?, transcript)
         };
         if report_load {

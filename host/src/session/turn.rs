@@ -198,7 +198,7 @@ impl Session {
         let mut engine_time = started.elapsed();
         let mut compaction = None;
         let measured = self.turn_tokens(&assembly, request.runtime_tokens);
-        if let Some(due) = AutoCompaction::due_at(self, measured) {
+        if let Some(due) = AutoCompaction::due(&self.settings(), self.key(), measured) {
             if due.notify {
                 before_compaction(&due);
             }
