@@ -33,7 +33,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::host::{CompletionRequest, LogLevel};
+// The import types straight from the bindings: `host` dispatches to this module.
+use crate::wit::host::{CompletionRequest, LogLevel};
+use crate::wit::recall::{Hit as SearchHit, SearchRequest};
 use crate::{
     AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactRequest, Compaction,
     CompactionTrigger, ContextEntry, Entries, EntryRef, HostError, Message, Role, Session,
@@ -212,10 +214,7 @@ impl TestHost {
     /// Entries of the transcript holding any word of the query (case-insensitively) and
     /// passing the request's filters, in entry order: a stand-in for the host's ranked
     /// full-text search.
-    pub(crate) fn search(
-        &self,
-        request: &crate::host::SearchRequest,
-    ) -> Result<Vec<crate::host::SearchHit>, HostError> {
+    pub(crate) fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, HostError> {
         let words: Vec<String> = request
             .query
             .split(|c: char| !c.is_alphanumeric())
@@ -245,7 +244,7 @@ impl TestHost {
                     && request.is_error.is_none_or(|e| m.is_error == e)
             })
             .take(limit)
-            .map(|m| crate::host::SearchHit {
+            .map(|m| SearchHit {
                 entry: m.entry,
                 entry_id: m.entry_id.clone(),
                 role: m.role.as_str().into(),
