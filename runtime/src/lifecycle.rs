@@ -5,7 +5,7 @@
 //! (ctxhost's `contract`) name that version's own. Versions after 0.2 include 0.2's interfaces
 //! and delegate to `v0_2` instead, so nothing here grows with new versions.
 
-/// Enum conversions, `session` both ways and `host-error` to the guest.
+/// Enum conversions, `session` both ways, `host-error` to the guest and `compaction` from it.
 macro_rules! shared_conversions {
     () => {
         $crate::convert_enum!(Role [User, Assistant, ToolResult, BashExecution, Custom, BranchSummary, CompactionSummary]);
@@ -41,9 +41,63 @@ macro_rules! shared_conversions {
                 }
             }
         }
+
+        /// A compaction as the guest returns it (0.1's rotation fields, never acted on, are
+        /// dropped here).
+        impl From<g::Compaction> for d::Compaction {
+            fn from(c: g::Compaction) -> Self {
+                Self {
+                    summary: c.summary,
+                    first_kept_entry: c.first_kept_entry,
+                    tokens_before: c.tokens_before,
+                    tokens_after: c.tokens_after,
+                    details: c.details,
+                }
+            }
+        }
     };
 }
 pub(crate) use shared_conversions;
+
+/// `message` to the guest, with the fields this version adds to 0.1's (`tool_call_id` in 0.2).
+macro_rules! message_to_guest {
+    ($($added:ident),* $(,)?) => {
+        impl From<&d::Message> for g::Message {
+            fn from(m: &d::Message) -> Self {
+                Self {
+                    entry: m.entry,
+                    entry_id: m.entry_id.clone(),
+                    role: m.role.into(),
+                    timestamp: m.timestamp,
+                    text: m.text.clone(),
+                    tool_calls: m
+                        .tool_calls
+                        .iter()
+                        .map(|c| g::ToolCall {
+                            id: c.id.clone(),
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        })
+                        .collect(),
+                    tool_name: m.tool_name.clone(),
+                    $($added: m.$added.clone(),)*
+                    is_error: m.is_error,
+                    stop_reason: m.stop_reason.clone(),
+                    usage: m.usage.map(|u| g::Usage {
+                        input: u.input,
+                        output: u.output,
+                        cache_read: u.cache_read,
+                        cache_write: u.cache_write,
+                        total_tokens: u.total_tokens,
+                    }),
+                    tokens: m.tokens,
+                    json: m.json.clone(),
+                }
+            }
+        }
+    };
+}
+pub(crate) use message_to_guest;
 
 /// The host imports both versions answer the same way, as items of `impl host::Host`.
 macro_rules! shared_host_imports {

@@ -51,38 +51,7 @@ impl From<&d::ContextEntry> for g::ContextEntry {
     }
 }
 
-impl From<&d::Message> for g::Message {
-    fn from(m: &d::Message) -> Self {
-        Self {
-            entry: m.entry,
-            entry_id: m.entry_id.clone(),
-            role: m.role.into(),
-            timestamp: m.timestamp,
-            text: m.text.clone(),
-            tool_calls: m
-                .tool_calls
-                .iter()
-                .map(|c| g::ToolCall {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                })
-                .collect(),
-            tool_name: m.tool_name.clone(),
-            is_error: m.is_error,
-            stop_reason: m.stop_reason.clone(),
-            usage: m.usage.map(|u| g::Usage {
-                input: u.input,
-                output: u.output,
-                cache_read: u.cache_read,
-                cache_write: u.cache_write,
-                total_tokens: u.total_tokens,
-            }),
-            tokens: m.tokens,
-            json: m.json.clone(),
-        }
-    }
-}
+super::lifecycle::message_to_guest!();
 
 impl From<&d::CompactRequest> for g::CompactRequest {
     fn from(r: &d::CompactRequest) -> Self {
@@ -124,19 +93,6 @@ impl From<d::Compaction> for g::Compaction {
             details: c.details,
             new_session_id: None,
             new_session_file: None,
-        }
-    }
-}
-
-/// 0.1's rotation fields were never acted on; they are dropped here, as the host always did.
-impl From<g::Compaction> for d::Compaction {
-    fn from(c: g::Compaction) -> Self {
-        Self {
-            summary: c.summary,
-            first_kept_entry: c.first_kept_entry,
-            tokens_before: c.tokens_before,
-            tokens_after: c.tokens_after,
-            details: c.details,
         }
     }
 }
