@@ -22,16 +22,9 @@ pub struct Session {
 /// Message roles are the transcript's own: one enum from the file to the guest.
 pub use ctxhost_transcript::Role;
 
-/// A tool call an assistant message makes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCall {
-    /// The call's id; the tool result answering it carries the same id.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The call's arguments as a JSON object.
-    pub arguments: String,
-}
+/// A tool call an assistant message makes (the transcript's own type, as decoded from the
+/// file: `id`, `name`, `arguments` as a JSON object's text).
+pub use ctxhost_transcript::ToolCall;
 
 /// Token usage an assistant message recorded, as the provider reported it (the transcript's
 /// own type: the host hands engines what it read).

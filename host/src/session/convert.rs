@@ -5,9 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use ctxhost_transcript::{Entry, Transcript};
 
-use crate::runtime::contract::{
-    Context, ContextEntry, EntryRef, HostError, Message, Role, ToolCall,
-};
+use crate::runtime::contract::{Context, ContextEntry, EntryRef, HostError, Message, Role};
 
 /// Saturates a token figure into the contract's `u32`.
 pub fn tokens_u32(tokens: u64) -> u32 {
@@ -176,15 +174,7 @@ pub(super) fn message(index: usize, entry: &Entry) -> Option<Message> {
         role: view.role,
         timestamp: view.timestamp,
         text: view.text,
-        tool_calls: view
-            .tool_calls
-            .into_iter()
-            .map(|call| ToolCall {
-                id: call.id,
-                name: call.name,
-                arguments: call.arguments,
-            })
-            .collect(),
+        tool_calls: view.tool_calls,
         tool_name: view.tool_name,
         tool_call_id,
         is_error: view.is_error,
