@@ -107,6 +107,46 @@ fn pass_through_returns_byte_identical_messages_of_the_shared_transcript() {
     assert_pass_through_is_byte_identical(&scratch, &source);
 }
 
+/// A batch with a message the transcript refuses (not JSON, not an object, no role) is refused
+/// whole, naming that message's position, and writes nothing.
+#[test]
+fn a_batch_with_one_bad_message_names_it_and_writes_nothing() {
+    let scratch = Scratch::new();
+    let host = scratch.host("{}");
+    block_on(async {
+        let mut session = open_session(&host, SessionTarget::Key("batch".into())).await;
+        session
+            .append(&serde_json::json!({"role": "user", "content": "first"}))
+            .await
+            .unwrap();
+        let before = std::fs::read(session.path()).unwrap();
+        let entries = session.transcript().entries().len();
+        let good = r#"{"role":"user","content":"fine"}"#;
+        for (bad, problem) in [
+            ("{not json", "not JSON"),
+            ("[1, 2]", "must be a JSON object"),
+            (r#"{"content":"x"}"#, "no \"role\""),
+        ] {
+            let err = session
+                .append_texts_with(&[good, bad, good], None)
+                .await
+                .expect_err(bad);
+            match &err {
+                ctxhost::Error::InvalidMessage {
+                    index,
+                    problem: said,
+                } => {
+                    assert_eq!(*index, 1, "{err}");
+                    assert!(said.contains(problem), "{bad}: {said}");
+                }
+                other => panic!("{bad}: {other:#}"),
+            }
+            assert_eq!(std::fs::read(session.path()).unwrap(), before, "{bad}");
+            assert_eq!(session.transcript().entries().len(), entries, "{bad}");
+        }
+    });
+}
+
 #[test]
 fn slot_defaults_to_legacy_and_names_unknown_engines() {
     let scratch = Scratch::new();

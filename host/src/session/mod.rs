@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use ctxhost_transcript::Transcript;
 use ctxhost_transcript::store::TranscriptFile;
+use ctxhost_transcript::{Transcript, TranscriptError};
 use serde_json::Value;
 
 use crate::timestamp::now_iso;
@@ -386,35 +386,35 @@ impl Session {
         messages: &[&str],
         trailer: Option<(&str, &Value)>,
     ) -> Result<Vec<usize>> {
-        for (n, text) in messages.iter().enumerate() {
-            let value: Value = serde_json::from_str(text).map_err(|e| Error::InvalidMessage {
-                index: n,
-                problem: format!("not JSON: {e}"),
-            })?;
-            Transcript::check_message(&value)
-                .map_err(|problem| Error::InvalidMessage { index: n, problem })?;
-        }
         let ready = self.instance().await.map(|_| ());
         let (indices, batch) = {
             let mut transcript = self.shared.write();
             let first = transcript.entries().len();
             let mut indices = Vec::with_capacity(messages.len());
+            // The transcript checks each message as it appends it (JSON, an object, a role);
+            // the first it refuses undoes the batch, so nothing is written.
             let appended = messages
                 .iter()
-                .map(|text| transcript.append_message_text(text, &now_iso()))
-                .collect::<std::result::Result<Vec<_>, _>>()
+                .enumerate()
+                .map(|(index, text)| {
+                    transcript
+                        .append_message_text(text, &now_iso())
+                        .map_err(|e| invalid_message(index, e))
+                })
+                .collect::<Result<Vec<_>>>()
                 .and_then(|appended| {
                     indices = appended;
                     match trailer {
                         Some((entry_type, members)) => transcript
                             .append_other(entry_type, members, &now_iso())
-                            .map(|_| ()),
+                            .map(|_| ())
+                            .map_err(Into::into),
                         None => Ok(()),
                     }
                 });
             if let Err(e) = appended {
                 transcript.truncate(first);
-                return Err(e.into());
+                return Err(e);
             }
             write_or_undo(&mut self.file, &mut transcript, first)?;
             let entries = transcript.entries();
@@ -635,4 +635,13 @@ fn write_or_undo(
         transcript.truncate(first);
         e.into()
     })
+}
+
+/// A message the transcript refused to append, as the caller's error about its `index`-th
+/// message (what is wrong, without the transcript's line it would have had).
+fn invalid_message(index: usize, error: TranscriptError) -> Error {
+    match error {
+        TranscriptError::Invalid { problem, .. } => Error::InvalidMessage { index, problem },
+        other => other.into(),
+    }
 }
