@@ -76,12 +76,7 @@ fn doctor_names_an_unknown_engine_and_the_available_ones() {
 #[test]
 fn replay_reports_compactions_at_a_small_window() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("recorded.jsonl");
-    std::fs::write(
-        &transcript,
-        ctxhost_transcript::generate::coding_session(11, 300),
-    )
-    .unwrap();
+    let transcript = common::generated_session(home.path().join("recorded.jsonl"), 11, 300);
     let report = stdout_json(&ctxhost(
         home.path(),
         &[
@@ -146,12 +141,7 @@ fn demo_runs_offline_and_reports_what_happened() {
 #[test]
 fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("session.jsonl");
-    std::fs::write(
-        &transcript,
-        ctxhost_transcript::generate::coding_session(5, 120),
-    )
-    .unwrap();
+    let transcript = common::generated_session(home.path().join("session.jsonl"), 5, 120);
     let path = transcript.to_str().unwrap();
     let compact = ctxhost(
         home.path(),
@@ -258,12 +248,7 @@ fn inspect_with_a_workspace_shows_the_whole_request_and_the_parts_add_up() {
         "---\nname: review\ndescription: Review a diff for bugs\n---\n",
     )
     .unwrap();
-    let transcript = home.path().join("session.jsonl");
-    std::fs::write(
-        &transcript,
-        ctxhost_transcript::generate::coding_session(13, 80),
-    )
-    .unwrap();
+    let transcript = common::generated_session(home.path().join("session.jsonl"), 13, 80);
     let before = std::fs::read(&transcript).unwrap();
     let inspect = stdout_json(&ctxhost(
         home.path(),
@@ -400,12 +385,7 @@ fn replay_counts_turns_whose_request_overflowed_the_window() {
 #[test]
 fn replay_into_a_closed_pipe_exits_quietly() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("recorded.jsonl");
-    std::fs::write(
-        &transcript,
-        ctxhost_transcript::generate::coding_session(5, 200),
-    )
-    .unwrap();
+    let transcript = common::generated_session(home.path().join("recorded.jsonl"), 5, 200);
     for json in [false, true] {
         let mut command = common::command(home.path());
         command

@@ -35,12 +35,7 @@ impl Setup {
         let home = tempfile::tempdir().unwrap();
         let path = home.path().join("ctxhost.json");
         std::fs::write(&path, config).unwrap();
-        let recorded = home.path().join("recorded.jsonl");
-        std::fs::write(
-            &recorded,
-            ctxhost_transcript::generate::coding_session(11, 300),
-        )
-        .unwrap();
+        let recorded = common::generated_session(home.path().join("recorded.jsonl"), 11, 300);
         Setup {
             home,
             config: path,

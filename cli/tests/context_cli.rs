@@ -13,13 +13,7 @@ use common::{ctxhost, json_of, stderr};
 fn session(home: &Path, messages: usize) -> std::path::PathBuf {
     let dir = home.join("sessions");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("agent%3Amain%3Amain.jsonl");
-    std::fs::write(
-        &path,
-        ctxhost_transcript::generate::coding_session(4, messages),
-    )
-    .unwrap();
-    path
+    common::generated_session(dir.join("agent%3Amain%3Amain.jsonl"), 4, messages)
 }
 
 #[test]

@@ -222,12 +222,7 @@ fn operator_flow_scaffold_link_use_doctor_run_disable_uninstall() {
     assert_eq!(mine["contract"]["Ok"], "0.4.0");
 
     // A session runs on it.
-    let transcript = scratch.path().join("recorded.jsonl");
-    std::fs::write(
-        &transcript,
-        ctxhost_transcript::generate::coding_session(5, 120),
-    )
-    .unwrap();
+    let transcript = common::generated_session(scratch.path().join("recorded.jsonl"), 5, 120);
     let replay: serde_json::Value = serde_json::from_str(&ok(ctxhost(
         &home,
         cwd,
@@ -581,12 +576,7 @@ fn install_and_replay(project: &Path, id: &str) {
         ),
     )
     .unwrap();
-    let transcript = scratch.path().join("recorded.jsonl");
-    std::fs::write(
-        &transcript,
-        ctxhost_transcript::generate::coding_session(3, 40),
-    )
-    .unwrap();
+    let transcript = common::generated_session(scratch.path().join("recorded.jsonl"), 3, 40);
     let replay: serde_json::Value = serde_json::from_str(&ok(ctxhost(
         &home,
         cwd,

@@ -18,12 +18,7 @@ fn points(html: &str, plot: &str, run: &str) -> Option<usize> {
 #[test]
 fn two_engines_replayed_side_by_side_plot_every_turn() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("recorded.jsonl");
-    std::fs::write(
-        &transcript,
-        ctxhost_transcript::generate::coding_session(11, 300),
-    )
-    .unwrap();
+    let transcript = common::generated_session(home.path().join("recorded.jsonl"), 11, 300);
     let page = home.path().join("side-by-side.html");
     let output = ctxhost(
         home.path(),
@@ -124,12 +119,7 @@ fn a_missing_session_is_named() {
 #[test]
 fn a_kept_replay_has_a_ledger_the_report_reads() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = home.path().join("recorded.jsonl");
-    std::fs::write(
-        &transcript,
-        ctxhost_transcript::generate::coding_session(3, 120),
-    )
-    .unwrap();
+    let transcript = common::generated_session(home.path().join("recorded.jsonl"), 3, 120);
     let out = home.path().join("replayed.jsonl");
     let replay = ctxhost(
         home.path(),

@@ -42,3 +42,18 @@ pub(crate) fn json_of(output: &Output) -> Value {
 pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// Writes a generated coding session (`seed`, `messages` messages) at `path` and returns the
+/// path.
+pub(crate) fn generated_session(
+    path: std::path::PathBuf,
+    seed: u64,
+    messages: usize,
+) -> std::path::PathBuf {
+    std::fs::write(
+        &path,
+        ctxhost_transcript::generate::coding_session(seed, messages),
+    )
+    .expect("write the generated session");
+    path
+}
