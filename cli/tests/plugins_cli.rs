@@ -331,63 +331,55 @@ fn bad_packages_and_commands_get_clear_errors_and_change_nothing() {
         &["ctxhost.plugin.json", "line 1"],
     );
 
-    let path = package(&dir("bad-id"), manifest("My Engine"), &wasm);
-    refused(
-        &home,
-        cwd,
-        &["plugins", "install", path.to_str().unwrap()],
-        &["`id` \"My Engine\""],
-    );
-
-    let path = package(
-        &dir("core-module"),
-        manifest("my-engine"),
-        b"\0asm\x01\0\0\0",
-    );
-    refused(
-        &home,
-        cwd,
-        &["plugins", "install", path.to_str().unwrap()],
-        &["core WebAssembly module", "wasm32-wasip2"],
-    );
-
-    let path = package(
-        &dir("not-wasm"),
-        manifest("my-engine"),
-        b"#!/bin/sh\necho hi\n",
-    );
-    refused(
-        &home,
-        cwd,
-        &["plugins", "install", path.to_str().unwrap()],
-        &["not a WebAssembly file"],
-    );
-
-    let mut m = manifest("my-engine");
-    m["configSchema"] = serde_json::json!({"type": "no-such-type"});
-    let path = package(&dir("bad-schema"), m, &wasm);
-    refused(
-        &home,
-        cwd,
-        &["plugins", "install", path.to_str().unwrap()],
-        &["`configSchema`", "not a valid JSON Schema"],
-    );
-
-    let path = package(&dir("id-mismatch"), manifest("other-name"), &wasm);
-    refused(
-        &home,
-        cwd,
-        &["plugins", "install", path.to_str().unwrap()],
-        &["`other-name`", "`my-engine`"],
-    );
-
-    let path = package(&dir("taken"), manifest("legacy"), &wasm);
-    refused(
-        &home,
-        cwd,
-        &["plugins", "install", path.to_str().unwrap()],
-        &["`legacy` is already bundled with ctxhost"],
-    );
+    let mut bad_schema = manifest("my-engine");
+    bad_schema["configSchema"] = serde_json::json!({"type": "no-such-type"});
+    let packages: [(&str, serde_json::Value, &[u8], &[&str]); 6] = [
+        (
+            "bad-id",
+            manifest("My Engine"),
+            &wasm,
+            &["`id` \"My Engine\""],
+        ),
+        (
+            "core-module",
+            manifest("my-engine"),
+            b"\0asm\x01\0\0\0",
+            &["core WebAssembly module", "wasm32-wasip2"],
+        ),
+        (
+            "not-wasm",
+            manifest("my-engine"),
+            b"#!/bin/sh\necho hi\n",
+            &["not a WebAssembly file"],
+        ),
+        (
+            "bad-schema",
+            bad_schema,
+            &wasm,
+            &["`configSchema`", "not a valid JSON Schema"],
+        ),
+        (
+            "id-mismatch",
+            manifest("other-name"),
+            &wasm,
+            &["`other-name`", "`my-engine`"],
+        ),
+        (
+            "taken",
+            manifest("legacy"),
+            &wasm,
+            &["`legacy` is already bundled with ctxhost"],
+        ),
+    ];
+    for (name, manifest, component, said) in packages {
+        let path = package(&dir(name), manifest, component);
+        refused(
+            &home,
+            cwd,
+            &["plugins", "install", path.to_str().unwrap()],
+            said,
+        );
+    }
 
     let good = package(&dir("good"), manifest("my-engine"), &wasm);
     ok(ctxhost(
