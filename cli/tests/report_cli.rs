@@ -37,12 +37,7 @@ fn two_engines_replayed_side_by_side_plot_every_turn() {
             "--json",
         ],
     );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = common::json_of(&output);
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     let turns = runs[0]["turns"].as_array().unwrap().len();
@@ -133,12 +128,7 @@ fn a_kept_replay_has_a_ledger_the_report_reads() {
             "--json",
         ],
     );
-    assert!(
-        replay.status.success(),
-        "{}",
-        String::from_utf8_lossy(&replay.stderr)
-    );
-    let replayed: Value = serde_json::from_slice(&replay.stdout).unwrap();
+    let replayed = common::json_of(&replay);
     let turns = replayed["turns"].as_u64().unwrap() as usize;
     let page = home.path().join("replayed.html");
     let output = ctxhost(
@@ -152,12 +142,7 @@ fn a_kept_replay_has_a_ledger_the_report_reads() {
             "--json",
         ],
     );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = common::json_of(&output);
     assert_eq!(
         report["runs"][0]["engine"], "legacy",
         "from the ledger, not recorded usage"

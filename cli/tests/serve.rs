@@ -668,12 +668,7 @@ fn every_turn_is_in_the_ledger_and_health_sums_them_up() {
         home.path(),
         &["context", "history", "--session", key, "--json"],
     );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let history: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let history = common::json_of(&output);
     assert_eq!(history["turns"]["turns"], 10, "{history}");
     assert_eq!(history["turns"]["degradedTurns"], 0);
     let text = common::ctxhost(home.path(), &["context", "history", "--session", key]);
