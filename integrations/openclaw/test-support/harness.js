@@ -1,29 +1,28 @@
 // Shared pieces of the plugin tests: the real `ctxhost serve` binary, a temp CTXHOST_HOME per
 // test, an engine wired to a sidecar that records every call, and message builders.
 
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { readFileSync, rmSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Bridge, CtxhostContextEngine } from "../src/engine.js";
 import { Sidecar, describeNotification } from "../../client/sidecar.js";
 import { createTiming } from "../../client/timing.js";
+import { binaryFor, freshHome, skipWithout } from "../../client/test-support/common.js";
+export { files, waitFor } from "../../client/test-support/common.js";
+export { readJsonl as readMirror } from "../../client/test-support/common.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const PACKAGE_DIR = resolve(here, "..");
 
 /** The binary under test: $CTXHOST_BIN, else the workspace's debug build. */
-export const BINARY = resolve(PACKAGE_DIR, process.env.CTXHOST_BIN ?? "../../target/debug/ctxhost");
+export const BINARY = binaryFor(PACKAGE_DIR);
 
 /**
  * Why the serve tests cannot run here (printed visibly), or false.
  * @returns {string | false}
  */
 export function skipServe() {
-  if (existsSync(BINARY)) return false;
-  const why = `no ctxhost binary at ${BINARY} (build it with \`cargo build -p ctxhost\` or set CTXHOST_BIN)`;
-  process.stderr.write(`\n*** SKIPPING the ctxhost serve tests: ${why} ***\n\n`);
-  return why;
+  return skipWithout(BINARY);
 }
 
 /**
@@ -31,9 +30,7 @@ export function skipServe() {
  * @param {object} [config] the ctxhost.json content
  */
 export function tempHome(config = {}) {
-  const home = mkdtempSync(join(tmpdir(), "ctxhost-openclaw-test-"));
-  writeFileSync(join(home, "ctxhost.json"), JSON.stringify(config, null, 2));
-  return home;
+  return freshHome("ctxhost-openclaw-test-", config);
 }
 
 /** A ctxhost.json whose small window makes a few big turns compact. */
@@ -132,23 +129,6 @@ export function bigTurn(label, chars = 4000) {
   return [user(text), assistant(`reply to ${label}`)];
 }
 
-/** Every file under `dir`, recursively. @param {string} dir @returns {string[]} */
-export function files(dir) {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? files(path) : [path];
-  });
-}
-
-/** The JSON entries of a mirror file. @param {string} path */
-export function readMirror(path) {
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
-}
-
 /** Whether a process is alive. @param {number | undefined} pid */
 export function alive(pid) {
   if (!pid) return false;
@@ -166,12 +146,3 @@ export function alive(pid) {
   }
 }
 
-/** Waits until `predicate` holds, up to `ms`. */
-export async function waitFor(predicate, ms = 5000, step = 50) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await predicate()) return true;
-    await new Promise((r) => setTimeout(r, step));
-  }
-  return predicate();
-}

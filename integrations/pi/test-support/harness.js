@@ -2,31 +2,28 @@
 // the extension registers and lets a test fire events the way pi does, a ctx whose session
 // manager serves a branch of entries, entry builders, and the real `ctxhost serve` binary.
 
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { rmSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import extension from "../index.js";
+import { binaryFor, freshHome, skipWithout } from "../../client/test-support/common.js";
+export { files, waitFor } from "../../client/test-support/common.js";
+export { readJsonl } from "../../client/test-support/common.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const PACKAGE_DIR = resolve(here, "..");
 
 /** The binary under test: $CTXHOST_BIN, else the workspace's debug build. */
-export const BINARY = resolve(PACKAGE_DIR, process.env.CTXHOST_BIN ?? "../../target/debug/ctxhost");
+export const BINARY = binaryFor(PACKAGE_DIR);
 
 /** Why the serve tests cannot run here (printed visibly), or false. */
 export function skipServe() {
-  if (existsSync(BINARY)) return false;
-  const why = `no ctxhost binary at ${BINARY} (build it with \`cargo build -p ctxhost\` or set CTXHOST_BIN)`;
-  process.stderr.write(`\n*** SKIPPING the ctxhost serve tests: ${why} ***\n\n`);
-  return why;
+  return skipWithout(BINARY);
 }
 
 /** A fresh CTXHOST_HOME with a ctxhost.json. @param {object} [config] */
 export function tempHome(config = {}) {
-  const home = mkdtempSync(join(tmpdir(), "ctxhost-pi-test-"));
-  writeFileSync(join(home, "ctxhost.json"), JSON.stringify(config, null, 2));
-  return home;
+  return freshHome("ctxhost-pi-test-", config);
 }
 
 /** A ctxhost.json whose compaction leaves little room, so a few big turns compact. */
@@ -216,29 +213,3 @@ export async function cleanup(home) {
   rmSync(home, { recursive: true, force: true });
 }
 
-/** Every file under `dir`, recursively. @param {string} dir @returns {string[]} */
-export function files(dir) {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? files(path) : [path];
-  });
-}
-
-/** The JSON entries of a mirror file. @param {string} path */
-export function readJsonl(path) {
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
-}
-
-/** Waits until `predicate` holds, up to `ms`. */
-export async function waitFor(predicate, ms = 5000, step = 50) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await predicate()) return true;
-    await new Promise((r) => setTimeout(r, step));
-  }
-  return predicate();
-}
