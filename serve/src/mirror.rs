@@ -641,17 +641,12 @@ fn now_ms() -> Value {
     ctxhost::timestamp::now_unix_ms().into()
 }
 
-/// The text of a message's `content` (a string or a list of text blocks), else its JSON.
+/// The text of a message's `content`, else the message as JSON.
 fn content_text(message: &Map<String, Value>) -> String {
-    match message.get("content") {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => Value::Object(message.clone()).to_string(),
-    }
+    (message
+        .get("content")
+        .and_then(super::protocol::content_text))
+    .unwrap_or_else(|| Value::Object(message.clone()).to_string())
 }
 
 fn user_text(text: String, kind: &str, timestamp: Option<Value>) -> Value {

@@ -349,17 +349,23 @@ impl ClientItem {
 pub(super) fn prompt_text(prompt: Option<Value>) -> Option<String> {
     match prompt? {
         Value::String(text) => Some(text),
-        Value::Object(message) => match message.get("content") {
-            Some(Value::String(text)) => Some(text.clone()),
-            Some(Value::Array(blocks)) => Some(
-                blocks
-                    .iter()
-                    .filter_map(|b| b.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            _ => None,
-        },
+        Value::Object(message) => content_text(message.get("content")?),
+        _ => None,
+    }
+}
+
+/// The text of an AgentMessage's `content`: the string, or its text blocks one per line; None
+/// for any other shape.
+pub(crate) fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(blocks) => Some(
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
         _ => None,
     }
 }
