@@ -280,6 +280,36 @@ pub(crate) fn v1_id(index: usize) -> String {
 /// How a v1 message line starts when its ids can be spliced in after its type.
 const V1_MESSAGE_PREFIX: &str = "{\"type\":\"message\",";
 
+/// The ids of a `message` line the fast path read (see `envelope`), when its entry is built
+/// from that reading; None sends the line to the serde decoder. Loading and the check of a
+/// whole file (`check.rs`) both ask here, so they take the same lines the same way.
+pub(crate) enum FastIds {
+    /// A v2/v3 line: where its `id` and `parentId` sit in it.
+    Own(Range<usize>, Option<Range<usize>>),
+    /// A v1 line, whose ids follow from its position.
+    V1,
+}
+
+pub(crate) fn fast_ids(
+    fast: &crate::envelope::MessageLine,
+    text: &str,
+    version: u32,
+) -> Option<FastIds> {
+    match version {
+        2 | 3 => {
+            let id = fast.id.clone().filter(|r| !r.is_empty())?;
+            Some(FastIds::Own(id, fast.parent_id.clone().flatten()))
+        }
+        _ if fast.id.is_none()
+            && fast.parent_id.is_none()
+            && text.starts_with(V1_MESSAGE_PREFIX) =>
+        {
+            Some(FastIds::V1)
+        }
+        _ => None,
+    }
+}
+
 /// How the file's version shapes an entry's decoding.
 pub(crate) struct Decode {
     pub version: u32,
@@ -293,28 +323,21 @@ impl Entry {
     /// Decode one line; the error is the problem text (the caller adds file and line).
     pub(crate) fn decode(line: Line, line_no: usize, d: &Decode) -> Result<Entry, String> {
         if let Some(fast) = crate::envelope::message_line(line.as_str()) {
-            let text = line.as_str();
-            match d.version {
-                2 | 3 => {
-                    if let Some(id) = fast.id.clone().filter(|r| !r.is_empty()) {
-                        let parent = fast.parent_id.clone().flatten();
-                        let ids = (Text::At(id), parent.map(Text::At));
-                        return Ok(Entry::from_envelope(line, line_no, fast, ids, false));
-                    }
+            match fast_ids(&fast, line.as_str(), d.version) {
+                Some(FastIds::Own(id, parent)) => {
+                    let ids = (Text::At(id), parent.map(Text::At));
+                    return Ok(Entry::from_envelope(line, line_no, fast, ids, false));
                 }
                 // Most of a v1 file: a message line without ids, its v3 form made when first
                 // asked for (see `Entry::v3_line`).
-                _ if fast.id.is_none()
-                    && fast.parent_id.is_none()
-                    && text.starts_with(V1_MESSAGE_PREFIX) =>
-                {
+                Some(FastIds::V1) => {
                     let ids = (
                         Text::from(v1_id(d.index)),
                         d.index.checked_sub(1).map(|i| Text::from(v1_id(i))),
                     );
                     return Ok(Entry::from_envelope(line, line_no, fast, ids, true));
                 }
-                _ => {}
+                None => {}
             }
         }
         Entry::decode_serde(line, line_no, d)

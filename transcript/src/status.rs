@@ -2,10 +2,12 @@
 //! branch and the entries after its boundary are found by scanning backwards from the end, so
 //! `context status` on a 1 GB transcript measures only its tail.
 //!
-//! One reader, one verdict: beside the walk, on another thread, the whole file is checked as
-//! loading checks it (`check.rs`: every line through the loader's own line reader, in one
-//! forward pass and bounded memory), so status refuses what every other command refuses, in
-//! the same words, and its warnings are loading's.
+//! One reader, one verdict: first the whole file is checked as loading checks it (`check.rs`:
+//! every line through the loader's own scanner or line reader, on every core, in bounded
+//! memory), so status refuses what every other command refuses, in the same words, and its
+//! warnings are loading's. A file the check saw to be one chain without a compaction (the
+//! common shape of a long session) needs no walk: its context is all its messages, which the
+//! check counted, and only the lines after the latest usage are read again to measure it.
 //!
 //! How it works: lines are read from the end in 1 MiB blocks. Each is skimmed for its
 //! top-level `type`, `id` and `parentId` (any JSON spelling; nested data is skipped, not
@@ -368,23 +370,121 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
         .len();
     let head = crate::read::read_head(&mut file, path)?;
     let full = || full_load(path, window, file_bytes);
-    // The whole file is checked as loading checks it, beside the walk that measures the
-    // context (on another core: each reads the file once).
-    let (verdict, walked) = std::thread::scope(|scope| {
-        let walk = scope.spawn(|| walk(path, window, file, file_bytes, &head));
-        let verdict = crate::check::check(path, &head);
-        (verdict, walk.join())
-    });
-    match (verdict?, walked) {
+    // The whole file is checked as loading checks it first (on every core); what it saw of
+    // the file's shape may spare the walk.
+    let (warnings, shape) = match crate::check::check(path, &head, file_bytes)? {
+        Verdict::Valid(warnings, shape) => (warnings, shape),
+        Verdict::AskTheLoader => return full(),
+    };
+    let measured = match shape.chain_messages {
+        Some(messages) => chain_status(path, window, file_bytes, &head, messages, shape.torn),
+        None => Ok(None),
+    };
+    let walked = match measured {
+        Ok(Some(status)) => Ok(status),
+        Ok(None) | Err(_) => walk(path, window, file, file_bytes, &head),
+    };
+    match walked {
         // The walk handed the file to the load already: its answer is loading's.
-        (_, Ok(Ok(status))) if status.count_source == CountSource::FullParse => Ok(status),
-        (Verdict::Valid(warnings), Ok(Ok(mut status))) => {
+        Ok(status) if status.count_source == CountSource::FullParse => Ok(status),
+        Ok(mut status) => {
             status.warnings = warnings;
             Ok(status)
         }
         // A walk that fails on a file loading accepts is wrong: the load answers.
-        (Verdict::Valid(_), _) | (Verdict::AskTheLoader, _) => full(),
+        Err(_) => full(),
     }
+}
+
+/// The status of a file the check found to be one chain without a compaction: its context is
+/// every message of the file (`messages`, counted by the check) and its size the latest usage
+/// plus the estimates of what follows it, so only the lines after that usage are read, from
+/// the end. None when every estimate is needed (the usage does not fit the window): the walk
+/// measures that. `torn`: the last line is torn, not an entry.
+fn chain_status(
+    path: &Path,
+    window: Option<u64>,
+    file_bytes: u64,
+    head: &crate::read::Head,
+    messages: usize,
+    torn: bool,
+) -> Result<Option<Status>, TranscriptError> {
+    let source = path.display().to_string();
+    let mut lines = Backwards {
+        file: crate::read::open_transcript(path)?,
+        path,
+        buf: Vec::new(),
+        end: 0,
+        pos: file_bytes,
+    };
+    let decode = crate::entry::Decode {
+        version: head.header.version(),
+        index: 0,
+        entry_count: usize::MAX,
+    };
+    let (mut skip_torn, mut trailing, mut start) = (torn, 0u64, file_bytes);
+    let mut usage = None;
+    while let Some((offset, line)) = lines.prev()? {
+        if offset < head.body_start {
+            break;
+        }
+        start = offset;
+        let Ok(text) = std::str::from_utf8(line) else {
+            return Ok(None);
+        };
+        if text.trim().is_empty() || std::mem::take(&mut skip_torn) {
+            continue;
+        }
+        let text = std::sync::Arc::new(text.to_string());
+        let line_of = |part: &str| {
+            let start = part.as_ptr() as usize - text.as_ptr() as usize;
+            crate::entry::Line::slice(&text, start..start + part.len())
+        };
+        let mut entries = Vec::new();
+        let read = crate::transcript::read_line(
+            &text,
+            0,
+            &decode,
+            &source,
+            &line_of,
+            &mut Vec::new(),
+            |e| entries.push(e),
+        );
+        if read.is_err() {
+            return Ok(None);
+        }
+        for e in entries.iter().rev() {
+            if e.context_role().is_none() || e.entry_type() == "compaction" {
+                continue;
+            }
+            if e.usage_total().is_some() {
+                usage = e.usage_total();
+                break;
+            }
+            trailing += u64::from(e.tokens());
+        }
+        if usage.is_some() {
+            break;
+        }
+    }
+    let context_tokens = match usage {
+        Some(u) if u > window.unwrap_or(u64::MAX) => return Ok(None),
+        Some(u) => u.saturating_add(trailing),
+        None => trailing,
+    };
+    Ok(Some(Status {
+        session_id: head.header.id().to_string(),
+        version: head.header.version(),
+        file_bytes,
+        bytes_scanned: file_bytes - start,
+        context_tokens,
+        context_messages: messages,
+        compaction_count: 0,
+        summary_count: 0,
+        count_source: CountSource::ActiveBranch,
+        last_compaction: None,
+        warnings: Vec::new(),
+    }))
 }
 
 /// The status from a full load: what the walk cannot settle, and the check's doubts.
