@@ -145,6 +145,21 @@ pub(crate) fn read_line(
     Ok(positions)
 }
 
+/// `text.split('\n')`, with the line breaks found by `memchr` (vector instructions): the
+/// split of a whole file is one of loading's passes over it.
+fn split_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .map(Some)
+        .chain([None])
+        .map(move |newline| {
+            let end = newline.unwrap_or(text.len());
+            let line = &text[start..end];
+            start = end + 1;
+            line
+        })
+}
+
 /// The `customType` of a v1 line of several entries, kept whole.
 pub(crate) const KEPT_V1_LINE: &str = "ctxhost.v1-line";
 
@@ -229,8 +244,7 @@ impl Transcript {
         };
         // Windows editors start UTF-8 files with a byte order mark; it is not content.
         let text = whole.strip_prefix(crate::read::BOM).unwrap_or(whole);
-        let mut lines: Vec<(usize, &str)> = text
-            .split('\n')
+        let mut lines: Vec<(usize, &str)> = split_lines(text)
             .enumerate()
             .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
             .filter(|(_, l)| !l.trim().is_empty())
@@ -357,6 +371,14 @@ impl Transcript {
     /// grows (appends go under the leaf), so marks are only ever added.
     fn apply_prunes(&mut self) {
         let branch = self.active_branch();
+        // Only a compaction's record names pruned entries: most branches have none, and the
+        // set below would cost a hash per entry of the branch.
+        if !branch
+            .iter()
+            .any(|&i| self.entries[i].compaction_record().is_some())
+        {
+            return;
+        }
         let on_branch: std::collections::HashSet<usize> = branch.iter().copied().collect();
         let mut marks = Vec::new();
         for &i in &branch {
