@@ -358,7 +358,8 @@ fn fold(
         if let Some((n, at)) = chunk.bad_utf8 {
             return Err(crate::read::invalid_utf8(source, line(n), at));
         }
-        ends_with_newline = chunk.ends_with_newline || chunk.lines == 0 && ends_with_newline;
+        // A chunk inside a line that started before it says nothing of the file's end.
+        ends_with_newline = chunk.ends_with_newline || (chunk.lines == 0 && ends_with_newline);
         if let Some(r) = &mut refused {
             r.followed |= chunk.any_text;
             before += chunk.lines;
