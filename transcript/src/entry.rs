@@ -6,17 +6,16 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::message::{self, MessageView};
-use crate::migrate::{Rewrite, rewrite_entry, splice_ids};
+use crate::migrate::splice_ids;
 use crate::record::CompactionRecord;
 use crate::role::Role;
 use crate::time::parse_iso_ms;
-use crate::tokens::{self, TokenCounter};
+use crate::tokens::TokenCounter;
 
+mod decode;
 mod header;
 
 pub use header::Header;
@@ -98,15 +97,6 @@ struct ToolFacts {
     is_error: bool,
 }
 
-/// `toolName` and `isError` of a tool result message, for lines serde decodes.
-#[derive(Deserialize)]
-struct ToolOnly<'a> {
-    #[serde(rename = "toolName", borrow)]
-    tool_name: Option<Cow<'a, str>>,
-    #[serde(rename = "isError")]
-    is_error: Option<bool>,
-}
-
 /// One entry (a line after the header).
 #[derive(Debug, Clone)]
 pub struct Entry {
@@ -146,122 +136,8 @@ pub struct Entry {
     pub(crate) first_kept: Option<usize>,
 }
 
-#[derive(Deserialize)]
-#[serde(expecting = "an entry object")]
-struct RawEntry<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(rename = "parentId", borrow, default)]
-    parent_id: Member<'a>,
-    // Loosely typed members: only interpreted for the entry types that define them, so an
-    // unknown entry type may use the same names for anything.
-    #[serde(borrow)]
-    timestamp: Option<&'a RawValue>,
-    #[serde(borrow)]
-    message: Option<&'a RawValue>,
-    #[serde(borrow)]
-    summary: Option<&'a RawValue>,
-    #[serde(rename = "firstKeptEntryId", borrow)]
-    first_kept_entry_id: Option<&'a RawValue>,
-    #[serde(rename = "firstKeptEntryIndex", borrow)]
-    first_kept_entry_index: Option<&'a RawValue>,
-    #[serde(rename = "tokensBefore", borrow)]
-    tokens_before: Option<&'a RawValue>,
-    #[serde(rename = "fromId", borrow)]
-    from_id: Option<&'a RawValue>,
-    #[serde(rename = "customType", borrow)]
-    custom_type: Option<&'a RawValue>,
-    #[serde(borrow)]
-    content: Option<&'a RawValue>,
-    #[serde(borrow)]
-    display: Option<&'a RawValue>,
-    #[serde(borrow)]
-    details: Option<&'a RawValue>,
-}
-
 /// What a pruned tool output is replaced by in the context.
 pub const PRUNED_TEXT: &str = "[output pruned for context]";
-
-/// `parentId`: absent, or present (null or an id). A v1 line that already has the member must be
-/// re-serialised rather than have a second one spliced in.
-#[derive(Default)]
-enum Member<'a> {
-    #[default]
-    Absent,
-    Present(Option<Cow<'a, str>>),
-}
-
-impl<'a> Member<'a> {
-    fn as_deref(&self) -> Option<&str> {
-        match self {
-            Member::Present(Some(s)) => Some(s),
-            _ => None,
-        }
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(expecting = "a string or null")]
-        struct Wrap<'a>(#[serde(borrow)] Option<Cow<'a, str>>);
-        Ok(Member::Present(Wrap::deserialize(d)?.0))
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(expecting = "an entry object")]
-struct MessageOnly<'a> {
-    #[serde(borrow)]
-    message: Option<&'a RawValue>,
-}
-
-/// Where a sub-slice of `line` sits in it (serde borrowed it from there).
-fn range_in(line: &str, part: &str) -> Range<usize> {
-    let start = (part.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
-    start..start + part.len()
-}
-
-fn json_problem(line: &str, e: serde_json::Error) -> String {
-    match e.classify() {
-        serde_json::error::Category::Data => {
-            // Valid JSON of the wrong shape is named as such, not as a decoding failure.
-            let kind = match line.trim_start().as_bytes().first() {
-                Some(b'[') => "an array",
-                Some(b'"') => "a string",
-                Some(b'{') => return format!("malformed entry: {e}"),
-                Some(b't' | b'f') => "a boolean",
-                Some(b'n') => "null",
-                _ => "a number",
-            };
-            format!("entry is {kind}, not a JSON object")
-        }
-        _ => format!("not valid JSON: {e}"),
-    }
-}
-
-fn field<'a, T: Deserialize<'a>>(
-    raw: Option<&'a RawValue>,
-    name: &str,
-) -> Result<Option<T>, String> {
-    raw.map(|r| serde_json::from_str(r.get()))
-        .transpose()
-        .map_err(|e| format!("field \"{name}\": {e}"))
-}
-
-fn required<'a, T: Deserialize<'a>>(
-    raw: Option<&'a RawValue>,
-    name: &str,
-    kind: &str,
-) -> Result<T, String> {
-    field(raw, name)?.ok_or_else(|| format!("{kind} entry has no \"{name}\""))
-}
-
-fn quote(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
-}
 
 /// The synthetic id of the v1 entry at `index`: deterministic, so re-loading a v1 file gives
 /// the same ids, and unique within the file.
@@ -280,6 +156,36 @@ pub(crate) fn v1_id(index: usize) -> String {
 /// How a v1 message line starts when its ids can be spliced in after its type.
 const V1_MESSAGE_PREFIX: &str = "{\"type\":\"message\",";
 
+/// The ids of a `message` line the fast path read (see `envelope`), when its entry is built
+/// from that reading; None sends the line to the serde decoder. Loading and the check of a
+/// whole file (`check.rs`) both ask here, so they take the same lines the same way.
+pub(crate) enum FastIds {
+    /// A v2/v3 line: where its `id` and `parentId` sit in it.
+    Own(Range<usize>, Option<Range<usize>>),
+    /// A v1 line, whose ids follow from its position.
+    V1,
+}
+
+pub(crate) fn fast_ids(
+    fast: &crate::envelope::MessageLine,
+    text: &str,
+    version: u32,
+) -> Option<FastIds> {
+    match version {
+        2 | 3 => {
+            let id = fast.id.clone().filter(|r| !r.is_empty())?;
+            Some(FastIds::Own(id, fast.parent_id.clone().flatten()))
+        }
+        _ if fast.id.is_none()
+            && fast.parent_id.is_none()
+            && text.starts_with(V1_MESSAGE_PREFIX) =>
+        {
+            Some(FastIds::V1)
+        }
+        _ => None,
+    }
+}
+
 /// How the file's version shapes an entry's decoding.
 pub(crate) struct Decode {
     pub version: u32,
@@ -293,214 +199,24 @@ impl Entry {
     /// Decode one line; the error is the problem text (the caller adds file and line).
     pub(crate) fn decode(line: Line, line_no: usize, d: &Decode) -> Result<Entry, String> {
         if let Some(fast) = crate::envelope::message_line(line.as_str()) {
-            let text = line.as_str();
-            match d.version {
-                2 | 3 => {
-                    if let Some(id) = fast.id.clone().filter(|r| !r.is_empty()) {
-                        let parent = fast.parent_id.clone().flatten();
-                        let ids = (Text::At(id), parent.map(Text::At));
-                        return Ok(Entry::from_envelope(line, line_no, fast, ids, false));
-                    }
+            match fast_ids(&fast, line.as_str(), d.version) {
+                Some(FastIds::Own(id, parent)) => {
+                    let ids = (Text::At(id), parent.map(Text::At));
+                    return Ok(Entry::from_envelope(line, line_no, fast, ids, false));
                 }
                 // Most of a v1 file: a message line without ids, its v3 form made when first
                 // asked for (see `Entry::v3_line`).
-                _ if fast.id.is_none()
-                    && fast.parent_id.is_none()
-                    && text.starts_with(V1_MESSAGE_PREFIX) =>
-                {
+                Some(FastIds::V1) => {
                     let ids = (
                         Text::from(v1_id(d.index)),
                         d.index.checked_sub(1).map(|i| Text::from(v1_id(i))),
                     );
                     return Ok(Entry::from_envelope(line, line_no, fast, ids, true));
                 }
-                _ => {}
+                None => {}
             }
         }
         Entry::decode_serde(line, line_no, d)
-    }
-
-    /// Decode one line with serde: every line the fast path leaves, and every rule.
-    fn decode_serde(line: Line, line_no: usize, d: &Decode) -> Result<Entry, String> {
-        let text = line.as_str();
-        let raw: RawEntry<'_> = serde_json::from_str(text).map_err(|e| json_problem(text, e))?;
-        let kind = match raw.kind.as_deref() {
-            Some("") | None => return Err("entry has no \"type\"".into()),
-            Some("session") => return Err("a second session header".into()),
-            Some("message") => Cow::Borrowed("message"),
-            Some(k) => Cow::Owned(k.to_string()),
-        };
-        let (id, parent_id) = if d.version >= 2 {
-            match raw.id.as_deref() {
-                Some(id) if !id.is_empty() => {
-                    (id.to_string(), raw.parent_id.as_deref().map(str::to_string))
-                }
-                _ => return Err(format!("{kind} entry has no \"id\"")),
-            }
-        } else {
-            (v1_id(d.index), d.index.checked_sub(1).map(v1_id))
-        };
-        let timestamp = field::<Cow<'_, str>>(raw.timestamp, "timestamp")
-            .ok()
-            .flatten()
-            .and_then(|t| parse_iso_ms(&t));
-        let timestamp_ms = timestamp.unwrap_or(0);
-        let mut note = None;
-
-        let mut message = raw.message.map(|m| range_in(text, m.get()));
-        let mut info = None;
-        let mut synth = None;
-        let mut first_kept_id = None;
-        let mut tokens_before = 0;
-        let mut meta = None;
-        match kind.as_ref() {
-            "message" => {
-                let m = raw.message.ok_or("message entry has no \"message\"")?;
-                let summary = tokens::summarize(m.get())?;
-                if summary.role_name.is_empty() {
-                    return Err("message has no \"role\"".into());
-                }
-                info = Some(summary);
-            }
-            "compaction" => {
-                let summary: String = required(raw.summary, "summary", &kind)?;
-                first_kept_id = Some(if d.version >= 2 {
-                    required::<String>(raw.first_kept_entry_id, "firstKeptEntryId", &kind)?
-                } else {
-                    v1_first_kept(&raw, d)?
-                });
-                tokens_before = match field::<f64>(raw.tokens_before, "tokensBefore")? {
-                    None => 0,
-                    Some(t) => tokens::plausible(t).unwrap_or_else(|| {
-                        note = Some(format!(
-                            "tokensBefore {t} is not a plausible token count; ignored"
-                        ));
-                        0
-                    }),
-                };
-                // Details are free-form for other writers: a shape we do not know is no error.
-                meta = raw
-                    .details
-                    .and_then(|d| CompactionRecord::from_json(d.get()))
-                    .map(Box::new);
-                synth = Some(format!(
-                    "{{\"role\":\"compactionSummary\",\"summary\":{},\"tokensBefore\":{tokens_before},\"timestamp\":{timestamp_ms}}}",
-                    quote(&summary)
-                ));
-            }
-            "branch_summary" => {
-                let summary: String = required(raw.summary, "summary", &kind)?;
-                let from: Option<String> = field(raw.from_id, "fromId")?;
-                synth = Some(format!(
-                    "{{\"role\":\"branchSummary\",\"summary\":{},\"fromId\":{},\"timestamp\":{timestamp_ms}}}",
-                    quote(&summary),
-                    from.as_deref().map_or_else(|| "null".into(), quote)
-                ));
-            }
-            "custom_message" => {
-                let custom_type: Option<String> = field(raw.custom_type, "customType")?;
-                let display: Option<bool> = field(raw.display, "display")?;
-                let details = raw
-                    .details
-                    .map(|d| format!(",\"details\":{}", d.get()))
-                    .unwrap_or_default();
-                synth = Some(format!(
-                    "{{\"role\":\"custom\",\"customType\":{},\"content\":{},\"display\":{}{details},\"timestamp\":{timestamp_ms}}}",
-                    custom_type.as_deref().map_or_else(|| "null".into(), quote),
-                    raw.content.map_or("\"\"", |c| c.get()),
-                    display.unwrap_or(true),
-                ));
-            }
-            _ => {}
-        }
-        if let Some(json) = &synth {
-            info = Some(tokens::summarize(json)?);
-        }
-        if let Some(problem) = info.as_ref().and_then(|i| i.usage_problem.clone()) {
-            note = Some(problem);
-        }
-        let hook = info.as_ref().is_some_and(|i| i.role_name == "hookMessage");
-
-        // Migrate to the v3 line.
-        let needs_rewrite = match d.version {
-            3 => false,
-            2 => hook,
-            _ => {
-                kind == "compaction"
-                    || hook
-                    || raw.id.is_some()
-                    || matches!(raw.parent_id, Member::Present(_))
-            }
-        };
-        let spliced = if d.version == 1 && !needs_rewrite {
-            splice_ids(text, &id, parent_id.as_deref())
-        } else {
-            None
-        };
-        let (v3_line, original) = if let Some((new, pos, len)) = spliced {
-            message = message.map(|r| {
-                if r.start >= pos {
-                    r.start + len..r.end + len
-                } else {
-                    r
-                }
-            });
-            (Line::from(new), Some(line))
-        } else if needs_rewrite || d.version == 1 {
-            let new = rewrite_entry(
-                text,
-                &Rewrite {
-                    ids: (d.version == 1).then_some((id.as_str(), parent_id.as_deref())),
-                    first_kept_id: first_kept_id.as_deref().filter(|_| d.version == 1),
-                    hook_to_custom: hook,
-                },
-            )?;
-            let parsed: MessageOnly<'_> =
-                serde_json::from_str(&new).map_err(|e| json_problem(&new, e))?;
-            message = parsed.message.map(|m| range_in(&new, m.get()));
-            (Line::from(new), Some(line))
-        } else {
-            (line, None)
-        };
-
-        let (role, tokens, usage_total) = match &info {
-            Some(i) if !i.excluded => (i.role, i.tokens, i.valid_usage),
-            _ => (None, 0, None),
-        };
-        let tool = (role == Some(Role::ToolResult) && kind == "message")
-            .then(|| {
-                let json = message.clone().and_then(|r| v3_line.as_str().get(r))?;
-                let facts: ToolOnly<'_> = serde_json::from_str(json).ok()?;
-                Some(ToolFacts {
-                    name: facts.tool_name.map(|n| Err(n.into())),
-                    is_error: facts.is_error == Some(true),
-                })
-            })
-            .flatten();
-        Ok(Entry {
-            line: v3_line,
-            original,
-            v1_ids: false,
-            spliced: OnceLock::new(),
-            tool,
-            line_no,
-            id: Text::from(id),
-            parent_id: parent_id.map(Text::from),
-            kind,
-            timestamp_ms: timestamp,
-            message,
-            synth,
-            role,
-            tokens,
-            usage_total,
-            first_kept_id,
-            tokens_before,
-            meta,
-            note,
-            pruned: false,
-            parent: None,
-            first_kept: None,
-        })
     }
 
     /// A `message` line the fast path read (see `envelope`).
@@ -718,27 +434,6 @@ impl TokenCounter {
     pub(crate) fn count_entry(&self, entry: &Entry) -> Option<u32> {
         self.count_message(&entry.message_json_for_count()?)
     }
-}
-
-/// pi's v1 `firstKeptEntryIndex` indexes the file's lines with the header at 0, so entry `n-1`
-/// is meant; 0 (the header itself) means "keep everything", i.e. the first entry.
-fn v1_first_kept(raw: &RawEntry<'_>, d: &Decode) -> Result<String, String> {
-    if let Some(id) = field::<String>(raw.first_kept_entry_id, "firstKeptEntryId")? {
-        return Ok(id);
-    }
-    let n: u64 = required(
-        raw.first_kept_entry_index,
-        "firstKeptEntryIndex",
-        "compaction",
-    )?;
-    let n = usize::try_from(n).unwrap_or(usize::MAX);
-    if n > d.entry_count || d.entry_count == 0 {
-        return Err(format!(
-            "firstKeptEntryIndex {n} is out of range (the file has {} entries)",
-            d.entry_count
-        ));
-    }
-    Ok(v1_id(n.saturating_sub(1)))
 }
 
 #[cfg(test)]

@@ -97,24 +97,92 @@ struct Str {
 struct Scan<'a> {
     b: &'a [u8],
     i: usize,
+    /// Count chars (for token estimates); a check of the line alone leaves them at 0.
+    measure: bool,
+    /// A `\u` escape of half a surrogate pair was passed: every reader replaces it first
+    /// (see `lenient`), so a line with one is not what this scan saw.
+    lone_surrogate: bool,
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// Bytes of `x` equal to zero, as their high bit (exact for the lowest flagged byte and all
-/// below it, which is all that is used).
-fn zero_bytes(x: u64) -> u64 {
-    x.wrapping_sub(ONES) & !x & HIGHS
+/// The 16 bytes of `chunk` as two bit masks (bit `k` for byte `k`): the bytes that end a run
+/// of plain string text (a quote, a backslash, or a control character, which JSON strings may
+/// not hold) and, when `measure`, the UTF-8 continuation bytes (a string's length in chars is
+/// its bytes minus those). Text is most of a transcript's bytes: this is the scanner's inner
+/// loop, sixteen bytes per step with SSE2, which every x86-64 CPU has.
+#[cfg(target_arch = "x86_64")]
+fn masks(chunk: &[u8; 16], measure: bool) -> (u32, u32) {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is in the x86-64 baseline (the compiler assumes it everywhere), and the
+    // load reads the 16 bytes of `chunk`.
+    unsafe {
+        let x = _mm_loadu_si128(chunk.as_ptr().cast());
+        let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
+        // max(x, 0x1f) == 0x1f exactly for the bytes 0x00..=0x1f.
+        let low = _mm_set1_epi8(0x1f);
+        let control = _mm_cmpeq_epi8(_mm_max_epu8(x, low), low);
+        let stop = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+        // Continuation bytes are -128..=-65 as signed bytes; ASCII has none.
+        let continuation = if measure && _mm_movemask_epi8(x) != 0 {
+            _mm_movemask_epi8(_mm_cmplt_epi8(x, _mm_set1_epi8(-64))) as u32
+        } else {
+            0
+        };
+        (_mm_movemask_epi8(stop) as u32, continuation)
+    }
 }
 
-/// UTF-8 continuation bytes (`10xxxxxx`) among the 8 bytes of `x`. ASCII (most text) is
-/// answered without counting bits: the baseline x86-64 target has no popcount instruction.
-fn continuations(x: u64) -> usize {
-    if x & HIGHS == 0 {
+/// [`masks`] elsewhere, a byte at a time.
+#[cfg(not(target_arch = "x86_64"))]
+fn masks(chunk: &[u8; 16], measure: bool) -> (u32, u32) {
+    let (mut stop, mut continuation) = (0, 0);
+    for (k, &c) in chunk.iter().enumerate() {
+        stop |= u32::from(c == b'"' || c == b'\\' || c < 0x20) << k;
+        continuation |= u32::from(measure && c & 0xC0 == 0x80) << k;
+    }
+    (stop, continuation)
+}
+
+/// The first byte at or after `j` that ends a run of plain string text (see [`masks`]), or
+/// `b.len()`, and the continuation bytes before it when `measure`.
+fn plain_run(b: &[u8], mut j: usize, measure: bool) -> (usize, usize) {
+    let mut cont = 0;
+    while let Some(chunk) = b.get(j..j + 16) {
+        let (stop, continuation) = masks(chunk.try_into().unwrap_or(&[0; 16]), measure);
+        if stop != 0 {
+            let n = stop.trailing_zeros() as usize;
+            return (j + n, cont + count_below(continuation, n));
+        }
+        cont += count_below(continuation, 16);
+        j += 16;
+    }
+    // The last bytes of the line, one at a time.
+    while let Some(&c) = b.get(j) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        cont += usize::from(measure && c & 0xC0 == 0x80);
+        j += 1;
+    }
+    (j, cont)
+}
+
+/// Set bits of `mask` below bit `n`. Counting bits takes a dozen instructions without a
+/// popcount one, so ASCII text (no bits) skips it.
+fn count_below(mask: u32, n: usize) -> usize {
+    if mask == 0 {
         return 0;
     }
-    (x & !(x << 1) & HIGHS).count_ones() as usize
+    (mask & !(u32::MAX << n)).count_ones() as usize
+}
+
+/// What a string literal's escapes add up to, as they are passed.
+#[derive(Default)]
+struct Escapes {
+    /// Chars they save when decoded.
+    shrink: usize,
+    any: bool,
+    unicode: bool,
 }
 
 impl<'a> Scan<'a> {
@@ -133,87 +201,64 @@ impl<'a> Scan<'a> {
         (self.peek()? == c).then(|| self.i += 1)
     }
 
-    /// A string literal at `i` (after whitespace).
+    /// A string literal at `i` (after whitespace): its text is passed by [`plain_run`], from
+    /// escape to escape.
     fn string(&mut self) -> Option<Str> {
         if self.peek()? != b'"' {
             return None;
         }
         let start = self.i + 1;
-        let b = self.b;
-        let mut j = start;
+        let mut j = start; // the bytes before `j` are passed
         let mut cont = 0usize; // continuation bytes
-        let mut shrink = 0usize; // chars escapes save when decoded
-        let mut escaped = false;
-        let mut unicode = false;
-        loop {
-            // Eight bytes at a time until one is a quote, a backslash or a control character.
-            while let Some(chunk) = b.get(j..j + 8) {
-                let x = u64::from_le_bytes(chunk.try_into().ok()?);
-                let flagged = zero_bytes(x ^ (ONES * u64::from(b'"')))
-                    | zero_bytes(x ^ (ONES * u64::from(b'\\')))
-                    | (x.wrapping_sub(ONES * 0x20) & !x & HIGHS);
-                if flagged != 0 {
-                    let n = (flagged.trailing_zeros() / 8) as usize;
-                    let below = if n == 0 {
-                        0
-                    } else {
-                        x & (u64::MAX >> (64 - 8 * n))
-                    };
-                    cont += continuations(below);
-                    j += n;
-                    break;
-                }
-                cont += continuations(x);
-                j += 8;
+        let mut esc = Escapes::default();
+        let end = loop {
+            let (k, c) = plain_run(self.b, j, self.measure);
+            cont += c;
+            match *self.b.get(k)? {
+                b'"' => break k,
+                b'\\' => j = self.escape(k, &mut esc)?,
+                _ => return None, // a control character
             }
-            let c = *b.get(j)?;
-            match c {
-                b'"' => {
-                    let raw = j - start - cont;
-                    self.i = j + 1;
-                    return Some(Str {
-                        start,
-                        end: j,
-                        raw_chars: raw,
-                        chars: raw - shrink,
-                        escaped,
-                        unicode,
-                    });
-                }
-                b'\\' => {
-                    escaped = true;
-                    match *b.get(j + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                            shrink += 1;
-                            j += 2;
-                        }
-                        b'u' => {
-                            unicode = true;
-                            let unit = hex4(b.get(j + 2..j + 6)?)?;
-                            // A high surrogate followed by another escape is one char of 12
-                            // bytes, as `tokens::json_string_chars` counts it.
-                            if (0xD800..0xDC00).contains(&unit)
-                                && b.get(j + 6) == Some(&b'\\')
-                                && b.get(j + 7) == Some(&b'u')
-                            {
-                                hex4(b.get(j + 8..j + 12)?)?;
-                                shrink += 11;
-                                j += 12;
-                            } else {
-                                shrink += 5;
-                                j += 6;
-                            }
-                        }
-                        _ => return None,
-                    }
-                }
-                c if c < 0x20 => return None,
-                c => {
-                    // The tail of the line, fewer than eight bytes.
-                    cont += usize::from(c & 0xC0 == 0x80);
-                    j += 1;
+        };
+        let raw = end - start - cont;
+        self.i = end + 1;
+        Some(Str {
+            start,
+            end,
+            raw_chars: raw,
+            chars: raw - esc.shrink,
+            escaped: esc.any,
+            unicode: esc.unicode,
+        })
+    }
+
+    /// The escape at `k` (a backslash): where the text after it starts.
+    fn escape(&mut self, k: usize, esc: &mut Escapes) -> Option<usize> {
+        let b = self.b;
+        esc.any = true;
+        match *b.get(k + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                esc.shrink += 1;
+                Some(k + 2)
+            }
+            b'u' => {
+                esc.unicode = true;
+                let unit = hex4(b.get(k + 2..k + 6)?)?;
+                let next = b.get(k + 6..k + 12).filter(|e| e.starts_with(b"\\u"));
+                // A high surrogate followed by another escape is one char of 12 bytes, as
+                // `tokens::json_string_chars` counts it.
+                if (0xD800..0xDC00).contains(&unit) && next.is_some() {
+                    let low = hex4(&next?[2..])?;
+                    self.lone_surrogate |= !(0xDC00..0xE000).contains(&low);
+                    esc.shrink += 11;
+                    Some(k + 12)
+                } else {
+                    self.lone_surrogate |= (0xD800..0xE000).contains(&unit);
+                    esc.shrink += 5;
+                    Some(k + 6)
                 }
             }
+            _ => None,
         }
     }
 
@@ -551,8 +596,24 @@ fn message(s: &mut Scan<'_>) -> Option<Stats> {
 
 /// The fast path for one line (see the module docs); None hands the line to serde.
 pub(crate) fn message_line(line: &str) -> Option<MessageLine> {
+    scan_line(line, true)
+}
+
+/// [`message_line`] for a check that only asks whether the line decodes and what it says
+/// besides its size (ids, a usage figure ignored): chars are not counted, so
+/// `summary.tokens` is 0.
+pub(crate) fn message_line_unmeasured(line: &str) -> Option<MessageLine> {
+    scan_line(line, false)
+}
+
+fn scan_line(line: &str, measure: bool) -> Option<MessageLine> {
     let b = line.as_bytes();
-    let mut s = Scan { b, i: 0 };
+    let mut s = Scan {
+        b,
+        i: 0,
+        measure,
+        lone_surrogate: false,
+    };
     let mut kind = None;
     let mut id = None;
     let mut parent_id = None;
@@ -586,6 +647,9 @@ pub(crate) fn message_line(line: &str) -> Option<MessageLine> {
     if s.peek().is_some() {
         return None; // trailing bytes: glued entries and the like are serde's to judge
     }
+    if s.lone_surrogate {
+        return None; // a reader that did not replace it first: serde's error is the answer
+    }
     if kind.map(|r| &b[r]) != Some(b"message") {
         return None;
     }
@@ -615,7 +679,7 @@ pub(crate) fn message_line(line: &str) -> Option<MessageLine> {
         summary: tokens::Summary {
             role: Some(role),
             role_name: String::new(),
-            tokens: if excluded {
+            tokens: if excluded || !measure {
                 0
             } else {
                 tokens::chars_to_tokens(chars)

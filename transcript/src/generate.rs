@@ -425,6 +425,76 @@ impl Session {
     }
 }
 
+/// Damage done to transcripts the way crashes, editors and other writers do it, reproducibly
+/// (xorshift64*), for the tests that check every reader gives one verdict.
+pub struct Mutator(u64);
+
+impl Mutator {
+    /// The sequence for `seed` (any value).
+    pub fn new(seed: u64) -> Mutator {
+        Mutator(seed | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// `input` changed in one to three places: a bit flipped, bytes cut, one of `tokens`
+    /// inserted, the end cut off, two lines glued, a line written again elsewhere (duplicate
+    /// ids, branches), a digit changed (ids, counts, indices).
+    pub fn mutate(&mut self, input: &[u8], tokens: &[&[u8]]) -> Vec<u8> {
+        let mut out = input.to_vec();
+        for _ in 0..1 + self.below(3) {
+            let len = out.len();
+            let at = self.below(len + 1);
+            match self.below(7) {
+                0 if len > 0 => {
+                    let i = self.below(len);
+                    out[i] ^= 1 << self.below(8);
+                }
+                1 => {
+                    let end = (at + 1 + self.below(64)).min(len);
+                    out.drain(at..end);
+                }
+                2 if !tokens.is_empty() => {
+                    let t = tokens[self.below(tokens.len())];
+                    out.splice(at..at, t.iter().copied());
+                }
+                3 => out.truncate(at),
+                4 => {
+                    if let Some(nl) = out[at.min(len)..].iter().position(|&b| b == b'\n') {
+                        out.remove(at + nl);
+                    }
+                }
+                5 => {
+                    let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
+                    let mut line = lines[self.below(lines.len())].to_vec();
+                    line.push(b'\n');
+                    let to = self.below(len + 1);
+                    out.splice(to..to, line);
+                }
+                _ => {
+                    let digits: Vec<usize> =
+                        (0..len).filter(|&i| out[i].is_ascii_digit()).collect();
+                    if !digits.is_empty() {
+                        let i = digits[self.below(digits.len())];
+                        out[i] = b'0' + self.below(10) as u8;
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,8 @@
 //!
 //! Module direction (a module uses only those to its left): `role` <- `content` (which parts
 //! of a message every reader takes) <- `tokens` <- `envelope`, `message` <- `entry` <- `read`
-//! <- `transcript` <- `store`, `status`, `compaction`. `error`, `time`, `migrate` and `record`
+//! <- `transcript` <- `store`, `compaction`, `check` (a whole file checked as loading checks
+//! it) <- `status`. `error`, `time`, `migrate` and `record`
 //! (a compaction's `details`) and `lenient` (lone surrogate escapes) are leaves any of them may use; `generate` only produces text for
 //! tests and demos.
 

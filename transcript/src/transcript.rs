@@ -145,6 +145,92 @@ pub(crate) fn read_line(
     Ok(positions)
 }
 
+/// Files from this size on are read on two threads (see [`Lines::read_in_two`]).
+const READ_IN_TWO_FROM: usize = 8 << 20;
+
+/// A file's lines after its header, read into entries.
+struct Lines<'a> {
+    version: u32,
+    entry_count: usize,
+    source: &'a str,
+    line_of: &'a (dyn Fn(&str) -> Line + Sync),
+}
+
+impl Lines<'_> {
+    /// `lines` in order, each through [`read_line`].
+    fn read(
+        &self,
+        lines: &[(usize, &str)],
+        warnings: &mut Vec<LoadWarning>,
+    ) -> Result<Vec<Entry>, TranscriptError> {
+        let mut entries = Vec::with_capacity(lines.len());
+        let mut positions = 0;
+        for &(line_no, text) in lines {
+            let decode = Decode {
+                version: self.version,
+                // v1 ids and parents follow the position among the entries read.
+                index: positions,
+                entry_count: self.entry_count,
+            };
+            positions += read_line(
+                text,
+                line_no,
+                &decode,
+                self.source,
+                self.line_of,
+                warnings,
+                |e| entries.push(e),
+            )?;
+        }
+        Ok(entries)
+    }
+
+    /// [`Lines::read`] with the second half on another thread: a v2/v3 line decodes the same
+    /// wherever it sits (only v1 ids follow positions), so the halves are read apart and put
+    /// together in order, the first error in the file first.
+    fn read_in_two(
+        &self,
+        lines: &[(usize, &str)],
+        warnings: &mut Vec<LoadWarning>,
+    ) -> Result<Vec<Entry>, TranscriptError> {
+        let (first, second) = lines.split_at(lines.len() / 2);
+        let read_second = || {
+            let mut warnings = Vec::new();
+            self.read(second, &mut warnings).map(|e| (e, warnings))
+        };
+        let (entries, later) = std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new().spawn_scoped(scope, read_second);
+            let entries = self.read(first, warnings);
+            // Where no thread can be made, this one reads the second half too.
+            let later = match helper {
+                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(_) => read_second(),
+            };
+            (entries, later)
+        });
+        let mut entries = entries?;
+        let (more, more_warnings) = later?;
+        entries.extend(more);
+        warnings.extend(more_warnings);
+        Ok(entries)
+    }
+}
+
+/// `text.split('\n')`, with the line breaks found by `memchr` (vector instructions): the
+/// split of a whole file is one of loading's passes over it.
+fn split_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .map(Some)
+        .chain([None])
+        .map(move |newline| {
+            let end = newline.unwrap_or(text.len());
+            let line = &text[start..end];
+            start = end + 1;
+            line
+        })
+}
+
 /// The `customType` of a v1 line of several entries, kept whole.
 pub(crate) const KEPT_V1_LINE: &str = "ctxhost.v1-line";
 
@@ -214,12 +300,22 @@ impl Transcript {
         Transcript::parse_inner(text, source, true)
     }
 
-    /// Parse `text`; every entry's line is a slice of it (see [`Line`]). Lone surrogate
-    /// escapes are read as every other reader reads them (see `lenient`).
     fn parse_inner(
         text: String,
         source: &str,
         partial: bool,
+    ) -> Result<Transcript, TranscriptError> {
+        Transcript::parse_with(text, source, partial, READ_IN_TWO_FROM)
+    }
+
+    /// Parse `text`; every entry's line is a slice of it (see [`Line`]). Lone surrogate
+    /// escapes are read as every other reader reads them (see `lenient`). From `in_two`
+    /// bytes on, a v2/v3 file's lines are read on two threads.
+    pub(crate) fn parse_with(
+        text: String,
+        source: &str,
+        partial: bool,
+        in_two: usize,
     ) -> Result<Transcript, TranscriptError> {
         let buf = Arc::new(crate::lenient::text(text));
         let whole = buf.as_str();
@@ -229,8 +325,7 @@ impl Transcript {
         };
         // Windows editors start UTF-8 files with a byte order mark; it is not content.
         let text = whole.strip_prefix(crate::read::BOM).unwrap_or(whole);
-        let mut lines: Vec<(usize, &str)> = text
-            .split('\n')
+        let mut lines: Vec<(usize, &str)> = split_lines(text)
             .enumerate()
             .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
             .filter(|(_, l)| !l.trim().is_empty())
@@ -261,26 +356,17 @@ impl Transcript {
         };
         let header = Header::parse(header_text)
             .map_err(|p| TranscriptError::invalid(source, header_line, p))?;
-        let entry_count = lines.len() - 1;
-        let mut entries: Vec<Entry> = Vec::with_capacity(entry_count);
-        let mut positions = 0;
-        for &(line_no, text) in &lines[1..] {
-            let decode = Decode {
-                version: header.version(),
-                // v1 ids and parents follow the position among the entries read.
-                index: positions,
-                entry_count,
-            };
-            positions += read_line(
-                text,
-                line_no,
-                &decode,
-                source,
-                &line_of,
-                &mut warnings,
-                |e| entries.push(e),
-            )?;
-        }
+        let reader = Lines {
+            version: header.version(),
+            entry_count: lines.len() - 1,
+            source,
+            line_of: &line_of,
+        };
+        let entries = if header.version() >= 2 && whole.len() >= in_two {
+            reader.read_in_two(&lines[1..], &mut warnings)?
+        } else {
+            reader.read(&lines[1..], &mut warnings)?
+        };
         let mut t = Transcript {
             source: source.to_string(),
             header,
@@ -357,6 +443,14 @@ impl Transcript {
     /// grows (appends go under the leaf), so marks are only ever added.
     fn apply_prunes(&mut self) {
         let branch = self.active_branch();
+        // Only a compaction's record names pruned entries: most branches have none, and the
+        // set below would cost a hash per entry of the branch.
+        if !branch
+            .iter()
+            .any(|&i| self.entries[i].compaction_record().is_some())
+        {
+            return;
+        }
         let on_branch: std::collections::HashSet<usize> = branch.iter().copied().collect();
         let mut marks = Vec::new();
         for &i in &branch {

@@ -15,25 +15,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ctxhost_transcript::generate::coding_session;
+use ctxhost_transcript::generate::{Mutator, coding_session};
 use ctxhost_transcript::status::{self, CountSource};
 use ctxhost_transcript::{NewCompaction, Transcript};
-
-/// xorshift64*: reproducible without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Fragments that reach the reader's special cases.
 const TOKENS: &[&[u8]] = &[
@@ -57,53 +41,6 @@ const TOKENS: &[&[u8]] = &[
     b"\"",
     b"\\",
 ];
-
-fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
-    let mut out = input.to_vec();
-    for _ in 0..1 + rng.below(3) {
-        let len = out.len();
-        let at = rng.below(len + 1);
-        match rng.below(7) {
-            0 if len > 0 => {
-                let i = rng.below(len);
-                out[i] ^= 1 << rng.below(8);
-            }
-            1 => {
-                let end = (at + 1 + rng.below(64)).min(len);
-                out.drain(at..end);
-            }
-            2 => {
-                let t = TOKENS[rng.below(TOKENS.len())];
-                out.splice(at..at, t.iter().copied());
-            }
-            3 => out.truncate(at),
-            4 => {
-                // glue a line to the next one
-                if let Some(nl) = out[at.min(len)..].iter().position(|&b| b == b'\n') {
-                    out.remove(at + nl);
-                }
-            }
-            5 => {
-                // duplicate a line elsewhere (duplicate ids, branches, reordering)
-                let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
-                let line = lines[rng.below(lines.len())].to_vec();
-                let to = rng.below(len + 1);
-                let mut ins = line;
-                ins.push(b'\n');
-                out.splice(to..to, ins);
-            }
-            _ => {
-                // swap a digit: ids, counts, indices
-                let digits: Vec<usize> = (0..len).filter(|&i| out[i].is_ascii_digit()).collect();
-                if !digits.is_empty() {
-                    let i = digits[rng.below(digits.len())];
-                    out[i] = b'0' + rng.below(10) as u8;
-                }
-            }
-        }
-    }
-    out
-}
 
 /// The seeds: generated sessions with and without compactions, branches, v1.
 fn seeds() -> Vec<Vec<u8>> {
@@ -252,12 +189,12 @@ fn reader_and_status_survive_mutations() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5eed_cafe_u64);
-    let mut rng = Rng(seed | 1);
+    let mut rng = Mutator::new(seed);
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut runs = 0u64;
     while Instant::now() < deadline {
         let parent = &pool[rng.below(pool.len())];
-        let child = mutate(&mut rng, parent);
+        let child = rng.mutate(parent, TOKENS);
         let outcome = check(&path, &child);
         runs += 1;
         if seen.insert(outcome) && pool.len() < 512 {

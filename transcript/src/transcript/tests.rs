@@ -656,3 +656,39 @@ fn usage_from_another_window_does_not_stand_for_the_context() {
     t.set_context_window(None);
     assert_eq!(t.context_tokens(), 150_001);
 }
+
+/// Read on two threads or on one, a file gives the same transcript or the same error.
+#[test]
+fn reading_in_two_halves_gives_what_reading_in_one_gives() {
+    let session = crate::generate::coding_session(8, 40);
+    let mut rng = crate::generate::Mutator::new(0x7a1f);
+    let tokens: &[&[u8]] = &[
+        b"}{",
+        b"\n",
+        b"\xff",
+        b"\"",
+        b"\\ud83d",
+        b"\"parentId\":null,",
+    ];
+    let mut inputs = vec![session.clone().into_bytes()];
+    for _ in 0..200 {
+        inputs.push(rng.mutate(session.as_bytes(), tokens));
+    }
+    for input in inputs {
+        let Ok(text) = String::from_utf8(input) else {
+            continue;
+        };
+        let one = Transcript::parse_with(text.clone(), "s", false, usize::MAX);
+        let two = Transcript::parse_with(text.clone(), "s", false, 0);
+        match (one, two) {
+            (Ok(one), Ok(two)) => {
+                assert_eq!(one.to_v3_string(), two.to_v3_string(), "{text}");
+                assert_eq!(one.warnings(), two.warnings(), "{text}");
+                assert_eq!(one.context(), two.context(), "{text}");
+                assert_eq!(one.context_tokens(), two.context_tokens(), "{text}");
+            }
+            (Err(one), Err(two)) => assert_eq!(one.to_string(), two.to_string(), "{text}"),
+            (one, two) => panic!("one thread {one:?}, two {two:?} on {text}"),
+        }
+    }
+}
