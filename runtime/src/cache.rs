@@ -14,6 +14,7 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
+use ctxhost_transcript::store::write_atomically;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -104,7 +105,10 @@ impl CompileCache {
     /// matching check, which the next load hashes (and finds wanting) instead of trusting.
     fn store(&self, path: &Path, component: &Component) -> anyhow::Result<()> {
         let payload = component.serialize()?;
-        crate::fsutil::write_atomic(path, &payload)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        write_atomically(path, &payload)?;
         let hash = *blake3::hash(&payload).as_bytes();
         write_check(path, &hash, &std::fs::metadata(path)?)
     }
@@ -197,7 +201,7 @@ fn decode_check(check: &[u8]) -> Option<([u8; HASH_LEN], [u64; 4])> {
 }
 
 fn write_check(path: &Path, hash: &[u8; HASH_LEN], meta: &std::fs::Metadata) -> anyhow::Result<()> {
-    crate::fsutil::write_atomic(&check_path(path), &encode_check(hash, identity(meta)))?;
+    write_atomically(&check_path(path), &encode_check(hash, identity(meta)))?;
     Ok(())
 }
 

@@ -38,7 +38,6 @@ pub mod contract;
 mod disk;
 mod epoch;
 mod error;
-mod fsutil;
 mod guest_log;
 mod health;
 mod instance;

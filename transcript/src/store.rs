@@ -263,10 +263,25 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// kept and the next free `<file>.bak.N` is used, so a backup is never replaced by another
 /// file's.
 pub fn rewrite_atomically(path: &Path, contents: &str) -> Result<Option<PathBuf>, TranscriptError> {
+    replace(path, contents.as_bytes(), true)
+}
+
+/// Replace `path` with `bytes` the same way, keeping no backup: for files that can be made
+/// again (the component cache). The one atomic writer of the workspace, with
+/// [`rewrite_atomically`]: a reader or a crash sees the old file or the new one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TranscriptError> {
+    replace(path, bytes, false).map(|_| ())
+}
+
+fn replace(
+    path: &Path,
+    bytes: &[u8],
+    keep_backup: bool,
+) -> Result<Option<PathBuf>, TranscriptError> {
     remove_stale_temp_files(path);
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp = with_suffix(path, &format!(".tmp-{}-{n}", std::process::id()));
-    let result = write_and_swap(path, &tmp, contents);
+    let result = write_and_swap_steps(path, &tmp, bytes, CHUNK, None, keep_backup);
     if result.is_err() {
         // Best effort: a leftover temp file is harmless but untidy.
         let _ = std::fs::remove_file(&tmp);
@@ -398,22 +413,15 @@ fn keep_access(path: &Path, new: &File) -> std::io::Result<()> {
     Ok(())
 }
 
-fn write_and_swap(
-    path: &Path,
-    tmp: &Path,
-    contents: &str,
-) -> Result<Option<PathBuf>, TranscriptError> {
-    write_and_swap_steps(path, tmp, contents, CHUNK, None)
-}
-
 /// The rewrite as a sequence of steps (each temp-file chunk, fsync, backup, rename, directory
 /// sync). With `crash_before = Some(n)` it stops before step n as a crash would: no cleanup.
 fn write_and_swap_steps(
     path: &Path,
     tmp: &Path,
-    contents: &str,
+    contents: &[u8],
     chunk: usize,
     crash_before: Option<usize>,
+    keep_backup: bool,
 ) -> Result<Option<PathBuf>, TranscriptError> {
     let mut step = 0;
     let mut step_ok = || {
@@ -433,7 +441,7 @@ fn write_and_swap_steps(
     // Where the file system has no locks, the cleaner's age bound is what protects it.
     let _ = f.lock();
     keep_access(path, &f).map_err(|e| TranscriptError::io(tmp, "cannot set permissions", e))?;
-    for part in contents.as_bytes().chunks(chunk.max(1)) {
+    for part in contents.chunks(chunk.max(1)) {
         step_ok()?;
         f.write_all(part)
             .map_err(|e| TranscriptError::io(tmp, "cannot write temp file", e))?;
@@ -443,7 +451,7 @@ fn write_and_swap_steps(
         .map_err(|e| TranscriptError::io(tmp, "cannot write temp file", e))?;
     step_ok()?;
     let mut backup = None;
-    if path.exists() {
+    if keep_backup && path.exists() {
         let bak = backup_for(path);
         // A hard link keeps the old bytes without copying; copy where links are unsupported.
         let _ = std::fs::remove_file(&bak);

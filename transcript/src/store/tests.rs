@@ -275,7 +275,8 @@ fn a_crash_at_any_point_of_a_rewrite_leaves_old_or_new() {
     for crash_before in 0.. {
         std::fs::write(&path, &old).unwrap();
         let tmp = dir.path().join(format!("s.jsonl.tmp-crash-{crash_before}"));
-        let result = write_and_swap_steps(&path, &tmp, &new, chunk, Some(crash_before));
+        let result =
+            write_and_swap_steps(&path, &tmp, new.as_bytes(), chunk, Some(crash_before), true);
         let on_disk = std::fs::read_to_string(&path).unwrap();
         assert!(
             on_disk == old || on_disk == new,
@@ -400,4 +401,34 @@ fn missing_file_error_names_the_path() {
         err.to_string().starts_with("/nonexistent/dir/s.jsonl: "),
         "{err}"
     );
+}
+
+#[test]
+fn write_atomically_replaces_whole_keeps_no_backup_and_no_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("file.bin");
+    write_atomically(&path, b"first").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"first");
+    write_atomically(&path, b"second, longer").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"second, longer");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["file.bin"]);
+}
+
+#[test]
+fn a_failed_write_atomically_leaves_what_was_there_and_no_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A non-empty directory cannot be renamed over: the write fails after the temp file.
+    let blocked = dir.path().join("blocked");
+    std::fs::create_dir_all(blocked.join("child")).unwrap();
+    assert!(write_atomically(&blocked, b"new").is_err());
+    assert!(blocked.join("child").is_dir());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["blocked"]);
 }
