@@ -85,11 +85,10 @@ fn inserted_texts(assembly: &Assembly) -> Vec<String> {
 /// The texts of the custom messages of `custom_type` an assembly inserted.
 fn inserted_of(assembly: &Assembly, custom_type: &str) -> Vec<String> {
     assembly
-        .items
-        .iter()
+        .items()
         .filter_map(|item| match item {
             AssembledItem::Inserted(json) => {
-                let message: Value = serde_json::from_str(json).unwrap();
+                let message: Value = serde_json::from_str(&json).unwrap();
                 (message["customType"] == custom_type)
                     .then(|| Some(message["content"].as_str()?.to_string()))
                     .flatten()
@@ -173,8 +172,11 @@ fn gauge_checkpoints_and_restores_in_the_host() {
 
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
         let summary = last_compaction(&session).unwrap();
-        assert_eq!(after.items[0], AssembledItem::Entry(summary));
-        assert!(matches!(after.items[1], AssembledItem::Inserted(_)));
+        assert_eq!(after.items().next(), Some(AssembledItem::Entry(summary)));
+        assert!(matches!(
+            after.items().nth(1),
+            Some(AssembledItem::Inserted(_))
+        ));
         let restore = inserted_texts(&after);
         assert_eq!(restore.len(), 1);
         let id = name.trim_end_matches(".yaml");
@@ -209,7 +211,7 @@ fn gauge_checkpoints_and_restores_in_the_host() {
         let mut next = open_session(&host, SessionTarget::Path(scratch.path("b/work.jsonl"))).await;
         let assembly = next.assemble(&AssembleOptions::default()).await.unwrap();
         let restore = inserted_texts(&assembly);
-        assert_eq!(restore.len(), 1, "{:?}", assembly.items);
+        assert_eq!(restore.len(), 1, "{assembly:?}");
         assert!(
             restore[0].contains("a new session started"),
             "{}",

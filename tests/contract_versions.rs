@@ -79,7 +79,7 @@ fn a_0_2_guest_runs_every_export_and_sees_the_0_2_fields() {
             .assemble_for(&AssembleOptions::default(), &pending)
             .await
             .unwrap();
-        let report = report(&assembly.items);
+        let report = report(&assembly.items().collect::<Vec<_>>());
         // Tool facts came with the entries, and agree with the import and with read-entries.
         assert!(
             report.contains(&format!("tools={} ", tool_names.join(","))),
@@ -119,10 +119,9 @@ fn a_0_2_guest_runs_every_export_and_sees_the_0_2_fields() {
         );
         // One keep-range stood for every entry of the context, in order.
         let context = session.transcript().context().to_vec();
-        let kept: Vec<usize> = assembly.items[1..]
-            .iter()
+        let kept: Vec<usize> = (assembly.items().skip(1))
             .map(|item| match item {
-                AssembledItem::Entry(i) => *i,
+                AssembledItem::Entry(i) => i,
                 other => panic!("only kept entries follow the report: {other:?}"),
             })
             .collect();
@@ -334,7 +333,7 @@ fn every_export(
             ingest,
             ingest_batch,
             spawn,
-            items: assembly.items,
+            items: assembly.items().collect(),
             estimated_tokens: assembly.estimated_tokens,
             system_prompt_addition: assembly.system_prompt_addition,
             compaction,

@@ -61,7 +61,10 @@ fn legacy_answers_info_ingest_assemble_and_compact() {
 
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
         let compaction_index = last_compaction(&session).expect("a compaction entry was written");
-        assert_eq!(after.items[0], AssembledItem::Entry(compaction_index));
+        assert_eq!(
+            after.items().next(),
+            Some(AssembledItem::Entry(compaction_index))
+        );
         assert!(after.kept() < assembly.kept());
         assert!(after.estimated_tokens < assembly.estimated_tokens);
         let path = session.path().to_path_buf();
@@ -185,17 +188,16 @@ fn a_configured_example_engine_serves_the_session() {
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
         let transcript = session.transcript();
         let kept_tokens: u32 = assembly
-            .items
-            .iter()
+            .items()
             .filter_map(|item| match item {
-                AssembledItem::Entry(i) => Some(transcript.entries()[*i].tokens()),
+                AssembledItem::Entry(i) => Some(transcript.entries()[i].tokens()),
                 AssembledItem::Inserted(_) => None,
             })
             .sum();
         assert!(kept_tokens <= 3000, "kept {kept_tokens} tokens");
         assert!(assembly.kept() > 0);
-        let note = assembly.items.iter().find_map(|item| match item {
-            AssembledItem::Inserted(json) => Some(json.clone()),
+        let note = assembly.items().find_map(|item| match item {
+            AssembledItem::Inserted(json) => Some(json.to_string()),
             AssembledItem::Entry(_) => None,
         });
         let note = note.expect("a note about omitted messages");

@@ -226,6 +226,7 @@ fn python_tool_trim_trims_old_tool_outputs_and_keeps_every_call_answered() {
         let (mut session, messages) =
             fed_session(&host, &PYTHON, "agent:main:python", &source).await;
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
+        let items: Vec<AssembledItem> = assembly.items().collect();
         let rendered: Vec<Value> = session.render(&assembly).iter().map(|m| parse(m)).collect();
 
         // Same messages in the same order, every tool result still answering its call.
@@ -244,18 +245,14 @@ fn python_tool_trim_trims_old_tool_outputs_and_keeps_every_call_answered() {
         let trimmed: Vec<usize> = tool_results
             .iter()
             .copied()
-            .filter(|&i| matches!(assembly.items[i], AssembledItem::Inserted(_)))
+            .filter(|&i| matches!(items[i], AssembledItem::Inserted(_)))
             .collect();
         assert!(!trimmed.is_empty(), "old tool outputs are trimmed");
         // The newest three tool results, and everything that is not one, are kept verbatim.
         for &i in &tool_results[tool_results.len() - 3..] {
-            assert_eq!(
-                assembly.items[i],
-                AssembledItem::Entry(i),
-                "recent result {i}"
-            );
+            assert_eq!(items[i], AssembledItem::Entry(i), "recent result {i}");
         }
-        for (i, item) in assembly.items.iter().enumerate() {
+        for (i, item) in items.iter().enumerate() {
             if !trimmed.contains(&i) {
                 assert_eq!(*item, AssembledItem::Entry(i), "message {i} kept");
             }
@@ -307,11 +304,12 @@ fn javascript_turn_budget_keeps_the_newest_whole_turns() {
         assert!(user_turns.len() > 3, "the session must have several turns");
 
         let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
+        let items: Vec<AssembledItem> = assembly.items().collect();
         // The omission note, then the last three turns whole: from the third user message from
         // the end to the last message.
         let first_kept = user_turns[user_turns.len() - 3];
-        let AssembledItem::Inserted(note) = &assembly.items[0] else {
-            panic!("no omission note: {:?}", assembly.items[0]);
+        let AssembledItem::Inserted(note) = &items[0] else {
+            panic!("no omission note: {:?}", items[0]);
         };
         let note = parse(note);
         assert_eq!(note["role"], "custom");
@@ -323,7 +321,7 @@ fn javascript_turn_budget_keeps_the_newest_whole_turns() {
         let kept: Vec<AssembledItem> = (first_kept..messages.len())
             .map(AssembledItem::Entry)
             .collect();
-        assert_eq!(assembly.items[1..], kept[..]);
+        assert_eq!(items[1..], kept[..]);
         let kept_tokens: u32 = session.transcript().entries()[first_kept..]
             .iter()
             .map(|e| e.tokens())
@@ -347,7 +345,10 @@ fn javascript_turn_budget_keeps_the_newest_whole_turns() {
             .await
             .unwrap();
         let newest_turn = *user_turns.last().unwrap();
-        assert_eq!(narrow.items[1], AssembledItem::Entry(newest_turn));
+        assert_eq!(
+            narrow.items().nth(1),
+            Some(AssembledItem::Entry(newest_turn))
+        );
         assert_eq!(narrow.kept(), messages.len() - newest_turn);
 
         compact_now(&mut session).await;
@@ -355,9 +356,11 @@ fn javascript_turn_budget_keeps_the_newest_whole_turns() {
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
         let summary = last_compaction(&session).unwrap();
         assert!(
-            after.items.contains(&AssembledItem::Entry(summary)),
+            after
+                .items()
+                .any(|item| item == AssembledItem::Entry(summary)),
             "{:?}",
-            after.items
+            after
         );
         session.close().await.unwrap();
     });

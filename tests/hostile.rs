@@ -1295,8 +1295,7 @@ fn a_hundred_concurrent_sessions_see_only_their_own_messages() {
                 assert_eq!(assembly.kept(), MESSAGES);
                 assert!(
                     assembly
-                        .items
-                        .iter()
+                        .items()
                         .all(|item| matches!(item, AssembledItem::Entry(_)))
                 );
                 for (rendered, text) in session.render(&assembly).iter().zip(&texts) {

@@ -3,11 +3,19 @@
 //! engine must see exactly the whole current context, never a stale or half-applied one: a
 //! property test drives random sequences through a real session and compares the SDK-built
 //! context-view engine's view with a fresh full context of the transcript after each step.
+//!
+//! The host's side is incremental too: an assembly is runs over the shared context, checked by
+//! their ends. After each step the host's `Assembly` must equal the one a fresh session (a
+//! fresh context, a fresh instance, the full path) assembles over the same transcript, for the
+//! context-view engine (a new plan every call) and the pass-through legacy engine (one run).
 
 use std::path::Path;
 
 use ctxhost::session::context_of;
-use ctxhost::{AssembleOptions, AssembledItem, CompactOptions, Session, SessionTarget};
+use ctxhost::{
+    AssembleOptions, AssembledItem, Assembly, CompactOptions, Session, SessionOptions,
+    SessionTarget,
+};
 use ctxhost_tests::{CONTEXT_VIEW_WASM, Scratch, block_on, open_session, recorded_messages};
 use proptest::prelude::*;
 
@@ -34,8 +42,9 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 /// The engine's view, as the context-view engine writes it.
-fn engine_view(items: &[AssembledItem]) -> String {
-    let [AssembledItem::Inserted(json)] = items else {
+fn engine_view(assembly: &Assembly) -> String {
+    let items: Vec<AssembledItem> = assembly.items().collect();
+    let [AssembledItem::Inserted(json)] = &items[..] else {
         panic!("the context-view engine inserts one message and keeps nothing: {items:?}");
     };
     let message: serde_json::Value = serde_json::from_str(json).expect("message JSON");
@@ -79,30 +88,64 @@ proptest! {
             let mut session =
                 open_session(&host, SessionTarget::Key("agent:main:view".into())).await;
             assert_eq!(session.engine().contract_version(), "0.4.0");
+            let legacy = host.engine("legacy").await.unwrap();
+            let mut passing = host
+                .open_session(
+                    &SessionTarget::Key("agent:main:legacy".into()),
+                    &SessionOptions::on(legacy),
+                )
+                .await
+                .unwrap();
             let mut next = 0;
             let mut compacted = 0;
             for (n, step) in steps.iter().enumerate() {
-                match step {
-                    Step::Append(count) => {
-                        let end = (next + count).min(messages.len());
-                        session.append_batch(&messages[next..end]).await.unwrap();
-                        next = end;
+                for session in [&mut session, &mut passing] {
+                    match step {
+                        Step::Append(count) => {
+                            let end = (next + count).min(messages.len());
+                            session.append_batch(&messages[next..end]).await.unwrap();
+                        }
+                        Step::Compact => {
+                            let outcome = session.compact(&CompactOptions::forced()).await.unwrap();
+                            compacted += usize::from(outcome.compacted);
+                        }
+                        Step::Restart => session.release_instance().await.unwrap(),
                     }
-                    Step::Compact => {
-                        let outcome = session.compact(&CompactOptions::forced()).await.unwrap();
-                        compacted += usize::from(outcome.compacted);
-                    }
-                    Step::Restart => session.release_instance().await.unwrap(),
                 }
+                if let Step::Append(count) = step {
+                    next = (next + count).min(messages.len());
+                }
+                let context = format!("after step {n} ({step:?}) of {steps:?} ({compacted} compactions written)");
                 let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
+                assert_eq!(engine_view(&assembly), fresh_view(&session), "{context}");
+                assert_eq!(assembly, fresh_assembly(&host, &session).await, "{context}");
+                let kept = passing.assemble(&AssembleOptions::default()).await.unwrap();
+                assert_eq!(kept, fresh_assembly(&host, &passing).await, "{context}");
+                assert_eq!(kept.inserted(), 0, "{context}");
                 assert_eq!(
-                    engine_view(&assembly.items),
-                    fresh_view(&session),
-                    "after step {n} ({step:?}) of {steps:?} ({compacted} compactions written)"
+                    kept.items().collect::<Vec<_>>(),
+                    (passing.transcript().context().iter())
+                        .map(|&i| AssembledItem::Entry(i))
+                        .collect::<Vec<_>>(),
+                    "{context}"
                 );
             }
         });
     }
+}
+
+/// What a fresh session (its own context, a fresh instance) of the same transcript and engine
+/// assembles: the full path, nothing carried over from earlier calls.
+async fn fresh_assembly(host: &ctxhost::Host, session: &Session) -> Assembly {
+    let target = SessionTarget::Path(session.path().to_path_buf());
+    let mut fresh = host
+        .open_session(&target, &SessionOptions::on(session.engine().clone()))
+        .await
+        .unwrap();
+    let assembly = fresh.assemble(&AssembleOptions::default()).await.unwrap();
+    assert_eq!(fresh.render(&assembly), session.render(&assembly));
+    fresh.close().await.unwrap();
+    assembly
 }
 
 /// The sequences above include compactions that were written, not only ones that were
@@ -118,12 +161,12 @@ fn a_written_compaction_is_followed_by_the_whole_new_context() {
         let mut session = open_session(&host, SessionTarget::Key("agent:main:view".into())).await;
         session.append_batch(&messages[..20]).await.unwrap();
         let before = session.assemble(&AssembleOptions::default()).await.unwrap();
-        assert_eq!(engine_view(&before.items), fresh_view(&session));
+        assert_eq!(engine_view(&before), fresh_view(&session));
         let outcome = session.compact(&CompactOptions::forced()).await.unwrap();
         assert!(outcome.compacted, "{outcome:?}");
         session.append_batch(&messages[20..23]).await.unwrap();
         let after = session.assemble(&AssembleOptions::default()).await.unwrap();
-        let view = engine_view(&after.items);
+        let view = engine_view(&after);
         assert_eq!(view, fresh_view(&session));
         assert!(view.contains("compactionSummary"), "{view}");
         assert!(

@@ -49,12 +49,11 @@ fn assemble_options() -> AssembleOptions {
 fn counted_tokens(session: &Session, assembly: &Assembly) -> u64 {
     let transcript = session.transcript();
     assembly
-        .items
-        .iter()
+        .items()
         .map(|item| match item {
-            AssembledItem::Entry(index) => u64::from(transcript.entries()[*index].tokens()),
+            AssembledItem::Entry(index) => u64::from(transcript.entries()[index].tokens()),
             AssembledItem::Inserted(json) => {
-                let message: Value = serde_json::from_str(json).unwrap();
+                let message: Value = serde_json::from_str(&json).unwrap();
                 text_of(&message).chars().count().div_ceil(4) as u64
             }
         })
@@ -102,9 +101,9 @@ async fn replay(session: &mut Session, messages: &[Value]) -> usize {
 /// Node ids named by the inserted summaries of an assembly.
 fn inserted_nodes(assembly: &Assembly) -> Vec<String> {
     let mut ids = Vec::new();
-    for item in &assembly.items {
+    for item in assembly.items() {
         if let AssembledItem::Inserted(json) = item {
-            let text = text_of(&serde_json::from_str(json).unwrap());
+            let text = text_of(&serde_json::from_str(&json).unwrap());
             ids.extend(
                 text.match_indices("lossless summary s")
                     .filter_map(|(at, _)| {

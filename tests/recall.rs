@@ -217,9 +217,9 @@ fn a_frozen_0_3_engine_offers_tools_searches_and_gets_the_whole_context() {
 
         for expected in [2, 3] {
             let assembly = session.assemble(&AssembleOptions::default()).await.unwrap();
-            let kept: Vec<usize> = (assembly.items.iter())
+            let kept: Vec<usize> = (assembly.items())
                 .map(|item| match item {
-                    AssembledItem::Entry(i) => *i,
+                    AssembledItem::Entry(i) => i,
                     other => panic!("the probe inserts nothing: {other:?}"),
                 })
                 .collect();

@@ -301,16 +301,16 @@ pub async fn run(
 fn non_verbatim(session: &ctxhost::Session, assembly: &ctxhost::Assembly) -> Vec<String> {
     let t = session.transcript();
     let mut parts: Vec<String> = Vec::new();
-    for item in &assembly.items {
+    for item in assembly.items() {
         match item {
             AssembledItem::Entry(i) => {
-                let e = &t.entries()[*i];
+                let e = &t.entries()[i];
                 if e.entry_type() != "message" {
                     parts.extend(e.view().map(|v| v.text));
                 }
             }
             AssembledItem::Inserted(json) => {
-                let v: Value = serde_json::from_str(json).unwrap_or_default();
+                let v: Value = serde_json::from_str(&json).unwrap_or_default();
                 parts.push(text_of(&v));
             }
         }

@@ -125,10 +125,10 @@ fn probe_point(point: &Compacted<'_>, subject: &Subject, run: &mut ProbeRun) -> 
 fn assembled_text(point: &Compacted<'_>) -> String {
     let t = point.session.transcript();
     let mut out = String::new();
-    for item in &point.assembly.items {
+    for item in point.assembly.items() {
         let json = match item {
-            AssembledItem::Entry(i) => t.entries()[*i].context_message_json().into_owned(),
-            AssembledItem::Inserted(json) => json.clone(),
+            AssembledItem::Entry(i) => t.entries()[i].context_message_json().into_owned(),
+            AssembledItem::Inserted(json) => json.to_string(),
         };
         let value: Value = serde_json::from_str(&json).unwrap_or_default();
         strings_of(&value, &mut out);

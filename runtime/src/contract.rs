@@ -132,6 +132,16 @@ pub enum ContextItem {
     Keep(EntryRef),
     /// Insert a message the engine made (an AgentMessage JSON object).
     Insert(String),
+    /// Keep the entries at positions `first..=last` of the request's context, in order: a
+    /// `keep-range` (0.4 on) whose ends the runtime found in the context, never expanded into
+    /// one `Keep` per entry. The runtime checks `first <= last < ` the context's length; the
+    /// host still checks the plan keeps no entry twice.
+    KeepPositions {
+        /// The position in the context of the first entry kept.
+        first: u32,
+        /// The position of the last entry kept.
+        last: u32,
+    },
 }
 
 /// The context for the next model call, as the engine planned it.

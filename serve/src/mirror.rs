@@ -16,7 +16,7 @@ use super::sync::{Commit, SyncState};
 use ctxhost::auto_compaction::AutoCompaction;
 use ctxhost::error::{Error, Result};
 use ctxhost::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
-use ctxhost::session::{AssembledItem, CompactOutcome, Session, Turn, TurnCompaction, TurnRequest};
+use ctxhost::session::{CompactOutcome, Session, Turn, TurnCompaction, TurnRequest};
 use ctxhost::timestamp::now_for_file_name;
 use ctxhost::{Host, SessionTarget, session_file};
 
@@ -109,6 +109,8 @@ pub(crate) struct Mirror {
     ledger: Ledger,
     /// The last turn's record, written once its answer is on its way ([`Mirror::write_ledger`]).
     unwritten: Option<LedgerRecord>,
+    /// The last turn's assembly in the runtime's terms, for the next turn to extend.
+    translator: translate::Translator,
 }
 
 /// A `custom` entry of the mirror as far as `append` writes it and `scan` reads it: a marker
@@ -190,6 +192,7 @@ impl Mirror {
         Ok(Mirror {
             ledger: Ledger::new(session.path()),
             unwritten: None,
+            translator: translate::Translator::default(),
             session,
             configured,
             state,
@@ -351,27 +354,8 @@ impl Mirror {
             .session
             .assemble_turn(request, before_compaction)
             .await?;
-        let assembly = &turn.assembly;
         let transcript = self.session.transcript();
-        let positions = message_positions(&transcript);
-        let mut items = Items::default();
-        for item in &assembly.items {
-            match item {
-                AssembledItem::Entry(index) => {
-                    let entry = &transcript.entries()[*index];
-                    match positions[*index] {
-                        Some(position) if !entry.is_pruned() => items.keep(position),
-                        // A pruned message replaces its position; one of no position is new.
-                        replaces => items.push(ClientItem::Message {
-                            message: inserted(&transcript.context_message_json(*index)),
-                            replaces,
-                        }),
-                    }
-                }
-                AssembledItem::Inserted(json) => items.push(ClientItem::message(inserted(json))),
-            }
-        }
-        let items = items.finish();
+        let items = self.translator.translate(&transcript, &turn.assembly);
         drop(transcript);
         Ok(ClientAssembly {
             items,
@@ -509,45 +493,6 @@ impl Mirror {
     pub(crate) async fn close(mut self) -> Result<()> {
         self.write_ledger();
         self.session.close().await
-    }
-}
-
-/// Assembly items in the runtime's terms, runs of consecutive kept positions collapsed into
-/// one `{from, to}` item so an in-sync answer grows with what the engine changed, not with the
-/// history.
-#[derive(Default)]
-struct Items {
-    done: Vec<ClientItem>,
-    run: Option<(usize, usize)>,
-}
-
-impl Items {
-    fn keep(&mut self, position: usize) {
-        match &mut self.run {
-            Some((_, to)) if *to + 1 == position => *to = position,
-            _ => {
-                self.flush();
-                self.run = Some((position, position));
-            }
-        }
-    }
-
-    fn push(&mut self, item: ClientItem) {
-        self.flush();
-        self.done.push(item);
-    }
-
-    fn flush(&mut self) {
-        match self.run.take() {
-            Some((from, to)) if from == to => self.done.push(ClientItem::Index { index: from }),
-            Some((from, to)) => self.done.push(ClientItem::Range { from, to }),
-            None => {}
-        }
-    }
-
-    fn finish(mut self) -> Vec<ClientItem> {
-        self.flush();
-        self.done
     }
 }
 
@@ -739,3 +684,4 @@ fn micros(duration: std::time::Duration) -> u64 {
 
 #[cfg(test)]
 mod tests;
+mod translate;

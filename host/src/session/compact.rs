@@ -146,7 +146,7 @@ impl Session {
                 "refused: the compaction would not make the context smaller ({tokens_before} -> {after} tokens, both counted from the context messages); nothing written"
             )));
         }
-        let (context, _) = self.shared.context.context(&self.shared.read());
+        let context = self.shared.context.context(&self.shared.read()).context;
         validate::compaction(&context.entries, compaction, self.host_bytes_limit())
             .map_err(|problem| self.invalid(Function::Compact, problem))?;
         let tokens_after = tokens_after.ok_or_else(|| {

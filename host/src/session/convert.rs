@@ -40,12 +40,31 @@ struct Kept {
     context: Arc<Context>,
     /// Per transcript entry, the `tool` of its row (names only ever grow, so it never goes stale).
     tool_by_entry: Vec<u32>,
+    /// The tokens of `context`'s rows, and of every entry of the `seen` indices (the same
+    /// unless an entry of the context has no role), summed as they were added.
+    tokens: ContextTokens,
+}
+
+/// The current context as [`ContextCache::context`] gives it.
+pub(super) struct Snapshot {
+    pub context: Arc<Context>,
+    /// See [`crate::runtime::contract::AssembleRequest::context_revision`].
+    pub revision: u64,
+    pub tokens: ContextTokens,
+}
+
+/// A context's tokens by the transcript's estimates, kept as the context grows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct ContextTokens {
+    /// Of its rows, what an engine is given.
+    pub rows: u64,
+    /// Of every entry of [`Transcript::context`].
+    pub entries: u64,
 }
 
 impl ContextCache {
-    /// The current context of `transcript`, with its context revision (see
-    /// [`crate::runtime::contract::AssembleRequest::context_revision`]).
-    pub(super) fn context(&self, transcript: &Transcript) -> (Arc<Context>, u64) {
+    /// The current context of `transcript`, with its context revision and tokens.
+    pub(super) fn context(&self, transcript: &Transcript) -> Snapshot {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let Kept {
             revision,
@@ -53,18 +72,24 @@ impl ContextCache {
             seen,
             context,
             tool_by_entry,
+            tokens,
         } = &mut *kept;
         let entries = transcript.entries();
         let indices = transcript.context();
         let stale = *revision != Some(transcript.revision()) || *seen > indices.len();
         if !stale && *seen == indices.len() && tool_by_entry.len() >= entries.len() {
-            return (context.clone(), *context_revision);
+            return Snapshot {
+                context: context.clone(),
+                revision: *context_revision,
+                tokens: *tokens,
+            };
         }
         // Copies the context only while an earlier request still holds it.
         let context_mut = Arc::make_mut(context);
         if stale {
             context_mut.entries.clear();
             *seen = 0;
+            *tokens = ContextTokens::default();
             *revision = Some(transcript.revision());
             *context_revision = NEXT_CONTEXT_REVISION.fetch_add(1, Ordering::Relaxed);
         }
@@ -84,7 +109,9 @@ impl ContextCache {
         context.entries.reserve(indices.len() - *seen);
         for &index in &indices[*seen..] {
             let entry = &entries[index];
+            tokens.entries += u64::from(entry.tokens());
             if let Some(role) = entry.context_role() {
+                tokens.rows += u64::from(entry.tokens());
                 context.entries.push(ContextEntry {
                     entry: index as u32,
                     role,
@@ -96,12 +123,16 @@ impl ContextCache {
             }
         }
         *seen = indices.len();
-        (kept.context.clone(), kept.context_revision)
+        Snapshot {
+            context: kept.context.clone(),
+            revision: kept.context_revision,
+            tokens: kept.tokens,
+        }
     }
 
     /// The current context of `transcript`, owned (for callers that keep or change it).
     pub(super) fn owned_context(&self, transcript: &Transcript) -> Context {
-        Arc::unwrap_or_clone(self.context(transcript).0)
+        Arc::unwrap_or_clone(self.context(transcript).context)
     }
 }
 

@@ -23,7 +23,7 @@ pub use crate::error::ContextOverflow;
 pub use request::{Breakdown, FlushSignal, ModelRequest, TurnOptions};
 pub use tools::{AgentTool, ToolOutput, ToolSource};
 pub use turn::{Prefix, RequestDigest, Turn, TurnCompaction, TurnRequest};
-pub use validate::{AssembledItem, Assembly};
+pub use validate::{AssembledItem, Assembly, AssemblyShape, Items};
 
 use crate::error::{Error, Result};
 use crate::runtime::contract::{
@@ -290,10 +290,8 @@ impl Session {
 
     fn measure(&self, transcript: &Transcript) -> u64 {
         if self.estimates_only {
-            let entries = transcript.entries();
-            (transcript.context().iter())
-                .map(|&i| u64::from(entries[i].tokens()))
-                .sum()
+            // Summed as the context grew, not per call.
+            self.shared.context.context(transcript).tokens.entries
         } else {
             transcript.context_tokens()
         }
@@ -470,11 +468,11 @@ impl Session {
         options: &AssembleOptions,
         pending: &PendingCall,
     ) -> Result<Assembly> {
-        let ((context, context_revision), context_tokens, transcript_len) = {
+        let (snapshot, context_tokens, transcript_len) = {
             let transcript = self.shared.read();
-            let context = self.shared.context.context(&transcript);
+            let snapshot = self.shared.context.context(&transcript);
             let tokens = self.measure(&transcript);
-            (context, tokens, transcript.entries().len())
+            (snapshot, tokens, transcript.entries().len())
         };
         let request = AssembleRequest {
             session: self.shared.session.clone(),
@@ -482,23 +480,22 @@ impl Session {
             context_window: tokens_u32(self.context_window),
             context_tokens: tokens_u32(context_tokens),
             available_tools: options.available_tools.clone(),
-            context,
-            context_revision,
+            context: snapshot.context,
+            context_revision: snapshot.revision,
             model: pending.model.clone(),
             prompt: pending.prompt.clone(),
         };
         let result = self.instance().await?.assemble(&request).await;
         let result = self.settle(result)?;
         let assembly = validate::assembly(
-            &request.context.entries,
+            &request.context,
+            request.context_revision,
             transcript_len,
             result,
             self.host_bytes_limit(),
         )
         .map_err(|problem| self.invalid(Function::Assemble, problem))?;
-        let counted: u64 = (request.context.entries.iter())
-            .map(|e| u64::from(e.tokens))
-            .sum();
+        let counted = snapshot.tokens.rows;
         self.assembled_offset = Some(i64::from(assembly.estimated_tokens) - counted as i64);
         Ok(assembly)
     }
@@ -507,11 +504,10 @@ impl Session {
     pub fn render(&self, assembly: &Assembly) -> Vec<String> {
         let transcript = self.shared.read();
         assembly
-            .items
-            .iter()
+            .items()
             .map(|item| match item {
-                AssembledItem::Entry(index) => transcript.context_message_json(*index).into_owned(),
-                AssembledItem::Inserted(json) => json.clone(),
+                AssembledItem::Entry(index) => transcript.context_message_json(index).into_owned(),
+                AssembledItem::Inserted(json) => json.to_string(),
             })
             .collect()
     }

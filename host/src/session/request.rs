@@ -326,6 +326,7 @@ impl Session {
             }
         }
         let messages = self.render(&assembly);
+        let items = assembly.items().collect();
         Ok(ModelRequest {
             system_prompt: system::render(&sections),
             sections,
@@ -333,7 +334,7 @@ impl Session {
             message_tokens,
             inserted_messages: assembly.inserted(),
             engine_addition: assembly.system_prompt_addition,
-            items: assembly.items,
+            items,
             breakdown,
             truncated: material
                 .bootstrap
@@ -367,11 +368,10 @@ impl Session {
     fn item_tokens(&self, assembly: &Assembly) -> Vec<u32> {
         let transcript = self.shared.read();
         assembly
-            .items
-            .iter()
+            .items()
             .map(|item| match item {
-                AssembledItem::Entry(index) => transcript.entries()[*index].tokens(),
-                AssembledItem::Inserted(json) => serde_json::from_str::<Value>(json)
+                AssembledItem::Entry(index) => transcript.entries()[index].tokens(),
+                AssembledItem::Inserted(json) => serde_json::from_str::<Value>(&json)
                     .map_or(0, |m| ctxhost_transcript::tokens::estimate_message(&m)),
             })
             .collect()

@@ -32,21 +32,26 @@ fn a_commit_cut_short_starts_at_its_first_message() {
 
 #[test]
 fn consecutive_kept_positions_collapse_into_ranges() {
-    let mut items = Items::default();
+    let mut items = translate::Items::default();
     for position in [0, 1, 2, 5] {
         items.keep(position);
     }
-    items.push(ClientItem::message(json!({})));
+    items.push(translate::Item::Client(ClientItem::message(json!({}))));
     items.keep(6);
     items.keep(7);
+    let transcript = Transcript::new("s", "/w", "2025-01-01T00:00:00.000Z");
+    let expected = [
+        ClientItem::Range { from: 0, to: 2 },
+        ClientItem::Index { index: 5 },
+        ClientItem::message(json!({})),
+        ClientItem::Range { from: 6, to: 7 },
+    ];
+    assert_eq!(items.render(&transcript), expected);
+    // The open run stays open: a next turn extends it.
+    items.keep(8);
     assert_eq!(
-        items.finish(),
-        [
-            ClientItem::Range { from: 0, to: 2 },
-            ClientItem::Index { index: 5 },
-            ClientItem::message(json!({})),
-            ClientItem::Range { from: 6, to: 7 },
-        ]
+        items.render(&transcript).last(),
+        Some(&ClientItem::Range { from: 6, to: 8 })
     );
 }
 
