@@ -36,6 +36,9 @@ pub struct Transcript {
     /// by appends (every append goes under the leaf, so the branch only grows at its end), so
     /// the per-turn reads (assemble, measuring, compaction) need no walk of the branch.
     context: Vec<usize>,
+    /// The tokens of `context`'s entries, kept with it (a turn reads it when the latest usage
+    /// does not fit the window; summing 20,000 entries per turn grew with the history).
+    context_total: u64,
     /// See [`Transcript::revision`].
     revision: u64,
 }
@@ -277,6 +280,7 @@ impl Transcript {
             counter: None,
             window: None,
             context: Vec::new(),
+            context_total: 0,
             revision: 0,
         }
     }
@@ -376,6 +380,7 @@ impl Transcript {
             counter: None,
             window: None,
             context: Vec::new(),
+            context_total: 0,
             revision: 0,
         };
         t.link(partial)?;
@@ -434,7 +439,7 @@ impl Transcript {
         self.by_id = by_id;
         self.check_cycles()?;
         self.apply_prunes();
-        self.context = self.walk_context();
+        self.set_context(self.walk_context());
         self.revision += 1;
         Ok(())
     }
@@ -596,6 +601,19 @@ impl Transcript {
         self.revision
     }
 
+    /// Replaces the context (recomputed from the branch) and its token total.
+    pub(crate) fn set_context(&mut self, context: Vec<usize>) {
+        self.context = context;
+        self.context_total = self.sum_of_context();
+    }
+
+    /// The tokens of the context's entries, summed now.
+    pub(crate) fn sum_of_context(&self) -> u64 {
+        (self.context.iter())
+            .map(|&i| u64::from(self.entries[i].tokens()))
+            .sum()
+    }
+
     /// [`Transcript::context`] from the active branch, for when the branch's shape changed.
     fn walk_context(&self) -> Vec<usize> {
         let branch = self.active_branch();
@@ -694,6 +712,7 @@ impl Transcript {
             }
         }
         self.counter = counter;
+        self.context_total = self.sum_of_context();
         self.revision += 1;
     }
 

@@ -59,10 +59,11 @@ impl Transcript {
         let boundary = entry.entry_type() == "compaction";
         self.entries.push(entry);
         if boundary {
-            self.context = self.walk_context();
+            self.set_context(self.walk_context());
             self.revision += 1;
         } else if self.is_message_context(index) {
             self.context.push(index);
+            self.context_total += u64::from(self.entries[index].tokens());
         }
         if !prunes.is_empty() {
             let branch: std::collections::HashSet<usize> =
@@ -73,6 +74,7 @@ impl Transcript {
                     e.pruned = true;
                 }
             }
+            self.context_total = self.sum_of_context();
         }
         Ok(index)
     }
@@ -98,7 +100,7 @@ impl Transcript {
             }
             self.apply_prunes();
         }
-        self.context = self.walk_context();
+        self.set_context(self.walk_context());
         self.revision += 1;
     }
 

@@ -427,7 +427,10 @@ fn the_context_kept_by_appends_is_the_one_a_reload_walks() {
     )
     .unwrap();
     let walked = |t: &Transcript| Transcript::parse(&t.to_v3_string(), "again").unwrap();
+    // The context's token total is kept with it, and is what summing it says.
+    let total_kept = |t: &Transcript| assert_eq!(t.context_total, t.sum_of_context());
     assert_eq!(t.context(), walked(&t).context());
+    total_kept(&t);
     let u2 = t.append_message(
         &json!({"role": "user", "content": "c", "timestamp": 1}),
         "t",
@@ -442,6 +445,7 @@ fn the_context_kept_by_appends_is_the_one_a_reload_walks() {
     t.append_message(&serde_json::from_str(&tool_result("out")).unwrap(), "t")
         .unwrap();
     assert_eq!(t.context(), walked(&t).context());
+    total_kept(&t);
     let compaction = |first: &str| NewCompaction {
         summary: "s".into(),
         first_kept_entry_id: first.into(),
@@ -452,6 +456,7 @@ fn the_context_kept_by_appends_is_the_one_a_reload_walks() {
     let c = t.append_compaction(&compaction(&first), "t").unwrap();
     assert_eq!(t.context()[..2], [c, u2]);
     assert_eq!(t.context(), walked(&t).context());
+    total_kept(&t);
     let u3 = t
         .append_message(
             &json!({"role": "user", "content": "d", "timestamp": 2}),
@@ -462,6 +467,14 @@ fn the_context_kept_by_appends_is_the_one_a_reload_walks() {
     let c2 = t.append_compaction(&compaction(&first), "t").unwrap();
     assert_eq!(t.context(), [c2, u3]);
     assert_eq!(t.context(), walked(&t).context());
+    total_kept(&t);
+    // A write undone, and the tokens counted again another way.
+    t.truncate(c2);
+    assert_eq!(t.context(), walked(&t).context());
+    total_kept(&t);
+    t.set_token_counter(crate::TokenCounter::new(crate::Encoding::Cl100k));
+    total_kept(&t);
+    assert_eq!(t.context_tokens_in_window(1), t.sum_of_context());
 }
 
 #[test]
