@@ -39,6 +39,10 @@ pub struct Transcript {
     /// The tokens of `context`'s entries, kept with it (a turn reads it when the latest usage
     /// does not fit the window; summing 20,000 entries per turn grew with the history).
     context_total: u64,
+    /// The latest entry of the context with a usage figure (after its compaction), as its
+    /// position in `context` and the context's total through it: with `context_total`, what
+    /// `context_tokens` needs, kept as the context grows instead of walked back every turn.
+    usage_anchor: Option<(usize, u64)>,
     /// See [`Transcript::revision`].
     revision: u64,
 }
@@ -281,6 +285,7 @@ impl Transcript {
             window: None,
             context: Vec::new(),
             context_total: 0,
+            usage_anchor: None,
             revision: 0,
         }
     }
@@ -381,6 +386,7 @@ impl Transcript {
             window: None,
             context: Vec::new(),
             context_total: 0,
+            usage_anchor: None,
             revision: 0,
         };
         t.link(partial)?;
@@ -601,10 +607,37 @@ impl Transcript {
         self.revision
     }
 
-    /// Replaces the context (recomputed from the branch) and its token total.
+    /// Replaces the context (recomputed from the branch), its token total and usage anchor.
     pub(crate) fn set_context(&mut self, context: Vec<usize>) {
         self.context = context;
+        self.recount_context();
+    }
+
+    /// The context's token total and usage anchor, from its entries as they are now.
+    pub(crate) fn recount_context(&mut self) {
         self.context_total = self.sum_of_context();
+        let boundary = (self.context.first().copied())
+            .filter(|&i| self.entries[i].entry_type() == "compaction");
+        let mut through = self.context_total;
+        self.usage_anchor = None;
+        for (position, &i) in self.context.iter().enumerate().rev() {
+            let e = &self.entries[i];
+            if e.usage_total().is_some() && boundary.is_none_or(|b| i > b) {
+                self.usage_anchor = Some((position, through));
+                return;
+            }
+            through -= u64::from(e.tokens());
+        }
+    }
+
+    /// Extends the context by entry `index`, appended last (so after any compaction).
+    pub(crate) fn push_context(&mut self, index: usize) {
+        self.context.push(index);
+        let e = &self.entries[index];
+        self.context_total += u64::from(e.tokens());
+        if e.usage_total().is_some() {
+            self.usage_anchor = Some((self.context.len() - 1, self.context_total));
+        }
     }
 
     /// The tokens of the context's entries, summed now.
@@ -657,30 +690,17 @@ impl Transcript {
     }
 
     fn context_tokens_with(&self, window: u64) -> u64 {
-        let ctx = self.context();
-        let boundary = ctx
-            .first()
-            .copied()
-            .filter(|&i| self.entries[i].entry_type() == "compaction");
-        let mut trailing = 0u64;
-        for &i in ctx.iter().rev() {
-            let e = &self.entries[i];
-            if let Some(total) = e.usage_total()
-                && boundary.is_none_or(|b| i > b)
-            {
-                if total > window {
-                    // The latest measurement does not fit this window: the figures on this
-                    // stretch are another window's, so none of them is used.
-                    return ctx
-                        .iter()
-                        .map(|&j| u64::from(self.entries[j].tokens()))
-                        .sum();
-                }
-                return total.saturating_add(trailing);
-            }
-            trailing += u64::from(e.tokens());
+        let Some((position, through)) = self.usage_anchor else {
+            return self.context_total;
+        };
+        let anchor = &self.entries[self.context[position]];
+        match anchor.usage_total() {
+            // The latest measurement does not fit this window: the figures on this stretch
+            // are another window's, so none of them is used.
+            Some(total) if total > window => self.context_total,
+            Some(total) => total.saturating_add(self.context_total - through),
+            None => self.context_total,
         }
-        trailing
     }
 
     /// Measure `context_tokens` for this context window from now on (None: any window).
@@ -712,7 +732,7 @@ impl Transcript {
             }
         }
         self.counter = counter;
-        self.context_total = self.sum_of_context();
+        self.recount_context();
         self.revision += 1;
     }
 

@@ -62,8 +62,7 @@ impl Transcript {
             self.set_context(self.walk_context());
             self.revision += 1;
         } else if self.is_message_context(index) {
-            self.context.push(index);
-            self.context_total += u64::from(self.entries[index].tokens());
+            self.push_context(index);
         }
         if !prunes.is_empty() {
             let branch: std::collections::HashSet<usize> =
@@ -74,7 +73,7 @@ impl Transcript {
                     e.pruned = true;
                 }
             }
-            self.context_total = self.sum_of_context();
+            self.recount_context();
         }
         Ok(index)
     }

@@ -428,7 +428,18 @@ fn the_context_kept_by_appends_is_the_one_a_reload_walks() {
     .unwrap();
     let walked = |t: &Transcript| Transcript::parse(&t.to_v3_string(), "again").unwrap();
     // The context's token total is kept with it, and is what summing it says.
-    let total_kept = |t: &Transcript| assert_eq!(t.context_total, t.sum_of_context());
+    let total_kept = |t: &Transcript| {
+        assert_eq!(t.context_total, t.sum_of_context());
+        let mut fresh = t.clone();
+        fresh.recount_context();
+        assert_eq!(t.usage_anchor, fresh.usage_anchor);
+        for window in [1, 20, u64::MAX] {
+            assert_eq!(
+                t.context_tokens_in_window(window),
+                walked(t).context_tokens_in_window(window)
+            );
+        }
+    };
     assert_eq!(t.context(), walked(&t).context());
     total_kept(&t);
     let u2 = t.append_message(
