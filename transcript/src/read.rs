@@ -192,6 +192,22 @@ pub(crate) fn invalid_utf8(source: &str, line: usize, at: usize) -> TranscriptEr
     )
 }
 
+/// The JSON objects of a line holding two or more written without a line break between them
+/// (pi opens such files, skipping the line); None for anything else.
+pub(crate) fn split_concatenated(line: &str) -> Option<Vec<&str>> {
+    let mut parts = Vec::new();
+    for value in
+        serde_json::Deserializer::from_str(line).into_iter::<&serde_json::value::RawValue>()
+    {
+        let part = value.ok()?.get();
+        if !part.starts_with('{') {
+            return None;
+        }
+        parts.push(part);
+    }
+    (parts.len() >= 2).then_some(parts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,21 +72,7 @@ fn quote(s: &str) -> String {
     Value::String(s.to_string()).to_string()
 }
 
-/// The JSON objects of a line holding two or more written without a line break between them
-/// (pi opens such files, skipping the line); None for anything else.
-pub(crate) fn split_concatenated(line: &str) -> Option<Vec<&str>> {
-    let mut parts = Vec::new();
-    for value in
-        serde_json::Deserializer::from_str(line).into_iter::<&serde_json::value::RawValue>()
-    {
-        let part = value.ok()?.get();
-        if !part.starts_with('{') {
-            return None;
-        }
-        parts.push(part);
-    }
-    (parts.len() >= 2).then_some(parts)
-}
+pub(crate) use crate::read::split_concatenated;
 
 /// One line of a file's body (not blank, without its line break) as every reader reads it:
 /// each entry it holds goes to `each` (several when entries were written without a line break
