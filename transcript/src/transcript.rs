@@ -684,7 +684,7 @@ impl Transcript {
             // The latest measurement does not fit this window: the figures on this stretch
             // are another window's, so none of them is used.
             Some(total) if total > window => self.context_total,
-            Some(total) => total.saturating_add(self.context_total - through),
+            Some(total) => total.saturating_add(self.context_total.saturating_sub(through)),
             None => self.context_total,
         }
     }
