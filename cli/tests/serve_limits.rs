@@ -261,6 +261,19 @@ fn more_sessions_than_instance_slots_all_answer() {
 }
 
 #[test]
+fn a_pool_sized_by_the_operator_raises_the_soft_descriptor_limit_for_it() {
+    let home = tempfile::tempdir().unwrap();
+    // At a soft limit of 96 about 12 sessions fit; 40 slots need ~210 descriptors, which any
+    // hard limit allows.
+    let mut server =
+        Server::start_limited_with(home.path(), "ulimit -Sn 96", &["--max-instances", "40"]);
+    let health = server.call("health", json!({}));
+    assert_eq!(health["sessions"]["residentLimit"], 38, "{health}");
+    every_session_answers(&mut server, 45);
+    server.finish();
+}
+
+#[test]
 fn more_sessions_than_descriptors_allow_all_answer() {
     let home = tempfile::tempdir().unwrap();
     // 2 to 4 descriptors a session held would run out after 20 to 40 sessions.

@@ -43,6 +43,13 @@ pub fn pool_slots(most: u32) -> u32 {
     residency::pool_slots(most)
 }
 
+/// Raises the process's soft descriptor limit, up to its hard limit, so that sessions can hold
+/// all of an instance pool of `slots` at once (`ctxhost serve --max-instances`); returns the
+/// soft limit then in force, None when unlimited. A limit the system will not raise stays.
+pub fn raise_descriptor_limit_for(slots: u32) -> Option<u64> {
+    residency::raise_descriptor_limit_for(slots)
+}
+
 /// The protocol version `initialize` reports.
 pub const PROTOCOL_VERSION: u32 = 1;
 

@@ -76,10 +76,14 @@ const BORROWED_SLOTS: u32 = 2;
 /// How many sessions the descriptor limit lets be resident, and the limit; None when unlimited.
 fn descriptor_capacity() -> Option<(usize, u64)> {
     let soft = descriptor_limit()?;
-    let open = open_descriptors();
+    Some((sessions_within(soft, open_descriptors()) as usize, soft))
+}
+
+/// Sessions that may be resident under a soft limit of `soft` with `open` descriptors open,
+/// after a reserve for connections and the host's own files.
+fn sessions_within(soft: u64, open: u64) -> u64 {
     let reserve = (soft / 8).max(32);
-    let left = soft.saturating_sub(open + reserve) / DESCRIPTORS_PER_SESSION;
-    Some((left.max(1) as usize, soft))
+    (soft.saturating_sub(open + reserve) / DESCRIPTORS_PER_SESSION).max(1)
 }
 
 /// The instance pool a server needs: a slot for every session the descriptor limit lets be
@@ -92,6 +96,38 @@ pub(super) fn pool_slots(most: u32) -> u32 {
             .saturating_add(BORROWED_SLOTS)
             .min(most)
     })
+}
+
+/// Raises the soft descriptor limit (never past the hard one) so that `slots` instance slots
+/// can all be held by resident sessions: the soft limit is often 1,024 where the hard one
+/// allows far more, and an operator asking for `--max-instances 1000` means a thousand.
+/// Returns the soft limit in force afterwards (None: unlimited); when the system refuses,
+/// the limit stays as it was and residency is bounded by it as before.
+pub(super) fn raise_descriptor_limit_for(slots: u32) -> Option<u64> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let soft = limit.current?;
+    let sessions = u64::from(slots.saturating_sub(BORROWED_SLOTS).max(1));
+    let wanted = descriptors_for(sessions, open_descriptors());
+    let target = limit.maximum.map_or(wanted, |hard| wanted.min(hard));
+    if target > soft {
+        let raised = Rlimit {
+            current: Some(target),
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::debug!("cannot raise the descriptor limit from {soft} to {target}: {e}");
+        }
+    }
+    descriptor_limit()
+}
+
+/// The soft limit at which `descriptor_capacity` lets `sessions` be resident with `open`
+/// descriptors open: its inverse.
+fn descriptors_for(sessions: u64, open: u64) -> u64 {
+    let needed = sessions * DESCRIPTORS_PER_SESSION + open;
+    // The reserve is an eighth of the limit, at least 32.
+    (needed * 8).div_ceil(7).max(needed + 32)
 }
 
 /// The soft limit on descriptors; None when unlimited.
@@ -308,6 +344,21 @@ mod tests {
         assert_eq!(residency.short_of(Limit::Descriptors(64)).len(), 4);
         assert_eq!(residency.limit(), Limit::Descriptors(64));
         assert_eq!(residency.counts().1, 4);
+    }
+
+    #[test]
+    fn the_limit_raised_for_some_sessions_holds_them_and_no_more_than_needed() {
+        for (sessions, open) in [(2, 10), (38, 20), (221, 12), (998, 40), (10_000, 700)] {
+            let soft = descriptors_for(sessions, open);
+            assert!(
+                sessions_within(soft, open) >= sessions,
+                "{sessions}, {open}"
+            );
+            assert!(
+                sessions_within(soft - 8, open) < sessions,
+                "{sessions}, {open}"
+            );
+        }
     }
 
     #[test]

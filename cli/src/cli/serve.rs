@@ -32,6 +32,7 @@ pub(super) struct ServeArgs {
     /// Engine instances live at once (the size of the instance pool); more sessions than that
     /// stay open, the least recently used idle ones giving their instance back. Default: as
     /// many as the descriptor limit lets sessions hold (223 at `ulimit -n` 1024), at most 1000.
+    /// A larger N raises the soft descriptor limit as far as the hard limit allows.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_instances: Option<u32>,
 }
@@ -43,11 +44,19 @@ pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::
     };
     // Held until the server exits: one server per home.
     let _lock = HomeLock::acquire(home.root(), &serving)?;
+    // A pool the operator sized gets the descriptors its sessions need (the soft limit raised
+    // toward the hard one); the default pool fits the limit as it is, since reserving a larger
+    // one is most of a fresh sidecar's start.
+    let max_instances = match args.max_instances {
+        Some(slots) => {
+            ctxhost_serve::raise_descriptor_limit_for(slots);
+            slots
+        }
+        None => ctxhost_serve::pool_slots(RuntimeOptions::default().max_instances),
+    };
     let runtime = RuntimeOptions {
         cache_dir: Some(home.cache_dir()),
-        max_instances: args
-            .max_instances
-            .unwrap_or_else(|| ctxhost_serve::pool_slots(RuntimeOptions::default().max_instances)),
+        max_instances,
         ..RuntimeOptions::default()
     };
     let host = Arc::new(ctxhost::Host::with_options(home, config, &runtime)?);

@@ -58,6 +58,11 @@ impl Server {
     /// `ctxhost serve` in a shell that sets `limits` first (e.g. `ulimit -n 96`), once the
     /// engine's compiled form is cached (so the limits are for the sessions, not the compile).
     pub(crate) fn start_limited(home: &Path, limits: &str) -> Server {
+        Self::start_limited_with(home, limits, &[])
+    }
+
+    /// [`Server::start_limited`] with arguments after `serve`.
+    pub(crate) fn start_limited_with(home: &Path, limits: &str, args: &[&str]) -> Server {
         let mut warm = Server::start(home, &[]);
         warm.call("initialize", json!({}));
         warm.finish();
@@ -66,8 +71,9 @@ impl Server {
         let mut shell = std::process::Command::new("sh");
         shell
             .arg("-c")
-            .arg(format!("{limits}; exec \"$0\" serve"))
+            .arg(format!("{limits}; exec \"$0\" serve \"$@\""))
             .arg(program)
+            .args(args)
             .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
             .env_remove("CTXHOST_CONFIG");
         Self::start_command(shell)
