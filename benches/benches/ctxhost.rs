@@ -121,12 +121,7 @@ fn compaction_and_checkpoints(c: &mut Criterion) {
     g.sample_size(20).measurement_time(Duration::from_secs(5));
     g.bench_function("write_native", |b| {
         b.iter_custom(|iters| {
-            let budget = b::Budget {
-                warmup: 0,
-                min: iters as usize,
-                max: iters as usize,
-                time: Duration::ZERO,
-            };
+            let budget = b::Budget::exactly(iters);
             let (samples, _) = b::checkpoint_write(&fx, budget).unwrap();
             samples.0.iter().sum()
         })
@@ -155,12 +150,7 @@ fn transcripts(c: &mut Criterion) {
             for engine in ["legacy", "checkpoint-manager"] {
                 g.bench_function(format!("replay_shared_32k_{engine}"), |b| {
                     b.iter_custom(|iters| {
-                        let budget = b::Budget {
-                            warmup: 0,
-                            min: iters as usize,
-                            max: iters as usize,
-                            time: Duration::ZERO,
-                        };
+                        let budget = b::Budget::exactly(iters);
                         let run = rt
                             .block_on(b::replay(&fx, &path, engine, b::REPLAY_WINDOW, budget))
                             .unwrap();

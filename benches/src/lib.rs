@@ -134,6 +134,17 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// Exactly `samples` samples and no warm-up: what criterion's `iter_custom` asks for.
+    pub fn exactly(samples: u64) -> Budget {
+        let samples = usize::try_from(samples).unwrap_or(usize::MAX);
+        Budget {
+            warmup: 0,
+            min: samples,
+            max: samples,
+            time: Duration::ZERO,
+        }
+    }
+
     /// At most 200 samples (20 warm-up): for a measurement whose session grows by one message
     /// per sample, so it stays within 10% of its starting size.
     pub fn growing(self) -> Budget {

@@ -1,6 +1,6 @@
 //! `ctxhost compact` and `ctxhost context ...` as an operator runs them, in a scratch home.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
@@ -268,9 +268,10 @@ fn assistant(text: &str, total_tokens: u64) -> Value {
     })
 }
 
-/// A generated session whose recorded usage is far below what its messages hold, as when a
-/// local model's server truncated every request.
-fn truncated_usage_session(path: &Path, messages: usize) {
+/// A generated session in `dir/truncated.jsonl` whose recorded usage is far below what its
+/// messages hold, as when a local model's server truncated every request.
+fn truncated_usage_session(dir: &Path, messages: usize) -> PathBuf {
+    let path = dir.join("truncated.jsonl");
     let text = ctxhost_transcript::generate::coding_session(4, messages);
     let lines: Vec<String> = text
         .lines()
@@ -282,14 +283,14 @@ fn truncated_usage_session(path: &Path, messages: usize) {
             v.to_string()
         })
         .collect();
-    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
 }
 
 #[test]
 fn compaction_before_and_after_are_counted_alike_and_the_dry_run_agrees() {
     let home = tempfile::tempdir().unwrap();
-    let path = home.path().join("truncated.jsonl");
-    truncated_usage_session(&path, 600);
+    let path = truncated_usage_session(home.path(), 600);
     let p = path.to_str().unwrap();
     let dry = json_of(&ctxhost(
         home.path(),
@@ -454,8 +455,7 @@ fn a_refused_compaction_of_an_old_or_torn_file_leaves_its_directory_unchanged() 
 #[test]
 fn status_and_inspect_name_their_measures_and_share_one_figure() {
     let home = tempfile::tempdir().unwrap();
-    let path = home.path().join("truncated.jsonl");
-    truncated_usage_session(&path, 120);
+    let path = truncated_usage_session(home.path(), 120);
     let p = path.to_str().unwrap();
     let status = json_of(&ctxhost(
         home.path(),

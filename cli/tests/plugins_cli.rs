@@ -44,6 +44,33 @@ fn err(output: Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// `ctxhost plugins install --force -l DIR`'s output.
+fn install_linked(home: &Path, cwd: &Path, dir: &Path) -> String {
+    let dir = dir.to_str().unwrap();
+    ok(ctxhost(
+        home,
+        cwd,
+        &["plugins", "install", "--force", "-l", dir],
+    ))
+}
+
+/// `ctxhost replay --json` of a session of `messages` generated from `seed`.
+fn replay_generated(
+    home: &Path,
+    cwd: &Path,
+    scratch: &Path,
+    seed: u64,
+    messages: usize,
+) -> serde_json::Value {
+    let transcript = common::generated_session(scratch.join("recorded.jsonl"), seed, messages);
+    let out = ok(ctxhost(
+        home,
+        cwd,
+        &["replay", transcript.to_str().unwrap(), "--json"],
+    ));
+    serde_json::from_str(&out).unwrap()
+}
+
 /// A scaffolded engine project, built for wasm32-wasip2: (project dir, its component).
 ///
 /// Made as an author outside this repository would: `plugins new` inside another cargo
@@ -193,17 +220,7 @@ fn operator_flow_scaffold_link_use_doctor_run_disable_uninstall() {
     let local = project.join("target/wasm32-wasip2/release");
     std::fs::create_dir_all(&local).unwrap();
     std::fs::copy(component, local.join("my_engine.wasm")).unwrap();
-    let linked = ok(ctxhost(
-        &home,
-        cwd,
-        &[
-            "plugins",
-            "install",
-            "--force",
-            "-l",
-            project.to_str().unwrap(),
-        ],
-    ));
+    let linked = install_linked(&home, cwd, project);
     assert!(linked.contains("linked `my-engine`"), "{linked}");
     ok(ctxhost(&home, cwd, &["plugins", "use", "my-engine"]));
     let doctor: serde_json::Value =
@@ -222,13 +239,7 @@ fn operator_flow_scaffold_link_use_doctor_run_disable_uninstall() {
     assert_eq!(mine["contract"]["Ok"], "0.4.0");
 
     // A session runs on it.
-    let transcript = common::generated_session(scratch.path().join("recorded.jsonl"), 5, 120);
-    let replay: serde_json::Value = serde_json::from_str(&ok(ctxhost(
-        &home,
-        cwd,
-        &["replay", transcript.to_str().unwrap(), "--json"],
-    )))
-    .unwrap();
+    let replay = replay_generated(&home, cwd, scratch.path(), 5, 120);
     assert_eq!(replay["engine"], "my-engine");
     assert_eq!(replay["messages"], 120);
 
@@ -440,17 +451,7 @@ fn bad_packages_and_commands_get_clear_errors_and_change_nothing() {
 
     // A linked folder that disappeared.
     let linked = package(&dir("linked"), manifest("my-engine"), &wasm);
-    ok(ctxhost(
-        &home,
-        cwd,
-        &[
-            "plugins",
-            "install",
-            "--force",
-            "-l",
-            linked.to_str().unwrap(),
-        ],
-    ));
+    install_linked(&home, cwd, &linked);
     std::fs::remove_dir_all(&linked).unwrap();
     let doctor = ctxhost(&home, cwd, &["doctor"]);
     let text = String::from_utf8_lossy(&doctor.stdout);
@@ -568,13 +569,7 @@ fn install_and_replay(project: &Path, id: &str) {
         ),
     )
     .unwrap();
-    let transcript = common::generated_session(scratch.path().join("recorded.jsonl"), 3, 40);
-    let replay: serde_json::Value = serde_json::from_str(&ok(ctxhost(
-        &home,
-        cwd,
-        &["replay", transcript.to_str().unwrap(), "--json"],
-    )))
-    .unwrap();
+    let replay = replay_generated(&home, cwd, scratch.path(), 3, 40);
     assert_eq!(replay["engine"], id, "{replay}");
     assert_eq!(replay["messages"], 40, "{replay}");
 }

@@ -5,6 +5,7 @@
 // the model can read. Both integrations use it: OpenClaw returns the answer as the tool's
 // result, pi throws it (which is how pi marks a tool result as an error).
 
+import { abortable } from "./abort.js";
 import { codes, isRpcError, isSidecarError } from "./sidecar.js";
 
 /** @typedef {{ text: string, isError: boolean, details?: unknown }} ToolAnswer */
@@ -33,12 +34,12 @@ export async function callSessionTool(sidecar, sessionKey, name, args, opts = {}
   try {
     let result;
     try {
-      result = await withAbort(once(), opts.signal);
+      result = await abortable(once(), opts.signal);
     } catch (err) {
       const reopen = isRpcError(err, codes.UNKNOWN_SESSION) || isSidecarError(err, "exited");
       if (!reopen) throw err;
       await sidecar.call("session.bootstrap", { sessionKey });
-      result = await withAbort(once(), opts.signal);
+      result = await abortable(once(), opts.signal);
     }
     const text = typeof result?.content === "string" ? result.content : JSON.stringify(result?.content ?? "");
     return { text, isError: result?.isError === true, details: result?.details };
@@ -55,29 +56,4 @@ export async function callSessionTool(sidecar, sessionKey, name, args, opts = {}
       isError: true,
     };
   }
-}
-
-/**
- * @template T
- * @param {Promise<T>} promise
- * @param {AbortSignal | undefined} signal
- * @returns {Promise<T>}
- */
-function withAbort(promise, signal) {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(new Error("aborted"));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(new Error("aborted"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }

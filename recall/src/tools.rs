@@ -55,15 +55,7 @@ impl ToolOutput {
 
 /// The host's recall tools.
 pub fn specs() -> Vec<ToolSpec> {
-    let roles = [
-        "user",
-        "assistant",
-        "toolResult",
-        "bashExecution",
-        "custom",
-        "branchSummary",
-        "compactionSummary",
-    ];
+    let roles = Role::NAMES;
     vec![
         ToolSpec {
             name: SEARCH.into(),

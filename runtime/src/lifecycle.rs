@@ -3,7 +3,25 @@
 //! same for both; they are written once here and expanded in each version's module, where `g`
 //! (that version's `types`), `host` (its host interface), `bindings` (its world) and `d`
 //! (ctxhost's `contract`) name that version's own. Versions after 0.2 include 0.2's interfaces
-//! and delegate to `v0_2` instead, so nothing here grows with new versions.
+//! and delegate to `v0_2` instead, so nothing here grows with new versions; they share only
+//! `contract_bindings`, the options every version's bindings are generated with.
+
+/// One contract version's generated bindings, with the options every version binds with
+/// (imports async and able to trap, exports async); `with` names the interfaces an older
+/// version's bindings already hold.
+macro_rules! contract_bindings {
+    ($path:literal $(, with: { $($with:tt)* })?) => {
+        wasmtime::component::bindgen!({
+            path: $path,
+            world: "context-engine",
+            imports: { default: async | trappable },
+            exports: { default: async },
+            anyhow: true,
+            $(with: { $($with)* },)?
+        });
+    };
+}
+pub(crate) use contract_bindings;
 
 /// Enum conversions, `session` both ways, `host-error` to the guest and `compaction` from it.
 macro_rules! shared_conversions {

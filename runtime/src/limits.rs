@@ -99,138 +99,99 @@ impl LimitKey {
     }
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+/// How a field of [`Limits`] is written in its key's unit.
+trait Unit<T> {
+    fn to_key(value: T) -> u64;
+    fn from_key(value: u64) -> T;
 }
 
-fn saturating_u32(v: u64) -> u32 {
-    u32::try_from(v).unwrap_or(u32::MAX)
+/// Milliseconds, for a [`Duration`].
+struct Ms;
+/// MiB, for a size in bytes.
+struct MiB;
+/// The number itself.
+struct Count;
+
+impl Unit<Duration> for Ms {
+    fn to_key(value: Duration) -> u64 {
+        u64::try_from(value.as_millis()).unwrap_or(u64::MAX)
+    }
+    fn from_key(value: u64) -> Duration {
+        Duration::from_millis(value)
+    }
 }
 
-/// `memoryMiB`.
-pub const MEMORY_MIB: LimitKey = LimitKey {
-    key: "memoryMiB",
-    about: "linear memory per instance",
-    min: 1,
-    max: (MAX_MEMORY_BYTES >> 20) as u64,
-    get: |l| (l.memory_bytes >> 20) as u64,
-    set: |l, v| l.memory_bytes = (v as usize) << 20,
-};
-/// `callTimeoutMs`.
-pub const CALL_TIMEOUT_MS: LimitKey = LimitKey {
-    key: "callTimeoutMs",
-    about: "deadline of info, ingest, assemble, after-turn and the subagent hooks",
-    min: 10,
-    max: 600_000,
-    get: |l| millis(l.call_timeout),
-    set: |l, v| l.call_timeout = Duration::from_millis(v),
-};
-/// `longCallTimeoutMs`.
-pub const LONG_CALL_TIMEOUT_MS: LimitKey = LimitKey {
-    key: "longCallTimeoutMs",
-    about: "deadline of bootstrap, compact and dispose",
-    min: 10,
-    max: 3_600_000,
-    get: |l| millis(l.long_call_timeout),
-    set: |l, v| l.long_call_timeout = Duration::from_millis(v),
-};
-/// `importTimeoutMs`.
-pub const IMPORT_TIMEOUT_MS: LimitKey = LimitKey {
-    key: "importTimeoutMs",
-    about: "how long one slow import (delegate-compaction, complete) may take",
-    min: 10,
-    max: 3_600_000,
-    get: |l| millis(l.import_timeout),
-    set: |l, v| l.import_timeout = Duration::from_millis(v),
-};
-/// `logBytesPerCall`.
-pub const LOG_BYTES_PER_CALL: LimitKey = LimitKey {
-    key: "logBytesPerCall",
-    about: "log and stdout/stderr bytes kept per call",
-    min: 0,
-    max: 64 << 20,
-    get: |l| l.log_bytes_per_call as u64,
-    set: |l, v| l.log_bytes_per_call = v as usize,
-};
-/// `hostBytesPerCall`.
-pub const HOST_BYTES_PER_CALL: LimitKey = LimitKey {
-    key: "hostBytesPerCall",
-    about: "bytes one call's result may hand the host",
-    min: 1024,
-    max: 1 << 30,
-    get: |l| l.host_bytes_per_call as u64,
-    set: |l, v| l.host_bytes_per_call = v as usize,
-};
-/// `faultsBeforeCircuitOpens`.
-pub const FAULTS_BEFORE_CIRCUIT_OPENS: LimitKey = LimitKey {
-    key: "faultsBeforeCircuitOpens",
-    about: "consecutive faults before the engine is refused",
-    min: 1,
-    max: 1_000_000,
-    get: |l| u64::from(l.faults_before_circuit_opens),
-    set: |l, v| l.faults_before_circuit_opens = saturating_u32(v),
-};
-/// `importBytesPerCall`.
-pub const IMPORT_BYTES_PER_CALL: LimitKey = LimitKey {
-    key: "importBytesPerCall",
-    about: "bytes the host builds for one call's imports",
-    min: 1024,
-    max: 1 << 30,
-    get: |l| l.import_bytes_per_call as u64,
-    set: |l, v| l.import_bytes_per_call = v as usize,
-};
-/// `importCallsPerCall`.
-pub const IMPORT_CALLS_PER_CALL: LimitKey = LimitKey {
-    key: "importCallsPerCall",
-    about: "host imports one call may make",
-    min: 1,
-    max: 1_000_000_000,
-    get: |l| l.import_calls_per_call,
-    set: |l, v| l.import_calls_per_call = v,
-};
-/// `slowImportsPerCall`.
-pub const SLOW_IMPORTS_PER_CALL: LimitKey = LimitKey {
-    key: "slowImportsPerCall",
-    about: "delegate-compaction / complete / search calls one call may make",
-    min: 1,
-    max: 10_000,
-    get: |l| u64::from(l.slow_imports_per_call),
-    set: |l, v| l.slow_imports_per_call = saturating_u32(v),
-};
-/// `wallTimeoutMs`.
-pub const WALL_TIMEOUT_MS: LimitKey = LimitKey {
-    key: "wallTimeoutMs",
-    about: "wall time of one call, imports included",
-    min: 10,
-    max: 24 * 3_600_000,
-    get: |l| millis(l.wall_timeout),
-    set: |l, v| l.wall_timeout = Duration::from_millis(v),
-};
-/// `stateDirQuotaMiB`.
-pub const STATE_DIR_QUOTA_MIB: LimitKey = LimitKey {
-    key: "stateDirQuotaMiB",
-    about: "disk the engine's state dir may use",
-    min: 1,
-    max: 1 << 20,
-    get: |l| l.state_dir_quota_bytes >> 20,
-    set: |l, v| l.state_dir_quota_bytes = v << 20,
-};
+/// The integer fields: a value from a key wider than the field saturates instead of wrapping
+/// (ranges are checked first, so it does not arise).
+macro_rules! integer_units {
+    ($($t:ty),*) => {$(
+        impl Unit<$t> for Count {
+            fn to_key(value: $t) -> u64 {
+                u64::try_from(value).unwrap_or(u64::MAX)
+            }
+            fn from_key(value: u64) -> $t {
+                <$t>::try_from(value).unwrap_or(<$t>::MAX)
+            }
+        }
+        impl Unit<$t> for MiB {
+            fn to_key(value: $t) -> u64 {
+                <Count as Unit<$t>>::to_key(value) >> 20
+            }
+            fn from_key(value: u64) -> $t {
+                <Count as Unit<$t>>::from_key(value.saturating_mul(1 << 20))
+            }
+        }
+    )*};
+}
+integer_units!(u32, u64, usize);
 
-/// Every limit an operator may set, in the order `config show` and the README list them.
-pub const LIMIT_KEYS: &[&LimitKey] = &[
-    &MEMORY_MIB,
-    &CALL_TIMEOUT_MS,
-    &LONG_CALL_TIMEOUT_MS,
-    &IMPORT_TIMEOUT_MS,
-    &LOG_BYTES_PER_CALL,
-    &HOST_BYTES_PER_CALL,
-    &FAULTS_BEFORE_CIRCUIT_OPENS,
-    &IMPORT_BYTES_PER_CALL,
-    &IMPORT_CALLS_PER_CALL,
-    &SLOW_IMPORTS_PER_CALL,
-    &WALL_TIMEOUT_MS,
-    &STATE_DIR_QUOTA_MIB,
-];
+/// Declares each limit key as a constant and [`LIMIT_KEYS`], one line a key: its name, the
+/// field of [`Limits`] it sets and in which unit, its range and what it bounds.
+macro_rules! limit_keys {
+    ($($name:ident = $key:literal: $field:ident in $unit:ident, $min:literal ..= $max:expr, $about:literal;)*) => {
+        $(
+            #[doc = concat!("`", $key, "`: ", $about, ".")]
+            pub const $name: LimitKey = LimitKey {
+                key: $key,
+                about: $about,
+                min: $min,
+                max: $max,
+                get: |l| <$unit as Unit<_>>::to_key(l.$field),
+                set: |l, v| l.$field = <$unit as Unit<_>>::from_key(v),
+            };
+        )*
+
+        /// Every limit an operator may set, in the order `config show` and the README list them.
+        pub const LIMIT_KEYS: &[&LimitKey] = &[$(&$name),*];
+    };
+}
+
+limit_keys! {
+    MEMORY_MIB = "memoryMiB": memory_bytes in MiB, 1..=(MAX_MEMORY_BYTES >> 20) as u64,
+        "linear memory per instance";
+    CALL_TIMEOUT_MS = "callTimeoutMs": call_timeout in Ms, 10..=600_000,
+        "deadline of info, ingest, assemble, after-turn and the subagent hooks";
+    LONG_CALL_TIMEOUT_MS = "longCallTimeoutMs": long_call_timeout in Ms, 10..=3_600_000,
+        "deadline of bootstrap, compact and dispose";
+    IMPORT_TIMEOUT_MS = "importTimeoutMs": import_timeout in Ms, 10..=3_600_000,
+        "how long one slow import (delegate-compaction, complete) may take";
+    LOG_BYTES_PER_CALL = "logBytesPerCall": log_bytes_per_call in Count, 0..=64 << 20,
+        "log and stdout/stderr bytes kept per call";
+    HOST_BYTES_PER_CALL = "hostBytesPerCall": host_bytes_per_call in Count, 1024..=1 << 30,
+        "bytes one call's result may hand the host";
+    FAULTS_BEFORE_CIRCUIT_OPENS = "faultsBeforeCircuitOpens": faults_before_circuit_opens in Count,
+        1..=1_000_000, "consecutive faults before the engine is refused";
+    IMPORT_BYTES_PER_CALL = "importBytesPerCall": import_bytes_per_call in Count, 1024..=1 << 30,
+        "bytes the host builds for one call's imports";
+    IMPORT_CALLS_PER_CALL = "importCallsPerCall": import_calls_per_call in Count,
+        1..=1_000_000_000, "host imports one call may make";
+    SLOW_IMPORTS_PER_CALL = "slowImportsPerCall": slow_imports_per_call in Count, 1..=10_000,
+        "delegate-compaction / complete / search calls one call may make";
+    WALL_TIMEOUT_MS = "wallTimeoutMs": wall_timeout in Ms, 10..=24 * 3_600_000,
+        "wall time of one call, imports included";
+    STATE_DIR_QUOTA_MIB = "stateDirQuotaMiB": state_dir_quota_bytes in MiB, 1..=1 << 20,
+        "disk the engine's state dir may use";
+}
 
 impl Limits {
     /// The deadline of one call of `function`: [`Limits::long_call_timeout`] for bootstrap, compact

@@ -9,13 +9,7 @@ use super::contract as d;
 use super::state::StoreState;
 
 mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit/0.1.0",
-        world: "context-engine",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        anyhow: true,
-    });
+    crate::lifecycle::contract_bindings!("../wit/0.1.0");
 }
 
 use bindings::ctxhost::engine::{host, types as g};

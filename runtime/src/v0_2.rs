@@ -11,13 +11,7 @@ use super::state::StoreState;
 
 /// Shared with 0.3, which includes 0.2's interfaces unchanged.
 pub(super) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit/0.2.0",
-        world: "context-engine",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        anyhow: true,
-    });
+    crate::lifecycle::contract_bindings!("../wit/0.2.0");
 }
 
 use bindings::ctxhost::engine::{host, types as g};

@@ -12,16 +12,9 @@ use super::v0_2::bindings::ctxhost::engine::types as g;
 
 /// Shared with 0.4, which includes 0.3's interfaces unchanged.
 pub(super) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit/0.3.0",
-        world: "context-engine",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        anyhow: true,
-        with: {
-            "ctxhost:engine/types@0.2.0": crate::v0_2::bindings::ctxhost::engine::types,
-            "ctxhost:engine/host@0.2.0": crate::v0_2::bindings::ctxhost::engine::host,
-        },
+    crate::lifecycle::contract_bindings!("../wit/0.3.0", with: {
+        "ctxhost:engine/types@0.2.0": crate::v0_2::bindings::ctxhost::engine::types,
+        "ctxhost:engine/host@0.2.0": crate::v0_2::bindings::ctxhost::engine::host,
     });
 }
 

@@ -17,17 +17,10 @@ use super::v0_2;
 use super::v0_2::bindings::ctxhost::engine::types as g;
 
 mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit/0.4.0",
-        world: "context-engine",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        anyhow: true,
-        with: {
-            "ctxhost:engine/types@0.2.0": crate::v0_2::bindings::ctxhost::engine::types,
-            "ctxhost:engine/host@0.2.0": crate::v0_2::bindings::ctxhost::engine::host,
-            "ctxhost:engine/recall@0.3.0": crate::v0_3::bindings::ctxhost::engine0_3_0::recall,
-        },
+    crate::lifecycle::contract_bindings!("../wit/0.4.0", with: {
+        "ctxhost:engine/types@0.2.0": crate::v0_2::bindings::ctxhost::engine::types,
+        "ctxhost:engine/host@0.2.0": crate::v0_2::bindings::ctxhost::engine::host,
+        "ctxhost:engine/recall@0.3.0": crate::v0_3::bindings::ctxhost::engine0_3_0::recall,
     });
 }
 

@@ -316,29 +316,10 @@ mod tests {
         }
     }
 
-    fn session() -> Session {
-        Session {
-            id: "s".into(),
-            key: "k".into(),
-        }
-    }
+    use crate::testing::{message as message_at, session};
 
     fn message(role: Role, text: &str) -> Message {
-        Message {
-            entry: 0,
-            entry_id: "0000abcd".into(),
-            role,
-            timestamp: 0,
-            text: text.into(),
-            tool_calls: vec![],
-            tool_name: None,
-            tool_call_id: None,
-            is_error: false,
-            stop_reason: None,
-            usage: None,
-            tokens: crate::estimate_tokens(text),
-            json: "{}".into(),
-        }
+        message_at(0, role, text)
     }
 
     #[test]
@@ -390,8 +371,8 @@ mod tests {
         assert_eq!(assembled.items, [ContextItem::Keep(3)]);
         assert_eq!(assembled.estimated_tokens, 5);
         let spawn = SubagentSpawn {
-            parent_session_key: "k".into(),
-            child_session_key: "k:child".into(),
+            parent_session_key: session().key,
+            child_session_key: format!("{}:child", session().key),
             context_mode: crate::ContextMode::Isolated,
             ttl_ms: None,
         };

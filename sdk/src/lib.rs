@@ -133,6 +133,7 @@ mod context;
 mod engine;
 pub mod host;
 mod plan;
+pub mod state_dir;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 mod tools;

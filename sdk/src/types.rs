@@ -1,8 +1,11 @@
 //! Helpers on the request types for what contract 0.2 carries: tool facts on the context
 //! entries, the model and pending prompt of `assemble`, and the window and assembled size of
-//! `compact`. The fields stay public; these say what they mean together.
+//! `compact`, and the answer of `bootstrap`. The fields stay public; these say what they mean
+//! together.
 
-use crate::{AssembleRequest, CompactRequest, ContextEntry, Role, estimate_tokens};
+use crate::{
+    AssembleRequest, BootstrapResult, CompactRequest, ContextEntry, Role, estimate_tokens,
+};
 
 impl Role {
     /// The role as transcripts spell it (`user`, `toolResult`, ...), as the host's search
@@ -95,6 +98,18 @@ impl CompactRequest {
     pub fn with_assembled_tokens(mut self, tokens: u32) -> Self {
         self.assembled_tokens = Some(tokens);
         self
+    }
+}
+
+impl BootstrapResult {
+    /// The engine serves the session from its own state, restored or begun; `reason` says how,
+    /// for the operator's log (`"resumed from checkpoint 12"`).
+    pub fn bootstrapped(reason: impl Into<String>) -> Self {
+        Self {
+            bootstrapped: true,
+            imported_messages: None,
+            reason: Some(reason.into()),
+        }
     }
 }
 

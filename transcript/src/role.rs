@@ -18,6 +18,17 @@ pub enum Role {
 }
 
 impl Role {
+    /// Every role's v3 name, in the order of the enum (and of the contract's).
+    pub const NAMES: [&'static str; 7] = [
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "branchSummary",
+        "compactionSummary",
+    ];
+
     /// Parse a transcript role name; the v2 name `hookMessage` is the v3 `custom`.
     pub fn parse(name: &str) -> Option<Role> {
         Some(match name {
@@ -34,15 +45,7 @@ impl Role {
 
     /// The v3 role name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::ToolResult => "toolResult",
-            Role::BashExecution => "bashExecution",
-            Role::Custom => "custom",
-            Role::BranchSummary => "branchSummary",
-            Role::CompactionSummary => "compactionSummary",
-        }
+        Self::NAMES[self as usize]
     }
 }
 
@@ -54,5 +57,12 @@ mod tests {
     fn hook_message_is_custom() {
         assert_eq!(Role::parse("hookMessage"), Some(Role::Custom));
         assert_eq!(Role::Custom.as_str(), "custom");
+    }
+
+    #[test]
+    fn every_name_parses_to_the_role_that_spells_it() {
+        for name in Role::NAMES {
+            assert_eq!(Role::parse(name).map(Role::as_str), Some(name));
+        }
     }
 }

@@ -261,12 +261,28 @@ pub(crate) fn missing_parent(parent: &str) -> String {
 impl Transcript {
     /// An empty version 3 transcript.
     pub fn new(session_id: &str, cwd: &str, timestamp_iso: &str) -> Transcript {
+        Self::unlinked(
+            format!("<session {session_id}>"),
+            Header::new_v3(session_id, cwd, timestamp_iso),
+            Vec::new(),
+            Vec::new(),
+        )
+    }
+
+    /// A transcript of these entries before [`Transcript::link`] indexes them and walks the
+    /// context (an empty one needs no linking).
+    fn unlinked(
+        source: String,
+        header: Header,
+        entries: Vec<Entry>,
+        warnings: Vec<LoadWarning>,
+    ) -> Transcript {
         Transcript {
-            source: format!("<session {session_id}>"),
-            header: Header::new_v3(session_id, cwd, timestamp_iso),
-            entries: Vec::new(),
+            source,
+            header,
+            entries,
             by_id: IdIndex::default(),
-            warnings: Vec::new(),
+            warnings,
             counter: None,
             window: None,
             context: Vec::new(),
@@ -362,19 +378,7 @@ impl Transcript {
         } else {
             reader.read(&lines[1..], &mut warnings)?
         };
-        let mut t = Transcript {
-            source: source.to_string(),
-            header,
-            entries,
-            by_id: IdIndex::default(),
-            warnings,
-            counter: None,
-            window: None,
-            context: Vec::new(),
-            context_total: 0,
-            usage_anchor: None,
-            revision: 0,
-        };
+        let mut t = Self::unlinked(source.to_string(), header, entries, warnings);
         t.link(partial)?;
         Ok(t)
     }

@@ -2,9 +2,9 @@
 //! in tests):
 //!
 //! ```text
-//! context/state/<safe_session>/{decisions,thread,resources,open_items}.json
-//! context/checkpoints/<safe_session>/cp_NNN.yaml   immutable once written
-//! context/checkpoints/<safe_session>/_latest.json  {"checkpoint_id", "path"}
+//! context/state/<safe_name(key)>/{decisions,thread,resources,open_items}.json
+//! context/checkpoints/<safe_name(key)>/cp_NNN.yaml   immutable once written
+//! context/checkpoints/<safe_name(key)>/_latest.json  {"checkpoint_id", "path"}
 //! ```
 //!
 //! Every file is written atomically (a temp file beside it, then a rename), so a reader, or the
@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use ctxhost_sdk::serde_json;
+use ctxhost_sdk::state_dir::safe_name;
 
 use crate::checkpoint::Checkpoint;
 
@@ -31,25 +32,6 @@ pub const OPEN_ITEMS: &str = "open_items.json";
 const STATE_FILES: [&str; 4] = [DECISIONS, THREAD, RESOURCES, OPEN_ITEMS];
 const LATEST: &str = "_latest.json";
 const TEMP_MARKER: &str = ".tmp-";
-
-/// A session key as a directory name: every character outside `[A-Za-z0-9._-]` becomes `_`
-/// (and `.`/`..` cannot name a parent).
-pub fn safe_session(key: &str) -> String {
-    let safe: String = key
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match safe.as_str() {
-        "" | "." | ".." => safe.replace('.', "_") + "_",
-        _ => safe,
-    }
-}
 
 /// Writes `bytes` to `path` atomically: a uniquely named temp file in the same directory,
 /// flushed (and synced when `durable`), then renamed over `path`.
@@ -126,7 +108,7 @@ impl Store {
     pub fn new(root: &Path, session_key: &str) -> Self {
         Store {
             root: root.to_path_buf(),
-            safe: safe_session(session_key),
+            safe: safe_name(session_key),
         }
     }
 
@@ -134,7 +116,7 @@ impl Store {
         self.root.join("context/state").join(&self.safe)
     }
 
-    /// `context/checkpoints/<safe_session>`, relative to the root.
+    /// `context/checkpoints/<safe_name(key)>`, relative to the root.
     fn checkpoint_rel_dir(&self) -> String {
         format!("context/checkpoints/{}", self.safe)
     }
@@ -354,16 +336,6 @@ mod tests {
             .collect();
         names.sort();
         names
-    }
-
-    #[test]
-    fn safe_session_replaces_everything_outside_the_safe_set() {
-        assert_eq!(safe_session("agent:main:main"), "agent_main_main");
-        assert_eq!(safe_session("a.b_c-D9"), "a.b_c-D9");
-        assert_eq!(safe_session("../../etc/passwd"), ".._.._etc_passwd");
-        assert_eq!(safe_session("日本"), "__");
-        assert_eq!(safe_session(".."), "___");
-        assert_eq!(safe_session(""), "_");
     }
 
     #[test]

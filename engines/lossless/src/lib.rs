@@ -111,11 +111,7 @@ impl ContextEngine for Lossless {
         for warning in state.take_warnings() {
             log::warn(warning);
         }
-        Ok(BootstrapResult {
-            bootstrapped: true,
-            imported_messages: None,
-            reason: Some(reason),
-        })
+        Ok(BootstrapResult::bootstrapped(reason))
     }
 
     fn ingest(&mut self, session: &Session, message: Message, _: bool) -> Result<IngestResult> {

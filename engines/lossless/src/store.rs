@@ -17,6 +17,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use ctxhost_sdk::serde_json;
+use ctxhost_sdk::state_dir::safe_name;
 use serde::{Deserialize, Serialize};
 
 use crate::tree::Node;
@@ -54,25 +55,6 @@ pub struct Loaded {
 pub struct Store {
     dir: PathBuf,
     header: Header,
-}
-
-/// A session id as a directory name: every character outside `[A-Za-z0-9._-]` becomes `_`,
-/// and `.`/`..` cannot name a parent.
-pub fn safe_name(id: &str) -> String {
-    let safe: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match safe.as_str() {
-        "" | "." | ".." => format!("_{}", safe.replace('.', "_")),
-        _ => safe,
-    }
 }
 
 impl Store {

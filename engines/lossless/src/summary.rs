@@ -328,16 +328,10 @@ pub struct Written {
 /// The summary of a leaf.
 pub fn write_leaf(messages: &[Message], facts: &mut Facts, model: &mut Model) -> Written {
     let extractive = facts.render_within(LEAF_CHARS);
-    match model.summarize(|| leaf_material(messages), LEAF_CHARS) {
-        Some(text) => Written {
-            text,
-            author: Author::Model,
-        },
-        None => Written {
-            text: extractive,
-            author: Author::Extractive,
-        },
-    }
+    Written::by_model_or(
+        model.summarize(|| leaf_material(messages), LEAF_CHARS),
+        extractive,
+    )
 }
 
 /// The summary of a parent, from its children's summaries (oldest first).
@@ -350,15 +344,22 @@ pub fn write_parent(children: &[&str], facts: &mut Facts, model: &mut Model) -> 
         }
         text
     };
-    match model.summarize(material, PARENT_CHARS) {
-        Some(text) => Written {
-            text,
-            author: Author::Model,
-        },
-        None => Written {
-            text: extractive,
-            author: Author::Extractive,
-        },
+    Written::by_model_or(model.summarize(material, PARENT_CHARS), extractive)
+}
+
+impl Written {
+    /// The model's summary when it wrote one, else the extractive one.
+    fn by_model_or(model_text: Option<String>, extractive: String) -> Written {
+        match model_text {
+            Some(text) => Written {
+                text,
+                author: Author::Model,
+            },
+            None => Written {
+                text: extractive,
+                author: Author::Extractive,
+            },
+        }
     }
 }
 

@@ -65,6 +65,15 @@ fn fresh(root: &Path, entry_count: u32) -> Lossless {
     }
 }
 
+/// A fresh engine that has ingested `history` one message at a time.
+fn fed(root: &Path, history: &[Message]) -> Lossless {
+    let mut engine = fresh(root, 0);
+    for message in history {
+        (engine.ingest(&testing::session(), message.clone(), false)).unwrap();
+    }
+    engine
+}
+
 fn assemble(engine: &mut Lossless, history: &[Message], budget: u32) -> AssembleResult {
     let mut request = testing::assemble_request(history);
     request.token_budget = Some(budget);
@@ -182,12 +191,7 @@ fn a_budget_too_small_for_the_summaries_gets_stubs_and_still_fits() {
     let history = session(60, None);
     let host = TestHost::new().transcript(history.clone());
     host.run(|| {
-        let mut engine = fresh(dir.path(), 0);
-        for message in &history {
-            engine
-                .ingest(&testing::session(), message.clone(), false)
-                .unwrap();
-        }
+        let mut engine = fed(dir.path(), &history);
         for budget in [200, 400, 900] {
             let plan = assemble(&mut engine, &history, budget);
             assert!(
@@ -206,12 +210,7 @@ fn the_tree_survives_a_fresh_instance_and_is_rebuilt_when_lost_or_foreign() {
     let count = history.last().unwrap().entry + 1;
     let host = TestHost::new().transcript(history.clone());
     host.run(|| {
-        let mut first = fresh(dir.path(), 0);
-        for message in &history {
-            first
-                .ingest(&testing::session(), message.clone(), false)
-                .unwrap();
-        }
+        let mut first = fed(dir.path(), &history);
         let before = assemble(&mut first, &history, 2_000);
         let nodes = first.tree().unwrap().node_count();
 
@@ -277,12 +276,7 @@ fn compaction_cuts_where_assemble_keeps_and_summarizes_the_rest_by_node() {
     let history = session(30, None);
     let host = TestHost::new().transcript(history.clone());
     host.run(|| {
-        let mut engine = fresh(dir.path(), 0);
-        for message in &history {
-            engine
-                .ingest(&testing::session(), message.clone(), false)
-                .unwrap();
-        }
+        let mut engine = fed(dir.path(), &history);
         let mut request = testing::compact_request();
         request.token_budget = Some(2_000);
         let result = engine.compact(request.clone()).unwrap();
@@ -323,12 +317,7 @@ fn tools_describe_expand_page_and_grep_and_say_what_is_wrong() {
     history[1].text = "z".repeat(40_000);
     let host = TestHost::new().transcript(history.clone());
     host.run(|| {
-        let mut engine = fresh(dir.path(), 0);
-        for message in &history {
-            engine
-                .ingest(&testing::session(), message.clone(), false)
-                .unwrap();
-        }
+        let mut engine = fed(dir.path(), &history);
         let (text, failed) = call(&mut engine, "lossless_describe", json!({"node": "s1-0"}));
         assert!(!failed, "{text}");
         assert!(text.starts_with("s1-0 · entries 0–"), "{text}");

@@ -280,27 +280,25 @@ impl Session {
         };
 
         let flush = self.flush_signal(settings, &material);
-        let mut assembly = self.assemble(&assemble).await?;
-        // Counted once per assembly: the breakdown sums them, the request carries them.
-        let mut message_tokens = self.item_tokens(&assembly);
-        let mut sections = self.sections_with_addition(&base_parts, &assembly);
-        let mut breakdown = self.breakdown(
-            &sections,
-            &message_tokens,
-            current,
+        // What every measure of this request shares; `measure_request` fills in the rest.
+        let frame = Breakdown {
+            current_message: current,
             window,
-            reserve,
+            response_reserve: reserve,
             history_budget,
-        );
+            ..Breakdown::default()
+        };
+        let mut assembly = self.assemble(&assemble).await?;
+        let mut measured = self.measure_request(&base_parts, &assembly, &frame);
         let mut overflow_compaction = None;
         let mut total_before_compaction = None;
         let mut overflow = None;
-        if breakdown.total > available && !self.shared.settings().auto_enabled {
+        if measured.breakdown.total > available && !self.shared.settings().auto_enabled {
             // Automatic compaction is off (`enabled: false`): the overflow is reported, never
             // compacted behind the operator's back.
-            overflow = Some(ContextOverflow::new(&breakdown));
-        } else if breakdown.total > available {
-            total_before_compaction = Some(breakdown.total);
+            overflow = Some(ContextOverflow::new(&measured.breakdown));
+        } else if measured.breakdown.total > available {
+            total_before_compaction = Some(measured.breakdown.total);
             let outcome = self
                 .compact(&CompactOptions {
                     force: true,
@@ -310,21 +308,17 @@ impl Session {
                 })
                 .await?;
             assembly = self.assemble(&assemble).await?;
-            message_tokens = self.item_tokens(&assembly);
-            sections = self.sections_with_addition(&base_parts, &assembly);
-            breakdown = self.breakdown(
-                &sections,
-                &message_tokens,
-                current,
-                window,
-                reserve,
-                history_budget,
-            );
+            measured = self.measure_request(&base_parts, &assembly, &frame);
             overflow_compaction = Some(outcome);
-            if breakdown.total > available {
-                overflow = Some(ContextOverflow::new(&breakdown));
+            if measured.breakdown.total > available {
+                overflow = Some(ContextOverflow::new(&measured.breakdown));
             }
         }
+        let Measured {
+            message_tokens,
+            sections,
+            breakdown,
+        } = measured;
         let messages = self.render(&assembly);
         let items = assembly.items().collect();
         Ok(ModelRequest {
@@ -377,22 +371,29 @@ impl Session {
             .collect()
     }
 
-    fn breakdown(
+    /// An assembly measured by the host: each item's tokens (counted once: the breakdown sums
+    /// them, the request carries them), the system prompt with the engine's addition, and the
+    /// breakdown of `frame`'s window.
+    fn measure_request(
         &self,
-        sections: &[Section],
-        message_tokens: &[u32],
-        current: u64,
-        window: u64,
-        reserve: u64,
-        history_budget: u64,
-    ) -> Breakdown {
+        base: &system::PromptParts<'_>,
+        assembly: &Assembly,
+        frame: &Breakdown,
+    ) -> Measured {
+        let message_tokens = self.item_tokens(assembly);
+        let sections = self.sections_with_addition(base, assembly);
+        let breakdown = Self::breakdown(&sections, &message_tokens, frame);
+        Measured {
+            message_tokens,
+            sections,
+            breakdown,
+        }
+    }
+
+    fn breakdown(sections: &[Section], message_tokens: &[u32], frame: &Breakdown) -> Breakdown {
         let mut b = Breakdown {
-            current_message: current,
-            window,
-            response_reserve: reserve,
-            history_budget,
             history: message_tokens.iter().map(|&t| u64::from(t)).sum(),
-            ..Breakdown::default()
+            ..frame.clone()
         };
         for section in sections {
             let tokens = u64::from(section.tokens);
@@ -465,6 +466,13 @@ fn base_parts<'a>(
         extra: settings.extra_system_prompt.as_deref(),
         engine_addition: None,
     }
+}
+
+/// [`Session::measure_request`]'s answer.
+struct Measured {
+    message_tokens: Vec<u32>,
+    sections: Vec<Section>,
+    breakdown: Breakdown,
 }
 
 #[cfg(test)]

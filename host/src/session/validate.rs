@@ -205,16 +205,6 @@ impl Iterator for Items<'_> {
 
 impl ExactSizeIterator for Items<'_> {}
 
-const MESSAGE_ROLES: &[&str] = &[
-    "user",
-    "assistant",
-    "toolResult",
-    "bashExecution",
-    "custom",
-    "branchSummary",
-    "compactionSummary",
-];
-
 /// Token figures above this are not estimates but garbage (no model has such a window).
 pub(super) const ABSURD_TOKENS: u32 = 100_000_000;
 
@@ -422,10 +412,10 @@ fn check_message(json: &str) -> Result<(), String> {
         .get("role")
         .and_then(|r| r.as_str())
         .ok_or("no string `role` field")?;
-    if !MESSAGE_ROLES.contains(&role) {
+    if !Role::NAMES.contains(&role) {
         return Err(format!(
             "unknown role `{role}` (expected one of {})",
-            MESSAGE_ROLES.join(", ")
+            Role::NAMES.join(", ")
         ));
     }
     Ok(())

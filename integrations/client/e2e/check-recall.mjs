@@ -8,42 +8,17 @@
 //
 // Exits 1 naming every failed check.
 
-import { readFileSync } from "node:fs";
+import { arg, check, failures, readJsonl, text } from "./checks.mjs";
 
-const args = process.argv.slice(2);
-/** @param {string} name */
-const arg = (name) => {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0 || i + 1 >= args.length) {
-    console.error(`check-recall.mjs: --${name} is required`);
-    process.exit(2);
-  }
-  return args[i + 1];
-};
 const engine = arg("engine");
 const requestsFile = arg("requests");
 const turns = Number(arg("turns"));
 
-const failures = [];
-/** @param {boolean} ok @param {string} what */
-function check(ok, what) {
-  console.log(`  ${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures.push(what);
-}
-/** @param {any} m */
-function text(m) {
-  if (typeof m?.content === "string") return m.content;
-  if (Array.isArray(m?.content)) return m.content.map((p) => (typeof p?.text === "string" ? p.text : "")).join("\n");
-  return "";
-}
 const endMarker = (/** @type {number} */ turn) => `END-OF-E2E-${engine}-TURN-${turn}`;
 const tag = `E2E-${engine}-RECALL`;
 
 console.log(`e2e: recall checks for ${engine}`);
-const requests = readFileSync(requestsFile, "utf8")
-  .split("\n")
-  .filter((l) => l.trim())
-  .map((l) => JSON.parse(l));
+const requests = readJsonl(requestsFile);
 // The recall turn's requests: those holding its prompt and no newer prompt (a runtime may add
 // user messages of its own after the prompt, such as OpenClaw's internal context block).
 const recall = requests.filter((r) => {

@@ -7,19 +7,10 @@
 //
 // Exits 1 naming every failed check.
 
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { args, arg, check, failures, files, readJsonl, text } from "../../client/e2e/checks.mjs";
 
-const args = process.argv.slice(2);
-/** @param {string} name */
-const arg = (name) => {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0 || i + 1 >= args.length) {
-    console.error(`check.mjs: --${name} is required`);
-    process.exit(2);
-  }
-  return args[i + 1];
-};
 const engine = arg("engine");
 const sessionKey = arg("session-key");
 const turns = Number(arg("turns"));
@@ -29,22 +20,10 @@ const turnsDir = arg("turns-dir");
 /** The turn that ran with OpenClaw's own engine (0: none). */
 const bypassed = args.includes("--bypassed") ? Number(arg("bypassed")) : 0;
 
-const failures = [];
-/** @param {boolean} ok @param {string} what */
-function check(ok, what) {
-  console.log(`  ${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures.push(what);
-}
 const marker = (/** @type {number} */ turn) => `E2E-${engine}-TURN-${turn}:`;
 /** The last line of a turn's prompt: the extractive summary never keeps it. */
 const endMarker = (/** @type {number} */ turn) => `END-OF-E2E-${engine}-TURN-${turn}`;
 
-/** The text of a chat-completions message (string or parts). @param {any} m */
-function text(m) {
-  if (typeof m?.content === "string") return m.content;
-  if (Array.isArray(m?.content)) return m.content.map((p) => (typeof p?.text === "string" ? p.text : "")).join("\n");
-  return "";
-}
 /** The text of an AgentMessage in the mirror. @param {any} m */
 function agentText(m) {
   if (typeof m?.content === "string") return m.content;
@@ -52,36 +31,22 @@ function agentText(m) {
   return "";
 }
 
-/** @param {string} dir @returns {string[]} */
-function walk(dir) {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? walk(path) : [path];
-  });
-}
-
 console.log(`e2e-openclaw: checks for ${engine} (${sessionKey}, ${turns} turns)`);
 
 // --- the mirror ---------------------------------------------------------------------------
 const sessionsDir = join(home, "sessions");
-const files = walk(sessionsDir);
+const sessionFiles = files(sessionsDir);
 const tail = sessionKey.split(":").slice(2).join(":");
-const mirrorFiles = files.filter((f) => f.endsWith(".jsonl") && !f.includes(".ledger.") && f.includes(encodeURIComponent(tail)));
+const mirrorFiles = sessionFiles.filter((f) => f.endsWith(".jsonl") && !f.includes(".ledger.") && f.includes(encodeURIComponent(tail)));
 check(mirrorFiles.length === 1, `one mirror file for ${sessionKey} under ${sessionsDir} (found: ${mirrorFiles.join(", ") || "none"})`);
-const resets = files.filter((f) => f.includes(encodeURIComponent(tail)) && /\.(reset|torn)-/.test(f));
+const resets = sessionFiles.filter((f) => f.includes(encodeURIComponent(tail)) && /\.(reset|torn)-/.test(f));
 check(resets.length === 0, `the mirror was never reset or torn (${resets.join(", ") || "no .reset-/.torn- files"})`);
-const internal = files.filter((f) => f.includes("internal-session-effects"));
+const internal = sessionFiles.filter((f) => f.includes("internal-session-effects"));
 check(internal.length === 0, `no mirror files of internal (memory-flush) sessions (${internal.length})`);
 
 /** @type {any[]} */
 let entries = [];
-if (mirrorFiles.length === 1) {
-  entries = readFileSync(mirrorFiles[0], "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
-}
+if (mirrorFiles.length === 1) entries = readJsonl(mirrorFiles[0]);
 const markers = entries.filter((e) => e.type === "custom" && e.customType === "ctxhost.mirror");
 // A commit's marker names its advancement key; a sync's marker has none.
 const keys = markers.map((e) => e.data?.advancementKey).filter((k) => typeof k === "string");
@@ -109,10 +74,7 @@ const compactions = entries.filter((e) => e.type === "compaction");
 check(compactions.length > 0, `ctxhost compacted the session (${compactions.length} compaction entries)`);
 
 // --- what the model saw -------------------------------------------------------------------
-const requests = readFileSync(requestsFile, "utf8")
-  .split("\n")
-  .filter((l) => l.trim())
-  .map((l) => JSON.parse(l));
+const requests = readJsonl(requestsFile);
 /** The requests of one turn: those whose last user message is the turn's prompt. @param {number} turn */
 const requestsOf = (turn) =>
   requests.filter((r) => {
@@ -155,7 +117,7 @@ if (engine === "checkpoint-manager") {
   const restore = requests.some((r) => (r.body?.messages ?? []).some((m) => /\[Checkpoint [^\]]*: the context was compacted\./.test(text(m))));
   check(gauge, "the model saw checkpoint-manager's gauge note ([Context: N% | …]) among the messages (never the system prompt, which would break the cached prefix)");
   check(restore, "the model saw checkpoint-manager's checkpoint restore after the compaction");
-  const states = walk(join(home, "state", "checkpoint-manager"));
+  const states = files(join(home, "state", "checkpoint-manager"));
   check(states.length > 0, `checkpoint-manager kept state under state/checkpoint-manager (${states.length} files)`);
 }
 console.log(`  info last request: ${lastMessages.length} messages, system prompt ${system.length} chars`);

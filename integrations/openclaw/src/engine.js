@@ -10,6 +10,7 @@
 // every turn into the mirror twice.
 
 import { performance } from "node:perf_hooks";
+import { abortable } from "../../client/abort.js";
 import { fingerprint, lastFingerprint } from "../../client/fingerprint.js";
 import { fromItems, isInserted, syncMirror, withTimestamps } from "../../client/mirror.js";
 import { codes, isRpcError, isSidecarError } from "../../client/sidecar.js";
@@ -83,31 +84,6 @@ function needsBootstrap(err) {
 /** @param {unknown} err */
 function describe(err) {
   return err instanceof Error ? err.message : String(err);
-}
-
-/**
- * @template T
- * @param {Promise<T>} promise
- * @param {AbortSignal | undefined} signal
- * @returns {Promise<T>}
- */
-function abortable(promise, signal) {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason ?? new Error("aborted"));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason ?? new Error("aborted"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /**

@@ -2,54 +2,18 @@
 // test, an engine wired to a sidecar that records every call, and message builders.
 
 import { readFileSync, rmSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Bridge, CtxhostContextEngine } from "../src/engine.js";
 import { Sidecar, describeNotification } from "../../client/sidecar.js";
 import { createTiming } from "../../client/timing.js";
-import { binaryFor, freshHome, skipWithout } from "../../client/test-support/common.js";
-export { files, waitFor } from "../../client/test-support/common.js";
+import { assistantMessage, bigTurnWith, serveSupport } from "../../client/test-support/common.js";
+export { files, smallWindow, waitFor } from "../../client/test-support/common.js";
 export { readJsonl as readMirror } from "../../client/test-support/common.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-export const PACKAGE_DIR = resolve(here, "..");
-
-/** The binary under test: $CTXHOST_BIN, else the workspace's debug build. */
-export const BINARY = binaryFor(PACKAGE_DIR);
-
 /**
- * Why the serve tests cannot run here (printed visibly), or false.
- * @returns {string | false}
+ * The package's folder; the binary under test ($CTXHOST_BIN, else the workspace's debug build);
+ * why the serve tests cannot run here, or false; a fresh CTXHOST_HOME (removed by `cleanup`).
  */
-export function skipServe() {
-  return skipWithout(BINARY);
-}
-
-/**
- * A fresh CTXHOST_HOME with a ctxhost.json; removed by `cleanup`.
- * @param {object} [config] the ctxhost.json content
- */
-export function tempHome(config = {}) {
-  return freshHome("ctxhost-openclaw-test-", config);
-}
-
-/** A ctxhost.json whose small window makes a few big turns compact. */
-export function smallWindow(engine = "legacy", contextWindow = 4000) {
-  return {
-    plugins: { slots: { contextEngine: engine } },
-    agents: {
-      defaults: {
-        contextWindow,
-        compaction: {
-          reserveTokens: 500,
-          reserveTokensFloor: 0,
-          summarizeKeepRecentTokens: 800,
-          fullKeepRecentTokens: 600,
-        },
-      },
-    },
-  };
-}
+export const { PACKAGE_DIR, BINARY, skipServe, tempHome } = serveSupport(import.meta.url, "ctxhost-openclaw-test-");
 
 /**
  * An engine over a real sidecar, recording calls and log lines.
@@ -100,20 +64,10 @@ export function user(text) {
   return { role: "user", content: text, timestamp: clock, __openclaw: { senderIsOwner: true }, idempotencyKey: `k-${clock}:user` };
 }
 
-/** An assistant message as OpenClaw stores it. */
+/** An assistant message as OpenClaw stores it: pi's shape, plus OpenClaw's own field. */
 export function assistant(text, toolCalls = []) {
   clock += 1000;
-  return {
-    role: "assistant",
-    content: [{ type: "text", text }, ...toolCalls.map(([id, name, args]) => ({ type: "toolCall", id, name, arguments: args }))],
-    api: "openai-completions",
-    provider: "fake",
-    model: "fake-model",
-    usage: { input: 10, output: 10, cacheRead: 0, cacheWrite: 0, totalTokens: 20, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-    stopReason: toolCalls.length ? "toolUse" : "stop",
-    timestamp: clock,
-    __openclaw: { turn: clock },
-  };
+  return { ...assistantMessage(text, toolCalls, clock), __openclaw: { turn: clock } };
 }
 
 /** A tool result answering `id`. */
@@ -123,11 +77,7 @@ export function toolResult(id, name, text) {
 }
 
 /** A turn of `chars` characters of user text plus a short reply. */
-export function bigTurn(label, chars = 4000) {
-  let text = `${label}: `;
-  while (text.length < chars) text += `notes about ${label} that take room in the context window. `;
-  return [user(text), assistant(`reply to ${label}`)];
-}
+export const bigTurn = bigTurnWith({ user, assistant });
 
 /** Whether a process is alive. @param {number | undefined} pid */
 export function alive(pid) {

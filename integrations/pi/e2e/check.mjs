@@ -7,51 +7,15 @@
 //
 // Exits 1 naming every failed check.
 
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { arg, check, failures, files, readJsonl, text } from "../../client/e2e/checks.mjs";
 
-const args = process.argv.slice(2);
-/** @param {string} name */
-const arg = (name) => {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0 || i + 1 >= args.length) {
-    console.error(`check.mjs: --${name} is required`);
-    process.exit(2);
-  }
-  return args[i + 1];
-};
 const engine = arg("engine");
 const turns = Number(arg("turns"));
 const requestsFile = arg("requests");
 const sessionFile = arg("session-file");
 const home = arg("ctxhost-home");
 
-const failures = [];
-/** @param {boolean} ok @param {string} what */
-function check(ok, what) {
-  console.log(`  ${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures.push(what);
-}
-/** @param {any} m the text of a chat-completions or pi message */
-function text(m) {
-  if (typeof m?.content === "string") return m.content;
-  if (Array.isArray(m?.content)) return m.content.map((/** @type {any} */ p) => (typeof p?.text === "string" ? p.text : "")).join("\n");
-  return "";
-}
-/** @param {string} path */
-const jsonl = (path) =>
-  readFileSync(path, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
-/** @param {string} dir @returns {string[]} */
-function walk(dir) {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? walk(path) : [path];
-  });
-}
 const marker = (/** @type {string | number} */ turn) => `E2E-${engine}-TURN-${turn}:`;
 const endMarker = (/** @type {number} */ turn) => `END-OF-E2E-${engine}-TURN-${turn}`;
 /** pi's own words around a compaction summary it shows the model (dist/core/messages.js). */
@@ -62,7 +26,7 @@ const CTXHOST_SUMMARY = /compacted\. Summary of it:/;
 console.log(`e2e-pi: checks for ${engine} (${turns} turns, ${sessionFile})`);
 
 // --- pi's session file ---------------------------------------------------------------------
-const entries = jsonl(sessionFile);
+const entries = readJsonl(sessionFile);
 const header = entries[0];
 check(header?.type === "session", `pi's session file starts with its header (version ${header?.version})`);
 const compactions = entries.filter((e) => e.type === "compaction");
@@ -83,14 +47,14 @@ check(
 const sessionId = header?.id;
 
 // --- ctxhost's mirror ------------------------------------------------------------------------
-const sessionFiles = walk(join(home, "sessions"));
+const sessionFiles = files(join(home, "sessions"));
 const key = `pi:${sessionId}`;
 // The mirror itself, not the turn ledger (`<mirror>.ledger.jsonl`) beside it.
 const mirrors = sessionFiles.filter((f) => f.endsWith(".jsonl") && !f.endsWith(".ledger.jsonl") && f.includes(encodeURIComponent(key)));
 check(mirrors.length === 1, `one mirror file for ${key} (${mirrors.join(", ") || "none"})`);
 const resets = sessionFiles.filter((f) => f.includes(encodeURIComponent(key)) && /\.(reset|torn)-/.test(f));
 check(resets.length === 0, `the mirror was never reset or torn (${resets.join(", ") || "no .reset-/.torn- files"})`);
-const mirror = mirrors.length === 1 ? jsonl(mirrors[0]) : [];
+const mirror = mirrors.length === 1 ? readJsonl(mirrors[0]) : [];
 const mirrored = mirror.filter((e) => e.type === "message").map((e) => e.message);
 for (let turn = 1; turn <= turns; turn++) {
   const n = mirrored.filter((m) => m?.role === "user" && text(m).includes(marker(turn))).length;
@@ -111,7 +75,7 @@ check(
 check(mirrored.some((m) => m.role === "toolResult" && text(m).includes(`E2E-NOTES-${engine}`)), "the read tool's result reached the mirror");
 
 // --- what the model saw ----------------------------------------------------------------------
-const requests = jsonl(requestsFile).filter((r) => JSON.stringify(r.body?.messages ?? []).includes(`E2E-${engine}-`));
+const requests = readJsonl(requestsFile).filter((r) => JSON.stringify(r.body?.messages ?? []).includes(`E2E-${engine}-`));
 const summarizer = requests.filter((r) =>
   (r.body?.messages ?? []).some((m) => /context summarization assistant|Create a structured context checkpoint summary/.test(text(m))),
 );

@@ -3,41 +3,16 @@
 // manager serves a branch of entries, entry builders, and the real `ctxhost serve` binary.
 
 import { rmSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import extension from "../index.js";
-import { binaryFor, freshHome, skipWithout } from "../../client/test-support/common.js";
-export { files, waitFor } from "../../client/test-support/common.js";
+import { assistantMessage, bigTurnWith, serveSupport } from "../../client/test-support/common.js";
+export { files, smallWindow, waitFor } from "../../client/test-support/common.js";
 export { readJsonl } from "../../client/test-support/common.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-export const PACKAGE_DIR = resolve(here, "..");
-
-/** The binary under test: $CTXHOST_BIN, else the workspace's debug build. */
-export const BINARY = binaryFor(PACKAGE_DIR);
-
-/** Why the serve tests cannot run here (printed visibly), or false. */
-export function skipServe() {
-  return skipWithout(BINARY);
-}
-
-/** A fresh CTXHOST_HOME with a ctxhost.json. @param {object} [config] */
-export function tempHome(config = {}) {
-  return freshHome("ctxhost-pi-test-", config);
-}
-
-/** A ctxhost.json whose compaction leaves little room, so a few big turns compact. */
-export function smallWindow(engine = "legacy", contextWindow = 100_000) {
-  return {
-    plugins: { slots: { contextEngine: engine } },
-    agents: {
-      defaults: {
-        contextWindow,
-        compaction: { reserveTokens: 500, reserveTokensFloor: 0, summarizeKeepRecentTokens: 800, fullKeepRecentTokens: 600 },
-      },
-    },
-  };
-}
+/**
+ * The package's folder; the binary under test ($CTXHOST_BIN, else the workspace's debug build);
+ * why the serve tests cannot run here, or false; a fresh CTXHOST_HOME with a ctxhost.json.
+ */
+export const { PACKAGE_DIR, BINARY, skipServe, tempHome } = serveSupport(import.meta.url, "ctxhost-pi-test-");
 
 let clock = Date.parse("2026-11-20T09:00:00Z");
 let nextId = 0;
@@ -57,16 +32,7 @@ export function user(text) {
 /** An assistant message as pi's openai-completions provider stores it. */
 export function assistant(text, toolCalls = []) {
   clock += 1000;
-  return {
-    role: "assistant",
-    content: [{ type: "text", text }, ...toolCalls.map(([callId, name, args]) => ({ type: "toolCall", id: callId, name, arguments: args }))],
-    api: "openai-completions",
-    provider: "fake",
-    model: "fake-model",
-    usage: { input: 10, output: 10, cacheRead: 0, cacheWrite: 0, totalTokens: 20, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-    stopReason: toolCalls.length ? "toolUse" : "stop",
-    timestamp: clock,
-  };
+  return assistantMessage(text, toolCalls, clock);
 }
 
 /** A tool result answering `callId`. */
@@ -76,11 +42,7 @@ export function toolResult(callId, name, text, isError = false) {
 }
 
 /** A turn of `chars` characters of user text plus a short reply. */
-export function bigTurn(label, chars = 4000) {
-  let text = `${label}: `;
-  while (text.length < chars) text += `notes about ${label} that take room in the context window. `;
-  return [user(text), assistant(`reply to ${label}`)];
-}
+export const bigTurn = bigTurnWith({ user, assistant });
 
 /**
  * pi's session as a tree of entries on one branch: append messages, compactions, switch to a
