@@ -81,7 +81,7 @@ impl TranscriptFile {
     /// bytes kept as a backup, see [`TranscriptFile::backup`]). Temp files of killed rewrites
     /// are removed (see [`rewrite_atomically`]).
     pub fn open(path: &Path) -> Result<(TranscriptFile, Transcript), TranscriptError> {
-        remove_stale_temp_files(path);
+        leftovers::remove_stale(path);
         let text = crate::read::read_text(path)?;
         let mut transcript = Transcript::parse(&text, &path.display().to_string())?;
         let rewrite_first = transcript.is_migrated() || !text.ends_with('\n');
@@ -278,7 +278,7 @@ fn replace(
     bytes: &[u8],
     keep_backup: bool,
 ) -> Result<Option<PathBuf>, TranscriptError> {
-    remove_stale_temp_files(path);
+    leftovers::remove_stale(path);
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp = with_suffix(path, &format!(".tmp-{}-{n}", std::process::id()));
     let result = write_and_swap_steps(path, &tmp, bytes, CHUNK, None, keep_backup);
@@ -287,62 +287,6 @@ fn replace(
         let _ = std::fs::remove_file(&tmp);
     }
     result
-}
-
-/// An unlocked temp file of a process that looks alive is left alone until it has not been
-/// written to for this long: its pid may have been reused, or its writer may be between
-/// creating the file and locking it.
-const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Remove `<file>.tmp-<pid>-<n>` files a killed rewrite left behind (they can be as large as
-/// the transcript), whenever a transcript is opened for writing. A rewrite holds a lock on its
-/// temp file until the file is renamed into place, so a locked one is never touched, even
-/// when its writer looks dead (a process in another pid namespace sharing the directory
-/// does). An unlocked one goes when its process no longer exists, or when it has not been
-/// written to for [`STALE_AFTER`]. Best effort: failing to tidy up never fails the caller.
-fn remove_stale_temp_files(path: &Path) {
-    let (Some(name), Some(dir)) = (path.file_name(), path.parent()) else {
-        return;
-    };
-    let can_see_processes = Path::new("/proc/self").exists();
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let prefix = format!("{}.tmp-", name.to_string_lossy());
-    let Ok(listing) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in listing.flatten() {
-        let file_name = entry.file_name();
-        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
-            continue;
-        };
-        let Some((pid, n)) = rest.split_once('-') else {
-            continue;
-        };
-        let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else {
-            continue;
-        };
-        let Ok(temp) = File::open(entry.path()) else {
-            continue;
-        };
-        if temp.try_lock().is_err() {
-            continue; // a rewrite still writing it (or a file system without locks)
-        }
-        let writer_gone = can_see_processes
-            && pid != std::process::id()
-            && !Path::new("/proc").join(pid.to_string()).exists();
-        let idle = (temp.metadata().ok())
-            .filter(std::fs::Metadata::is_file)
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= STALE_AFTER);
-        if writer_gone || idle {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
 }
 
 /// Where `rewrite_atomically` keeps the file at `path` before replacing it: `<file>.bak` when
@@ -474,5 +418,6 @@ fn write_and_swap_steps(
     Ok(backup)
 }
 
+mod leftovers;
 #[cfg(test)]
 mod tests;

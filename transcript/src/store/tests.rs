@@ -1,3 +1,4 @@
+use super::leftovers::STALE_AFTER;
 use super::*;
 
 #[test]
