@@ -102,6 +102,7 @@ const MAX_WAIT_FOR_RESTART_MS = 1000;
 /**
  * @typedef {object} SidecarOptions
  * @property {string} binary the ctxhost binary (a path, or a name looked up on PATH)
+ * @property {string} [binaryHint] added to the error when `binary` does not exist
  * @property {string} [home] CTXHOST_HOME for the child; unset: the environment's
  * @property {number} callTimeoutMs
  * @property {string[]} [args] arguments after the binary (default `["serve"]`)
@@ -272,8 +273,10 @@ export class Sidecar {
     /** @type {Promise<never>} */
     const failed = new Promise((_, reject) => {
       child.once("error", (err) => {
-        this.#gone(child, `could not run ${binary}: ${err.message}`, "spawn");
-        reject(new SidecarError("spawn", `ctxhost serve: could not run \`${binary}\`: ${err.message}`));
+        const hint = /** @type {NodeJS.ErrnoException} */ (err).code === "ENOENT" && this.#options.binaryHint;
+        const why = `${err.message}${hint ? ` (${hint})` : ""}`;
+        this.#gone(child, `could not run ${binary}: ${why}`, "spawn");
+        reject(new SidecarError("spawn", `ctxhost serve: could not run \`${binary}\`: ${why}`));
       });
     });
     failed.catch(() => {});

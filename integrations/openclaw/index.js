@@ -12,10 +12,10 @@
 // registers factories. Nothing is spawned until an engine hook or a tool call needs the sidecar.
 
 import { readFileSync } from "node:fs";
-import { resolveConfig } from "../client/config.js";
+import { resolveConfig } from "./client/config.js";
 import { Bridge, CtxhostContextEngine, ENGINE_ID } from "./src/engine.js";
-import { Sidecar, describeNotification } from "../client/sidecar.js";
-import { createTiming, timingEnabled } from "../client/timing.js";
+import { Sidecar, describeNotification } from "./client/sidecar.js";
+import { createTiming, timingEnabled } from "./client/timing.js";
 import { RECALL_TOOL_NAMES, openclawTools } from "./src/tools.js";
 import { healthService } from "./src/health.js";
 import { CLI_DESCRIPTOR, addStatusCommand } from "./src/status-command.js";
@@ -47,6 +47,7 @@ function bridgeFor(config, log) {
     const timing = createTiming(timingEnabled());
     const sidecar = new Sidecar({
       binary: config.binary,
+      binaryHint: config.binaryHint,
       home: config.home,
       callTimeoutMs: config.callTimeoutMs,
       client: { name: "openclaw-ctxhost", version: VERSION },
@@ -117,10 +118,10 @@ export default {
   },
 };
 
-export { resolveConfig } from "../client/config.js";
+export { resolveConfig } from "./client/config.js";
 export { Bridge, CtxhostContextEngine } from "./src/engine.js";
-export { Sidecar } from "../client/sidecar.js";
-export { callSessionTool } from "../client/tools.js";
+export { Sidecar } from "./client/sidecar.js";
+export { callSessionTool } from "./client/tools.js";
 export { RECALL_TOOLS, openclawTools } from "./src/tools.js";
 export { FailureLog, checkHealth, formatReport, healthService, summarize } from "./src/health.js";
 export { runStatus } from "./src/status-command.js";

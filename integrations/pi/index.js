@@ -8,18 +8,20 @@
 //   session_start           → the session opens on the sidecar; its tools become pi tools
 //   agent_end               → the prompt's last messages reach the mirror
 //
-// Settings: `--ctxhost-bin PATH` (else $CTXHOST_BIN, else `ctxhost` on PATH), `--ctxhost-home DIR`
+// Settings: `--ctxhost-bin PATH` (else $CTXHOST_BIN, else the platform package's binary, else
+// `ctxhost` on PATH), `--ctxhost-home DIR`
 // (else $CTXHOST_HOME, else ~/.ctxhost), $CTXHOST_CALL_TIMEOUT_MS (default 30000).
 //
 // Nothing here may break a pi turn: every handler catches what fails, says so once, and leaves
 // pi to do what it would do without the extension (its own messages, its own compaction). The
-// sidecar restarts with a backoff (../client/sidecar.js); pi's session file keeps everything,
+// sidecar restarts with a backoff (client/sidecar.js); pi's session file keeps everything,
 // and the mirror catches up from it at the next call.
 
 import { readFileSync } from "node:fs";
-import { resolveConfig } from "../client/config.js";
-import { Sidecar, describeNotification } from "../client/sidecar.js";
-import { createTiming, timingEnabled } from "../client/timing.js";
+import { resolveConfig } from "./client/config.js";
+import { Sidecar, describeNotification } from "./client/sidecar.js";
+import { createTiming, timingEnabled } from "./client/timing.js";
+import { compactionBudget } from "./src/compaction.js";
 import { withSystemAddition } from "./src/payload.js";
 import { PiSession } from "./src/session.js";
 import { registerTools } from "./src/tools.js";
@@ -41,7 +43,7 @@ function describe(err) {
 }
 
 /**
- * @param {import("../client/config.js").BridgeConfig} config
+ * @param {import("./client/config.js").BridgeConfig} config
  * @param {{ info: (m: string) => void, warn: (m: string) => void }} log
  * @returns {{ sidecar: Sidecar, timing: ReturnType<typeof createTiming> }}
  */
@@ -55,6 +57,7 @@ function sidecarFor(config, log) {
     const timing = createTiming(timingEnabled());
     const sidecar = new Sidecar({
       binary: config.binary,
+      binaryHint: config.binaryHint,
       home: config.home,
       callTimeoutMs: config.callTimeoutMs,
       client: { name: "pi-ctxhost", version: VERSION },
@@ -127,7 +130,7 @@ function windowOf(ctx) {
 
 /** @param {any} pi ExtensionAPI */
 export default function ctxhostExtension(pi) {
-  pi.registerFlag("ctxhost-bin", { description: "The ctxhost binary (default: $CTXHOST_BIN, else ctxhost on PATH)", type: "string" });
+  pi.registerFlag("ctxhost-bin", { description: "The ctxhost binary (default: $CTXHOST_BIN, else the binary of the installed @ctxhost/cli-<platform> package, else ctxhost on PATH)", type: "string" });
   pi.registerFlag("ctxhost-home", { description: "CTXHOST_HOME for the ctxhost sidecar (default: $CTXHOST_HOME, else ~/.ctxhost)", type: "string" });
 
   const log = createLog();
@@ -262,10 +265,10 @@ export default function ctxhostExtension(pi) {
         const session = state?.session ?? sessionOf(ctx);
         key = session.key;
         // pi compacts once the context passes its window less its reserve: that is the window
-        // ctxhost compacts for (with the whole window, its compaction may find nothing to do).
+        // ctxhost compacts for (with the whole window, its compaction may find nothing to do),
+        // less a margin when the model refused what ctxhost counted as fitting.
         const window = state?.tokenBudget ?? windowOf(ctx);
-        const reserve = event?.preparation?.settings?.reserveTokens;
-        const tokenBudget = window !== undefined && typeof reserve === "number" && reserve > 0 && reserve < window ? window - reserve : window;
+        const tokenBudget = compactionBudget(window, event?.preparation?.settings?.reserveTokens, event?.reason);
         const { compacted, answer, skipped, reused } = await session.compaction(event, {
           tokenBudget,
           model: state?.model,

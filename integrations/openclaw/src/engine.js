@@ -10,10 +10,10 @@
 // every turn into the mirror twice.
 
 import { performance } from "node:perf_hooks";
-import { abortable } from "../../client/abort.js";
-import { fingerprint, lastFingerprint } from "../../client/fingerprint.js";
-import { fromItems, isInserted, syncMirror, withTimestamps } from "../../client/mirror.js";
-import { codes, isRpcError, isSidecarError } from "../../client/sidecar.js";
+import { abortable } from "../client/abort.js";
+import { fingerprint, lastFingerprint } from "../client/fingerprint.js";
+import { fromItems, isInserted, syncMirror, withTimestamps } from "../client/mirror.js";
+import { codes, isRpcError, isSidecarError } from "../client/sidecar.js";
 import { FailureLog } from "./health.js";
 import { estimateTokens, fitToBudget } from "./tokens.js";
 
@@ -39,9 +39,9 @@ export { isInserted, withTimestamps };
  */
 export class Bridge {
   /**
-   * @param {import("../../client/sidecar.js").Sidecar} sidecar
+   * @param {import("../client/sidecar.js").Sidecar} sidecar
    * @param {Log} log
-   * @param {ReturnType<typeof import("../../client/timing.js").createTiming>} timing
+   * @param {ReturnType<typeof import("../client/timing.js").createTiming>} timing
    */
   constructor(sidecar, log, timing) {
     this.sidecar = sidecar;

@@ -136,7 +136,7 @@ function newestError(health) {
 /**
  * Asks the sidecar for its health (starting it if need be: a sidecar that cannot start is what
  * must not read green) and reads the answer with the plugin's own failures.
- * @param {{ sidecar: import("../../client/sidecar.js").Sidecar, failures?: FailureLog }} source
+ * @param {{ sidecar: import("../client/sidecar.js").Sidecar, failures?: FailureLog }} source
  * @param {{ sessionKey?: string, timeoutMs?: number }} [opts]
  * @returns {Promise<HealthReport>}
  */
@@ -262,7 +262,7 @@ export function formatReport(report) {
 /**
  * The gateway service: checks now, every `pollMs`, and at once when the plugin sees a failure or
  * a recovery; reports a report that is not green as the service's failure, clears it when green.
- * @param {() => { sidecar: import("../../client/sidecar.js").Sidecar, failures?: FailureLog }} sourceFor
+ * @param {() => { sidecar: import("../client/sidecar.js").Sidecar, failures?: FailureLog }} sourceFor
  * @param {{ pollMs?: number, timeoutMs?: number, log?: { warn: (m: string) => void, info: (m: string) => void } }} [opts]
  */
 export function healthService(sourceFor, opts = {}) {

@@ -4,7 +4,7 @@
 // and exits 1 unless it is green: a sidecar that cannot start, a quarantined engine or an open
 // circuit breaker all fail it.
 
-import { Sidecar } from "../../client/sidecar.js";
+import { Sidecar } from "../client/sidecar.js";
 import { checkHealth, formatReport } from "./health.js";
 
 /** The root command's parse-time descriptor (also in openclaw.plugin.json's `cliCommands`). */
@@ -16,7 +16,7 @@ export const CLI_DESCRIPTOR = Object.freeze({
 
 /**
  * Runs the check once and prints it.
- * @param {import("../../client/config.js").BridgeConfig} config
+ * @param {import("../client/config.js").BridgeConfig} config
  * @param {{ json?: boolean }} opts
  * @param {{ out: (s: string) => void, version?: string }} io
  * @returns {Promise<number>} the exit code: 0 green, 1 not
@@ -47,7 +47,7 @@ export async function runStatus(config, opts, io) {
 /**
  * Adds `ctxhost status` to OpenClaw's commander program.
  * @param {any} program the root `openclaw` command (commander)
- * @param {() => import("../../client/config.js").BridgeConfig} configFor
+ * @param {() => import("../client/config.js").BridgeConfig} configFor
  * @param {string | undefined} version
  */
 export function addStatusCommand(program, configFor, version) {

@@ -9,14 +9,14 @@
 // - `catalogMode: "direct-only"`: the tools stay in the request's `tools` with their whole
 //   description, instead of OpenClaw's default catalog (a ~60-character line in the prompt, then
 //   `tool_describe` and `tool_call` round trips whose results come back wrapped). See README.md.
-// - A call never throws (../../client/tools.js): a dead, missing or wedged sidecar, an unknown
+// - A call never throws (../client/tools.js): a dead, missing or wedged sidecar, an unknown
 //   session that cannot be opened again, or a refused argument all come back as a text result
 //   the model can read.
 // - Engine tools (contract 0.3 engines) are not registered here: OpenClaw only accepts tools
 //   whose names the manifest declares ahead of time, and an engine's tool names are not known
 //   until its sidecar runs.
 
-import { callSessionTool } from "../../client/tools.js";
+import { callSessionTool } from "../client/tools.js";
 
 /**
  * The two tools, as this plugin offers them. The descriptions are written for OpenClaw's model:
@@ -80,7 +80,7 @@ function describe(err) {
 
 /**
  * The OpenClaw tools for one run: OpenClaw calls this factory with the run's context.
- * @param {() => import("../../client/sidecar.js").Sidecar} sidecarOf the bridge's sidecar (resolved per run)
+ * @param {() => import("../client/sidecar.js").Sidecar} sidecarOf the bridge's sidecar (resolved per run)
  * @param {{ sessionKey?: string, sessionId?: string }} ctx OpenClaw's tool context
  */
 export function openclawTools(sidecarOf, ctx) {

@@ -21,6 +21,9 @@ test("package.json declares the entry, ESM and a pinned plugin API range", () =>
   assert.deepEqual(pkg.openclaw.extensions, ["./index.js"]);
   assert.equal(pkg.openclaw.compat.pluginApi, ">=2026.9.6 <2026.10.0");
   assert.deepEqual(pkg.dependencies ?? {}, {}, "no runtime dependencies");
+  assert.equal(pkg.private, undefined, "publishable");
+  assert.deepEqual(pkg.optionalDependencies, { "@ctxhost/cli-linux-x64": pkg.version }, "the binary, esbuild's way");
+  assert.ok(pkg.files.includes("client/*.js"), "the shared client ships inside the package");
 });
 
 test("openclaw.plugin.json: id is the engine id, kind, and a config schema with defaults", () => {
@@ -29,7 +32,9 @@ test("openclaw.plugin.json: id is the engine id, kind, and a config schema with 
   assert.equal(manifest.kind, "context-engine");
   const props = manifest.configSchema.properties;
   assert.deepEqual(Object.keys(props).sort(), ["binary", "callTimeoutMs", "home"]);
-  assert.equal(props.binary.default, "ctxhost");
+  // No default binary: unset, the plugin runs its platform package's binary (client/config.js).
+  assert.equal(props.binary.default, undefined);
+  assert.match(props.binary.description, /@ctxhost\/cli-<platform> package/);
   assert.equal(props.callTimeoutMs.default, 30000);
   assert.equal(manifest.configSchema.additionalProperties, false);
 });
@@ -92,7 +97,7 @@ test("config: home from the plugin config wins over CTXHOST_HOME, which wins ove
   assert.equal(resolveConfig({}, { CTXHOST_HOME: "/env/home" }).home, "/env/home");
   assert.equal(resolveConfig(undefined, {}).home, join(homedir(), ".ctxhost"));
   assert.equal(resolveConfig({ home: "~/x" }, {}).home, join(homedir(), "x"));
-  assert.equal(resolveConfig({}, {}).binary, "ctxhost", "a bare name is left to PATH");
+  assert.equal(resolveConfig({}, {}, () => undefined).binary, "ctxhost", "a bare name is left to PATH");
   assert.equal(resolveConfig({}, {}).callTimeoutMs, 30000);
   assert.equal(resolveConfig({ callTimeoutMs: -1 }, {}).callTimeoutMs, 30000);
 });

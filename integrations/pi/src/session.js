@@ -13,9 +13,10 @@
 //   engine's summary and the entry id of the first message it kept, so pi writes a normal
 //   compaction entry that it reloads itself (with or without ctxhost).
 
-import { fingerprint } from "../../client/fingerprint.js";
-import { fromItems, summaryText, syncMirror, withTimestamps } from "../../client/mirror.js";
-import { codes, isRpcError, isSidecarError } from "../../client/sidecar.js";
+import { fingerprint } from "../client/fingerprint.js";
+import { mayReuseCompaction } from "./compaction.js";
+import { fromItems, summaryText, syncMirror, withTimestamps } from "../client/mirror.js";
+import { codes, isRpcError, isSidecarError } from "../client/sidecar.js";
 import { branchHistory } from "./branch.js";
 
 /** @typedef {Record<string, any>} AgentMessage */
@@ -38,7 +39,7 @@ function compactParams(params) {
 }
 
 export class PiSession {
-  /** @type {import("../../client/sidecar.js").Sidecar} */
+  /** @type {import("../client/sidecar.js").Sidecar} */
   #sidecar;
   /** @type {Log} */
   #log;
@@ -66,7 +67,7 @@ export class PiSession {
   #lastCompaction = null;
 
   /**
-   * @param {{ sidecar: import("../../client/sidecar.js").Sidecar, key: string, log: Log, branch: () => readonly any[] }} opts
+   * @param {{ sidecar: import("../client/sidecar.js").Sidecar, key: string, log: Log, branch: () => readonly any[] }} opts
    *   `branch` reads pi's current branch entries (ctx.sessionManager.getBranch())
    */
   constructor(opts) {
@@ -282,7 +283,7 @@ export class PiSession {
    * assembles it, and turns the compaction summary and the first message the engine kept into
    * pi's compaction (summary, first kept entry id, tokens before). Null when the engine has no
    * compaction to offer (pi is then told to cancel).
-   * @param {{ branchEntries?: readonly any[], customInstructions?: string, preparation?: any }} event
+   * @param {{ branchEntries?: readonly any[], customInstructions?: string, preparation?: any, reason?: string }} event
    * @param {AssembleOptions & { engine?: string }} opts
    */
   compaction(event, opts) {
@@ -290,7 +291,7 @@ export class PiSession {
   }
 
   /**
-   * @param {{ branchEntries?: readonly any[], customInstructions?: string, preparation?: any }} event
+   * @param {{ branchEntries?: readonly any[], customInstructions?: string, preparation?: any, reason?: string }} event
    * @param {AssembleOptions & { engine?: string }} opts
    */
   async #compaction(event, opts) {
@@ -302,7 +303,7 @@ export class PiSession {
     const n = this.#messages.length;
     const at = n ? `${n}:${this.#fp(n - 1)}` : "0";
     const previous = this.#lastCompaction;
-    if (previous && previous.at === at) {
+    if (previous && previous.at === at && mayReuseCompaction(event.reason)) {
       // Nothing new since ctxhost's last compaction: the same answer, not a second compaction
       // of what is left; none at all when pi already wrote it.
       const written = entries.some((e) => e?.type === "compaction" && e.summary === previous.answer.summary);

@@ -8,7 +8,7 @@
 // agent loop catches it, so a dead or missing sidecar costs the model one error result, never
 // the turn.
 
-import { callSessionTool } from "../../client/tools.js";
+import { callSessionTool } from "../client/tools.js";
 
 /**
  * @typedef {object} SessionTool
@@ -27,7 +27,7 @@ export function snippetOf(description) {
 /**
  * The pi tool definition for one session tool.
  * @param {SessionTool} tool
- * @param {() => { sidecar: import("../../client/sidecar.js").Sidecar, key: string } | null} current
+ * @param {() => { sidecar: import("../client/sidecar.js").Sidecar, key: string } | null} current
  *   the session the call is for (read at call time: pi may have moved to another session)
  */
 export function piTool(tool, current) {
@@ -71,7 +71,7 @@ export function piTool(tool, current) {
  * @param {{ registerTool: (tool: any) => void, getAllTools?: () => { name: string }[] }} pi
  * @param {SessionTool[]} tools
  * @param {Set<string>} registered names this extension registered (updated)
- * @param {() => { sidecar: import("../../client/sidecar.js").Sidecar, key: string } | null} current
+ * @param {() => { sidecar: import("../client/sidecar.js").Sidecar, key: string } | null} current
  * @param {(message: string) => void} warn
  * @returns {string[]} the names registered now
  */

@@ -9,16 +9,20 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import test from "node:test";
 import { branchHistory } from "../src/branch.js";
+import { OVERFLOW_SHARE, compactionBudget, mayReuseCompaction } from "../src/compaction.js";
 import { withSystemAddition } from "../src/payload.js";
 import { piTool, registerTools, snippetOf } from "../src/tools.js";
 import { Branch, PACKAGE_DIR, assistant, cleanup, loadExtension, tempHome, user } from "../test-support/harness.js";
 
-test("package.json: an ESM pi package whose extension is index.js, no dependencies", () => {
+test("package.json: a publishable ESM pi package, its binary an optional platform package", () => {
   const pkg = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8"));
   assert.equal(pkg.type, "module");
   assert.deepEqual(pkg.pi.extensions, ["./index.js"]);
   assert.ok(pkg.keywords.includes("pi-package"));
+  assert.equal(pkg.private, undefined);
   assert.deepEqual(pkg.dependencies ?? {}, {});
+  assert.deepEqual(pkg.optionalDependencies, { "@ctxhost/cli-linux-x64": pkg.version });
+  assert.ok(pkg.files.includes("client/*.js"), "the shared client ships inside the package");
 });
 
 test("the extension registers its flags and handlers and starts nothing while loading", () => {
@@ -132,4 +136,15 @@ test("a missing binary: context passes pi's messages through, compaction is left
   assert.equal(text.split("pi sends its own messages this time").length - 1, 1, "the same warning is said once");
   assert.deepEqual(ext.errors, [], "no handler threw into pi");
   assert.deepEqual(ext.tools, []);
+});
+
+test("pi's reason for a compaction sets the budget ctxhost compacts for", () => {
+  assert.equal(compactionBudget(8000, 2500, "threshold"), 5500, "the window less pi's reserve");
+  assert.equal(compactionBudget(8000, 2500, "manual"), 5500, "manual: forced, the same budget");
+  assert.equal(compactionBudget(8000, 2500, undefined), 5500, "pi 0.73 says no reason");
+  assert.equal(compactionBudget(8000, 2500, "overflow"), Math.floor(5500 * OVERFLOW_SHARE), "overflow: a margin under it");
+  assert.equal(compactionBudget(8000, 9000, "threshold"), 8000, "a reserve past the window is ignored");
+  assert.equal(compactionBudget(undefined, 2500, "overflow"), undefined);
+  assert.equal(mayReuseCompaction("threshold"), true);
+  assert.equal(mayReuseCompaction("overflow"), false, "the last answer is what did not fit");
 });
