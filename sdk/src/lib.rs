@@ -109,7 +109,7 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/0.4.0",
+        path: "wit",
         world: "context-engine",
         pub_export_macro: true,
         default_bindings_module: "ctxhost_sdk::bindings",

@@ -19,9 +19,13 @@ const SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/sdk_sources
 /// The contract the Python and JavaScript templates are written against.
 const TEMPLATE_CONTRACT: &str = "0.2.0";
 
-/// Where a Rust project keeps the vendored SDK and WIT (mirroring the repository's layout, so
-/// the SDK's relative WIT path holds).
+/// Where a Rust project keeps the vendored SDK, laid out as the published crate is: the
+/// contract it speaks under `sdk/wit/`.
 const VENDOR: &str = "vendor/ctxhost";
+
+/// The contract the SDK is generated from; its crate carries it as `wit/` (a link in the
+/// repository, a folder in the package).
+const SDK_WIT: &str = "wit/0.4.0/";
 
 /// The language of a new engine project.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,8 +221,10 @@ fn rust_files(name: &str, sdk: Option<&Path>) -> Result<Files, PluginError> {
 fn vendored_sdk() -> Result<Files, PluginError> {
     let mut files = Files::new();
     for (path, text) in SOURCES {
-        if path.starts_with("sdk/src/") || path.starts_with("wit/") {
+        if path.starts_with("sdk/src/") {
             files.push((format!("{VENDOR}/{path}"), text.to_string()));
+        } else if let Some(wit) = path.strip_prefix(SDK_WIT) {
+            files.push((format!("{VENDOR}/sdk/wit/{wit}"), text.to_string()));
         }
     }
     files.push((
@@ -419,6 +425,10 @@ mod tests {
             "{cargo}"
         );
         assert!(dir.join("vendor/ctxhost/sdk/src/lib.rs").is_file());
+        // The contract sits where the published crate carries it, its included versions too.
+        for wit in ["engine.wit", "deps/ctxhost-engine-0.3.0/engine.wit"] {
+            assert!(dir.join("vendor/ctxhost/sdk/wit").join(wit).is_file(), "{wit}");
+        }
         assert!(scaffold(parent.path(), "my-engine", None).is_err());
         assert!(scaffold(parent.path(), "Bad Name", None).is_err());
         let names: Vec<_> = std::fs::read_dir(parent.path())
