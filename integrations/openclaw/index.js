@@ -29,7 +29,7 @@ const VERSION = (() => {
 })();
 
 /**
- * One bridge (sidecar + shared session state) per distinct config, per process. Kept on
+ * One bridge (sidecar + shared session state) per CTXHOST_HOME, per process. Kept on
  * globalThis: OpenClaw 2026.9 loads a plugin's module more than once in one process (the engine
  * and the tools came from different copies, each starting its own sidecar on the same mirror).
  * @type {Map<string, Bridge>}
@@ -41,7 +41,10 @@ const bridges = /** @type {any} */ (globalThis)[Symbol.for("ctxhost.openclaw.bri
  * @param {{ info: (m: string) => void, warn: (m: string) => void }} log
  */
 function bridgeFor(config, log) {
-  const key = JSON.stringify([config.binary, config.home, config.callTimeoutMs]);
+  // One sidecar per home: `ctxhost serve` serves a home to one process at a time, and copies of
+  // this module loaded from different folders resolve the platform package's binary to
+  // different paths of the same release.
+  const key = config.home;
   let bridge = bridges.get(key);
   if (!bridge) {
     const timing = createTiming(timingEnabled());

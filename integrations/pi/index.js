@@ -51,7 +51,10 @@ function sidecarFor(config, log) {
   const all = /** @type {Map<string, { sidecar: Sidecar, timing: ReturnType<typeof createTiming> }>} */ (
     /** @type {any} */ (globalThis)[SIDECARS] ??= new Map()
   );
-  const key = JSON.stringify([config.binary, config.home, config.callTimeoutMs]);
+  // One sidecar per home: `ctxhost serve` serves a home to one process at a time, and copies of
+  // this module loaded from different folders resolve the platform package's binary to
+  // different paths of the same release.
+  const key = config.home;
   let entry = all.get(key);
   if (!entry) {
     const timing = createTiming(timingEnabled());
