@@ -305,12 +305,14 @@ class CtxhostEngine(ContextEngine):
 
     def update_model(self, model: str, context_length: int, base_url: str = "", api_key: str = "",
                      provider: str = "", api_mode: str = "") -> None:
+        started = time.monotonic()
         self._model = {"model": model, "base_url": base_url, "api_key": api_key, "provider": provider, "api_mode": api_mode}
         self.context_length = context_length
         # Hermes' threshold of its request (system prompt and tools included), over the smaller of
         # the model's window and ctxhost's: a small ctxhost window compacts earlier.
         self.threshold_tokens = int(self._window() * self.threshold_percent)
         self._fallback = None
+        self._bridge_seconds += time.monotonic() - started
 
     # --- ContextEngine: sessions ---------------------------------------------------------------
 
@@ -432,6 +434,13 @@ class CtxhostEngine(ContextEngine):
     def get_tool_schemas(self) -> List[Dict[str, Any]]:
         if self._tools is not None:
             return [dict(t) for t in self._tools]
+        started = time.monotonic()
+        try:
+            return self._list_tools()
+        finally:
+            self._bridge_seconds += time.monotonic() - started
+
+    def _list_tools(self) -> List[Dict[str, Any]]:
         key = self.session_key or TOOL_LISTING_KEY
         try:
             if self.session_key:
