@@ -128,6 +128,9 @@ class CtxhostEngine(ContextEngine):
         # the session is opened on the current sidecar (generation).
         self._mirror: Optional[Tuple[int, Optional[str]]] = None
         self._generation = -1
+        # Length of Hermes' list at the last sync in this process: its last message is the
+        # mirror's, unless Hermes replaced the list since (a compaction).
+        self._last_len: Optional[int] = None
         self._tools: Optional[List[Dict[str, Any]]] = None
         self._warned: set = set()
         self._fallback = None  # Hermes' ContextCompressor, made when ctxhost cannot compact
@@ -213,12 +216,29 @@ class CtxhostEngine(ContextEngine):
         (None for what ctxhost inserted, or for messages before it whose position is unknown)."""
         if self._mirror is None or self._generation != self.sidecar.generation:
             self._open()
+        try:
+            return self._follow_once(messages)
+        except RpcError as err:
+            if err.code != INVALID_PARAMS:
+                raise
+            # The mirror is not where it was last heard to be (another Hermes process on this
+            # session wrote to it): learn where it is and line up once more.
+            _warn(f"the mirror of {self.session_key} moved ({err.detail}); syncing again")
+            self._open()
+            self._last_len = None
+            return self._follow_once(messages)
+
+    def _follow_once(self, messages: List[M.Message]) -> List[Optional[int]]:
         count, last = self._mirror  # type: ignore[misc]
         fps = [M.fingerprint(m) for m in messages]
         inserted = [looks_inserted(m) for m in messages]
         positions: List[Optional[int]] = [None] * len(messages)
         anchor = -1
-        if count > 0:
+        known = self._last_len
+        if count > 0 and known is not None and 0 < known <= len(messages) and fps[known - 1] == last and not inserted[known - 1]:
+            # Where the last sync left Hermes' list: a later message equal to it ("ok" twice) is new.
+            anchor = known - 1
+        elif count > 0:
             for i in range(len(messages) - 1, -1, -1):
                 if not inserted[i] and fps[i] == last:
                     anchor = i
@@ -255,6 +275,7 @@ class CtxhostEngine(ContextEngine):
                 self._mirror = (count + len(tail_index), fps[tail_index[-1]])
             else:
                 self._mirror = (0, None)
+        self._last_len = len(messages)
         return positions
 
     def _sync(self, start: int, agent_messages: List[M.Message], fps: List[str], reset: bool) -> None:
@@ -279,15 +300,7 @@ class CtxhostEngine(ContextEngine):
                 params["lastFingerprint"] = fps[j - 1]
             if first and reset:
                 params["reset"] = True
-            try:
-                self._call("session.sync", params)
-            except RpcError as err:
-                if err.code != INVALID_PARAMS or not first:
-                    raise
-                # The mirror moved under us (another Hermes process on this session): learn
-                # where it is; the caller's next call lines up again.
-                self._mirror = None
-                raise
+            self._call("session.sync", params)
             first = False
             i = j
 
@@ -322,6 +335,10 @@ class CtxhostEngine(ContextEngine):
             self._set_session(session_id)
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
+        if kwargs.get("boundary_reason") == "compression" and self._session_id:
+            # Hermes' compaction boundary: the conversation goes on (under a new id when Hermes
+            # rotates sessions), so it stays in the mirror that holds what was compacted.
+            return
         if session_id:
             self._set_session(session_id)
 
@@ -329,13 +346,16 @@ class CtxhostEngine(ContextEngine):
         if session_id != self._session_id:
             self._session_id = session_id
             self._mirror = None
+            self._last_len = None
+            self._tools = None
 
     def on_session_end(self, session_id: str, messages: List[M.Message]) -> None:
         # The process' last messages reach the mirror, so they are searchable and the next
         # process (`--resume`) lines up with them. Best effort.
         if not session_id or not messages:
             return
-        self._set_session(session_id)
+        if self._session_id is None:
+            self._set_session(session_id)
         started = time.monotonic()
         try:
             self._follow(list(messages))
@@ -348,6 +368,7 @@ class CtxhostEngine(ContextEngine):
     def on_session_reset(self) -> None:
         super().on_session_reset()
         self._mirror = None
+        self._last_len = None
 
     # --- ContextEngine: compaction ---------------------------------------------------------
 
@@ -396,6 +417,9 @@ class CtxhostEngine(ContextEngine):
         by_position = {p: messages[i] for i, p in enumerate(positions) if p is not None}
         result = plan_to_messages(plan.get("items") or [], by_position)
         check_tool_pairs(result)
+        # Hermes' list becomes `result`: the next sync finds the mirror's last message by its
+        # fingerprint again.
+        self._last_len = None
         self.compression_count += 1
         self._last_compression_made_progress = True
         _warn(

@@ -33,8 +33,14 @@ plugin = _load_plugin()
 
 
 def _binary():
-    for candidate in (os.environ.get("CTXHOST_BIN"), REPO / "target/release/ctxhost", "/work/main/target/release/ctxhost"):
-        if candidate and os.access(str(candidate), os.X_OK):
+    configured = os.environ.get("CTXHOST_BIN")
+    if configured:
+        # A binary named on purpose is the one tested, never a stand-in found elsewhere.
+        if not os.access(configured, os.X_OK):
+            pytest.fail(f"CTXHOST_BIN={configured} is not an executable file")
+        return configured
+    for candidate in (REPO / "target/release/ctxhost", Path("/work/main/target/release/ctxhost")):
+        if os.access(str(candidate), os.X_OK):
             return str(candidate)
     return None
 

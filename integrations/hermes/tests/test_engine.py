@@ -161,3 +161,25 @@ def _with_args(init, args):
     def patched(self, binary, home, call_timeout_s=30.0, client=None, warn=plugin.sidecar._warn, args_=None):
         init(self, binary, home, call_timeout_s, client, warn, args=args)
     return patched
+
+
+def test_a_new_message_equal_to_the_mirror_last_is_still_new(ctxhost_bin, ctxhost_home):
+    engine = started(ctxhost_bin, ctxhost_home)
+    ok = {"role": "user", "content": "ok"}
+    history = [ok, {"role": "assistant", "content": "fine"}, dict(ok)]
+    engine._follow(history[:1])
+    assert engine._follow(history) == [0, 1, 2]
+    assert engine._mirror[0] == 3
+
+
+def test_a_compaction_boundary_keeps_the_session_in_its_mirror(ctxhost_bin, ctxhost_home):
+    engine = started(ctxhost_bin, ctxhost_home, session="s-old")
+    engine.on_session_end("s-old", conversation(1))
+    # Hermes rotating its session id at a compaction: the conversation goes on in the same mirror.
+    engine.on_session_start("s-new", boundary_reason="compression", old_session_id="s-old")
+    assert engine.session_key == "hermes:s-old"
+    assert engine._follow(conversation(2)) == [0, 1, 2, 3]
+    # A session Hermes starts anew is another mirror.
+    engine.on_session_start("s-other")
+    assert engine.session_key == "hermes:s-other"
+    assert engine._follow(conversation(1)) == [0, 1]
