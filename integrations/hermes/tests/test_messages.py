@@ -99,3 +99,16 @@ def test_settings_come_from_the_environment_then_hermes_config_then_defaults(tmp
     assert engine.resolve_settings(env=env, config=config)[:2] == ("/x/ctxhost", str(tmp_path / "e"))
     binary, home, timeout = engine.resolve_settings(env={}, config={})
     assert binary == "ctxhost" and home.endswith(".ctxhost") and timeout == 30.0
+
+
+def test_the_binary_can_be_set_in_hermes_config_yaml(tmp_path, monkeypatch):
+    hermes_home = tmp_path / "hermes-home"
+    hermes_home.mkdir()
+    (hermes_home / "config.yaml").write_text(
+        f"context:\n  engine: ctxhost\n  ctxhost:\n    binary: /opt/ctxhost/bin/ctxhost\n    home: {tmp_path / 'ch'}\n"
+    )
+    monkeypatch.setenv("HERMES_HOME", str(hermes_home))
+    monkeypatch.delenv("CTXHOST_BIN", raising=False)
+    monkeypatch.delenv("CTXHOST_HOME", raising=False)
+    binary, home, _ = engine.CtxhostEngine().settings
+    assert (binary, home) == ("/opt/ctxhost/bin/ctxhost", str(tmp_path / "ch"))
