@@ -381,7 +381,7 @@ class CtxhostEngine(ContextEngine):
         self._last_summary_error = None
         self._last_compression_made_progress = False
         try:
-            return self._compress(messages, focus_topic)
+            return self._compress(messages, focus_topic, current_tokens)
         except Exception as err:  # noqa: BLE001 - any failure: Hermes' own compaction, said aloud
             _warn(
                 f"compacting {self.session_key or 'the session'} through ctxhost failed ({_describe(err)}); "
@@ -391,12 +391,13 @@ class CtxhostEngine(ContextEngine):
         finally:
             self._bridge_seconds += time.monotonic() - started
 
-    def _compress(self, messages: List[M.Message], focus_topic: Optional[str]) -> List[M.Message]:
+    def _compress(self, messages: List[M.Message], focus_topic: Optional[str], current_tokens: Optional[int] = None) -> List[M.Message]:
         positions = self._follow(messages)
         params: Dict[str, Any] = {"sessionKey": self.session_key, "force": True}
         window = self._window()
-        if window > 0:
-            params["tokenBudget"] = window
+        budget = message_budget(window, current_tokens, messages)
+        if budget > 0:
+            params["tokenBudget"] = budget
         if focus_topic:
             params["customInstructions"] = f"Focus on: {focus_topic}"
         compacted = self._call("session.compact", params)
@@ -408,7 +409,7 @@ class CtxhostEngine(ContextEngine):
         plan = self._call(
             "session.assemble",
             {k: v for k, v in {"sessionKey": self.session_key, "messageCount": count, "lastFingerprint": last,
-                               "tokenBudget": window or None, "model": self._model.get("model") or None}.items() if v is not None},
+                               "tokenBudget": budget or None, "model": self._model.get("model") or None}.items() if v is not None},
         )
         if plan.get("status") != "ok":
             raise RuntimeError(
@@ -536,6 +537,24 @@ class CtxhostEngine(ContextEngine):
             f"[ctxhost-bridge] summary hookMs={self._bridge_seconds * 1000:.1f} calls={s.calls} "
             f"callMs={s.call_seconds * 1000:.1f} spawnMs={(s.spawn_seconds or 0) * 1000:.1f}\n"
         )
+
+
+def message_budget(window: int, request_tokens: Optional[int], messages: List[M.Message]) -> int:
+    """The window ctxhost compacts the messages for: the window less what Hermes sends besides
+    them (system prompt, tool schemas), which is Hermes' estimate of the request less its
+    estimate of the messages. Compacting for the whole window would leave Hermes' request past
+    its threshold again, and Hermes would ask for another compaction in the same turn."""
+    if window <= 0 or not request_tokens:
+        return window
+    try:
+        from agent.model_metadata import estimate_messages_tokens_rough
+
+        own = estimate_messages_tokens_rough(messages)
+    except Exception:  # noqa: BLE001 - Hermes' estimator moved: its rule of thumb, 4 characters a token
+        own = sum(len(json.dumps(m, ensure_ascii=False, default=str)) for m in messages) // 4
+    overhead = max(0, int(request_tokens) - own)
+    # Never less than half the window: an odd estimate must not starve the compaction.
+    return max(window // 2, window - overhead)
 
 
 def plan_to_messages(items: List[Dict[str, Any]], by_position: Dict[int, M.Message]) -> List[M.Message]:

@@ -112,3 +112,14 @@ def test_the_binary_can_be_set_in_hermes_config_yaml(tmp_path, monkeypatch):
     monkeypatch.delenv("CTXHOST_HOME", raising=False)
     binary, home, _ = engine.CtxhostEngine().settings
     assert (binary, home) == ("/opt/ctxhost/bin/ctxhost", str(tmp_path / "ch"))
+
+
+def test_the_compaction_budget_leaves_room_for_what_hermes_sends_besides_the_messages():
+    messages = [{"role": "user", "content": "x" * 4000}]
+    own = __import__("agent.model_metadata", fromlist=["x"]).estimate_messages_tokens_rough(messages)
+    # Hermes' request: the messages and 2,000 tokens of system prompt and tool schemas.
+    assert engine.message_budget(8000, own + 2000, messages) == 6000
+    # Without Hermes' estimate, the whole window; an overhead past half the window is capped.
+    assert engine.message_budget(8000, None, messages) == 8000
+    assert engine.message_budget(8000, own + 7000, messages) == 4000
+    assert engine.message_budget(0, own + 2000, messages) == 0
