@@ -403,7 +403,7 @@ class CtxhostEngine(ContextEngine):
         compacted = self._call("session.compact", params)
         if not compacted.get("compacted"):
             # Nothing to compact: the same list, which Hermes takes as "no progress".
-            _warn(f"ctxhost compacted nothing of {self.session_key} ({compacted.get('reason') or 'nothing to compact'})")
+            self._say_once(f"ctxhost compacted nothing of {self.session_key} ({compacted.get('reason') or 'nothing to compact'}); Hermes keeps its messages")
             return messages
         count, last = self._mirror  # type: ignore[misc]
         plan = self._call(

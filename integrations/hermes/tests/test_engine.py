@@ -143,9 +143,11 @@ def test_a_missing_binary_is_hermes_own_behaviour_with_a_warning(tmp_path, monke
 @pytest.mark.parametrize("mode", ["exit", "hang"])
 def test_a_sidecar_that_dies_or_hangs_is_hermes_own_behaviour(mode, tmp_path, monkeypatch, capsys):
     calls = hermes_compressor_stand_in(monkeypatch)
-    engine = CtxhostEngine(binary=sys.executable, home=str(tmp_path / "home"), call_timeout_s=1.0)
     # The stand-in speaks the protocol's start, then fails the first session request.
-    monkeypatch.setattr(plugin.sidecar.Sidecar, "__init__", _with_args(plugin.sidecar.Sidecar.__init__, (FAKE, mode)))
+    binary = tmp_path / "ctxhost"
+    binary.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} {mode}\n")
+    binary.chmod(0o755)
+    engine = CtxhostEngine(binary=str(binary), home=str(tmp_path / "home"), call_timeout_s=1.0)
     engine.bind_session_state(session_id="s1")
     engine.update_model("fake-model", 131072)
     assert engine.threshold_tokens == 2250
@@ -155,12 +157,6 @@ def test_a_sidecar_that_dies_or_hangs_is_hermes_own_behaviour(mode, tmp_path, mo
     err = capsys.readouterr().err
     assert "compacting hermes:s1 through ctxhost failed" in err
     assert ("exited with code 3" in err) if mode == "exit" else ("did not answer session.bootstrap within 1.0 s" in err)
-
-
-def _with_args(init, args):
-    def patched(self, binary, home, call_timeout_s=30.0, client=None, warn=plugin.sidecar._warn, args_=None):
-        init(self, binary, home, call_timeout_s, client, warn, args=args)
-    return patched
 
 
 def test_a_new_message_equal_to_the_mirror_last_is_still_new(ctxhost_bin, ctxhost_home):
