@@ -179,3 +179,17 @@ def test_a_compaction_boundary_keeps_the_session_in_its_mirror(ctxhost_bin, ctxh
     engine.on_session_start("s-other")
     assert engine.session_key == "hermes:s-other"
     assert engine._follow(conversation(1)) == [0, 1]
+
+
+def test_a_sidecar_killed_between_calls_is_started_again_with_the_session(ctxhost_bin, ctxhost_home, capsys):
+    engine = started(ctxhost_bin, ctxhost_home)
+    history = conversation(3)
+    engine._follow(history)
+    old = engine.sidecar.pid
+    engine.sidecar.kill()
+    # The next call notices, starts a new server, opens the session again from its mirror.
+    hits = engine.handle_tool_call("ctx_search", {"query": "END-OF-PROMPT-2"}, messages=history)
+    assert "END-OF-PROMPT-2" in hits, hits
+    assert engine.sidecar.pid != old
+    assert engine._mirror == (6, M.fingerprint(history[-1]))
+    assert "the next call restarts it" in capsys.readouterr().err
