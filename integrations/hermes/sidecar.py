@@ -2,7 +2,7 @@
 child's stdin/stdout, docs/serve-protocol.md).
 
 - Started lazily by the first call; `initialize` is the first request of every child.
-- One child per (binary, CTXHOST_HOME) per Hermes process, kept in a module-level registry: Hermes
+- One child per CTXHOST_HOME per Hermes process, kept in a module-level registry: Hermes
   deep-copies a plugin's engine, and a process handle (its pipes hold locks) cannot be copied,
   so the engine holds only the registry key.
 - Every call has a deadline. A child that lets one pass is taken as wedged and killed (requests
@@ -309,18 +309,21 @@ class Sidecar:
                 sys.stderr.write(f"[ctxhost serve {proc.pid}] {text}\n")
 
 
-# One sidecar per (binary, home, timeout) for this process, outside any engine object.
-_SIDECARS: Dict[Tuple[str, str, float], Sidecar] = {}
+# One sidecar per CTXHOST_HOME for this process, outside any engine object: `ctxhost serve`
+# allows one server per home (serve.lock), so a second engine naming another binary or timeout for
+# the same home shares the first one's server instead of starting one that would be refused.
+_SIDECARS: Dict[str, Sidecar] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
 def sidecar_for(binary: str, home: str, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> Sidecar:
-    key = (binary, home, call_timeout_s)
     with _REGISTRY_LOCK:
-        sidecar = _SIDECARS.get(key)
+        sidecar = _SIDECARS.get(home)
         if sidecar is None:
             sidecar = Sidecar(binary, home, call_timeout_s)
-            _SIDECARS[key] = sidecar
+            _SIDECARS[home] = sidecar
+        elif sidecar.binary != binary:
+            _warn(f"{binary} is asked for CTXHOST_HOME {home}, which {sidecar.binary} already serves in this process; using that one")
         return sidecar
 
 

@@ -193,3 +193,12 @@ def test_a_sidecar_killed_between_calls_is_started_again_with_the_session(ctxhos
     assert engine.sidecar.pid != old
     assert engine._mirror == (6, M.fingerprint(history[-1]))
     assert "the next call restarts it" in capsys.readouterr().err
+
+
+def test_one_server_per_home_whatever_binary_another_engine_names(ctxhost_bin, ctxhost_home, capsys):
+    first = started(ctxhost_bin, ctxhost_home)
+    first.get_tool_schemas()
+    second = CtxhostEngine(binary="/elsewhere/ctxhost", home=ctxhost_home)
+    # `ctxhost serve` refuses a second server on a home: the second engine shares the first's.
+    assert second.sidecar is first.sidecar
+    assert "already serves in this process" in capsys.readouterr().err
