@@ -2,7 +2,7 @@
 package path), and provides the ctxhost binary and a fresh CTXHOST_HOME.
 
 The tests that need `ctxhost serve` use $CTXHOST_BIN, else target/release/ctxhost of this
-checkout, else /work/main/target/release/ctxhost; without one they are skipped, saying so.
+checkout; without one they are skipped, saying so.
 """
 
 import importlib.util
@@ -39,10 +39,8 @@ def _binary():
         if not os.access(configured, os.X_OK):
             pytest.fail(f"CTXHOST_BIN={configured} is not an executable file")
         return configured
-    for candidate in (REPO / "target/release/ctxhost", Path("/work/main/target/release/ctxhost")):
-        if os.access(str(candidate), os.X_OK):
-            return str(candidate)
-    return None
+    candidate = REPO / "target/release/ctxhost"
+    return str(candidate) if os.access(str(candidate), os.X_OK) else None
 
 
 @pytest.fixture
