@@ -127,7 +127,18 @@ impl Host {
     /// error naming it and the cause — unless `plugins.contextEngineFallback: "legacy"` opts into
     /// quarantining it for the life of the process and serving with legacy.
     pub async fn active_engine(&self) -> Result<Arc<PreparedEngine>> {
-        let id = self.config.active_engine();
+        self.serving(self.config.active_engine()).await
+    }
+
+    /// The engine for the session `key` (`plugins.slots.contextEngineByAgent`, else the slot),
+    /// loaded, under the same fallback policy as [`Host::active_engine`].
+    pub async fn engine_for_session(&self, key: &str) -> Result<Arc<PreparedEngine>> {
+        self.serving(self.config.engine_for(key).engine).await
+    }
+
+    /// `id` loaded to serve sessions, or the fallback engine when it cannot be and the config
+    /// opts into that.
+    async fn serving(&self, id: &str) -> Result<Arc<PreparedEngine>> {
         let fallback = self
             .config
             .settings
@@ -314,15 +325,15 @@ impl Host {
         target: &SessionTarget,
         options: &SessionOptions,
     ) -> Result<Session> {
+        let (key, path) = self.session_path(target)?;
         let engine = match &options.engine {
             Some(engine) => engine.clone(),
-            None => self.active_engine().await?,
+            None => self.engine_for_session(&key).await?,
         };
         let settings = options
             .settings
             .clone()
             .unwrap_or_else(|| self.compaction_settings());
-        let (key, path) = self.session_path(target)?;
         let compaction = &self.config.settings.agents.defaults.compaction;
         let report_load = !matches!(target, SessionTarget::Copy { .. });
         let mut session = Session::open(

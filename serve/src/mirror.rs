@@ -169,7 +169,7 @@ impl Mirror {
             create_with_id(&path, key, id)?;
         }
         let configured = host.compaction_settings();
-        let engine = host.active_engine().await?;
+        let engine = host.engine_for_session(key).await?;
         let target = SessionTarget::KeyAt {
             key: key.to_string(),
             path,
@@ -380,7 +380,7 @@ impl Mirror {
         write: bool,
     ) -> LedgerRecord {
         let engine = self.session.engine();
-        let configured = host.config().active_engine();
+        let configured = host.config().engine_for(self.session.key()).engine;
         let fallback = (engine.id() != configured).then(|| configured.to_string());
         let mut record = LedgerRecord {
             at: ctxhost::timestamp::now_iso(),

@@ -260,6 +260,28 @@ impl Config {
             .unwrap_or(DEFAULT_ENGINE)
     }
 
+    /// The engine for the session `session_key`: the `contextEngineByAgent` entry whose key is
+    /// the longest run of the session key's leading `:`-separated segments (`agent:main`
+    /// matches `agent:main:chat-1`, not `agent:mainframe:x`), else the slot.
+    pub fn engine_for<'a>(&'a self, session_key: &str) -> EngineChoice<'a> {
+        let slots = &self.settings.plugins.slots;
+        let matched = slots
+            .context_engine_by_agent
+            .iter()
+            .filter(|(agent, _)| leads(session_key, agent))
+            .max_by_key(|(agent, _)| agent.len());
+        match matched {
+            Some((agent, engine)) => EngineChoice {
+                engine,
+                agent: Some(agent),
+            },
+            None => EngineChoice {
+                engine: self.active_engine(),
+                agent: None,
+            },
+        }
+    }
+
     /// `plugins.entries.<id>`, when the config has one.
     pub fn plugin_entry(&self, id: &str) -> Option<&PluginEntry> {
         self.settings.plugins.entries.get(id)
@@ -382,12 +404,34 @@ pub struct PluginsSettings {
     pub context_engine_fallback: Option<String>,
 }
 
+/// Whether `agent` is `session_key` or its leading `:`-separated segments.
+fn leads(session_key: &str, agent: &str) -> bool {
+    session_key
+        .strip_prefix(agent)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
+}
+
 /// `plugins.slots`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Slots {
     /// `contextEngine`: the engine id that serves sessions; None: [`DEFAULT_ENGINE`].
     pub context_engine: Option<String>,
+    /// `contextEngineByAgent`: an engine per agent beside the slot, keyed by the start of the
+    /// session key the agent's bridge uses (`agent:<id>` for an OpenClaw agent, `pi`,
+    /// `hermes`); see [`Config::engine_for`].
+    #[serde(default)]
+    pub context_engine_by_agent: BTreeMap<String, String>,
+}
+
+/// Which engine serves a session, and which setting chose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineChoice<'a> {
+    /// The engine id.
+    pub engine: &'a str,
+    /// The `plugins.slots.contextEngineByAgent` key that matched the session; None: the slot
+    /// (or its default) chose.
+    pub agent: Option<&'a str>,
 }
 
 /// `plugins.entries.<id>`.
@@ -531,6 +575,40 @@ mod tests {
         assert_eq!(config.raw["gateway"]["port"], 1);
         let entry = config.plugin_entry("sliding-window").unwrap();
         assert_eq!(entry.config.as_ref().unwrap()["maxTokens"], 100);
+    }
+
+    #[test]
+    fn an_engine_per_agent_by_the_leading_segments_of_the_session_key() {
+        let config = parse(
+            "{ plugins: { slots: { contextEngine: 'legacy', contextEngineByAgent: {
+                'agent:main': 'lossless', 'agent:main:review': 'checkpoint-manager', pi: 'sliding-window' } } } }",
+        )
+        .unwrap();
+        let choice = |key: &str| {
+            let c = config.engine_for(key);
+            (c.engine, c.agent)
+        };
+        assert_eq!(
+            choice("agent:main:chat-1"),
+            ("lossless", Some("agent:main"))
+        );
+        assert_eq!(
+            choice("agent:main:review:x"),
+            ("checkpoint-manager", Some("agent:main:review")),
+            "the longest key wins"
+        );
+        assert_eq!(
+            choice("agent:mainframe:x"),
+            ("legacy", None),
+            "whole segments only"
+        );
+        assert_eq!(choice("pi:0193-abc"), ("sliding-window", Some("pi")));
+        assert_eq!(choice("hermes:s1"), ("legacy", None), "the slot otherwise");
+        assert!(
+            config.unknown_keys().is_empty(),
+            "{:?}",
+            config.unknown_keys()
+        );
     }
 
     #[test]

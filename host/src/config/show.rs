@@ -139,6 +139,10 @@ impl Shower<'_> {
             "plugins.slots.contextEngine",
             self.config.active_engine().into(),
         );
+        for (agent, engine) in &plugins.slots.context_engine_by_agent {
+            let key = format!("plugins.slots.contextEngineByAgent.{agent}");
+            self.add_own(&key, engine.as_str().into());
+        }
         self.add_own(
             "plugins.contextEngineFallback",
             json!(plugins.context_engine_fallback),

@@ -427,7 +427,10 @@ mod tests {
         assert!(dir.join("vendor/ctxhost/sdk/src/lib.rs").is_file());
         // The contract sits where the published crate carries it, its included versions too.
         for wit in ["engine.wit", "deps/ctxhost-engine-0.3.0/engine.wit"] {
-            assert!(dir.join("vendor/ctxhost/sdk/wit").join(wit).is_file(), "{wit}");
+            assert!(
+                dir.join("vendor/ctxhost/sdk/wit").join(wit).is_file(),
+                "{wit}"
+            );
         }
         assert!(scaffold(parent.path(), "my-engine", None).is_err());
         assert!(scaffold(parent.path(), "Bad Name", None).is_err());
