@@ -150,10 +150,11 @@ fn recall_example(
             let view = e.view().filter(|v| v.role == Role::User)?;
             (!in_context.contains(&i)).then_some((e.id().to_string(), view.text))
         });
-    // Prefer one whose words the summary does not hold at all.
+    // Prefer one the summary does not cite: a request line it keeps cites its message's id
+    // (its words may be clipped or shortened, so they are no test).
     let mut chosen = None;
     for (id, text) in compacted_requests {
-        let elided = !summary.contains(first_line(&text, 40).trim_end_matches('…'));
+        let elided = !summary.contains(&format!("[#{id}]"));
         if chosen.is_none() || elided {
             chosen = Some((id, text, elided));
         }

@@ -98,7 +98,9 @@ fn cited_line(line: &str, requests: &[(String, &str)]) -> Option<String> {
             line.trim_end_matches(')')
         ));
     }
-    let key: String = fold(item.trim_end_matches('…'))
+    // A clipped item may skip its middle (`head … name`): its head is what the message holds.
+    let head = item.split(" … ").next().unwrap_or(item);
+    let key: String = fold(head.trim_end_matches('…'))
         .trim_matches('"')
         .chars()
         .take(MATCH_CHARS)
