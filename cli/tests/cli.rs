@@ -138,6 +138,27 @@ fn demo_runs_offline_and_reports_what_happened() {
     );
 }
 
+/// A command working as designed logs no warning: what an operator should know is in its own
+/// output.
+fn assert_no_warning(output: &std::process::Output) {
+    assert!(output.status.success(), "{output:?}");
+    let stderr = common::stderr(output);
+    assert!(!stderr.contains("WARN"), "stderr has warnings:\n{stderr}");
+}
+
+#[test]
+fn the_demo_tells_its_story_on_stdout_and_warns_of_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    // The README's first command as it stands: enough compactions for the degradation guard.
+    let output = ctxhost(home.path(), &["demo"]);
+    assert_no_warning(&output);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("! this is summarizing compaction #3: high risk"),
+        "the guard is a line of the turn-by-turn output:\n{stdout}"
+    );
+}
+
 #[test]
 fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
     let home = tempfile::tempdir().unwrap();

@@ -149,3 +149,34 @@ fn a_kept_replay_has_a_ledger_the_report_reads() {
     );
     assert_eq!(report["runs"][0]["turns"].as_array().unwrap().len(), turns);
 }
+
+#[test]
+fn a_replay_report_under_an_ungranted_bundled_engine_warns_of_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = common::generated_session(home.path().join("recorded.jsonl"), 7, 400);
+    let page = home.path().join("report.html");
+    // lossless asks for `complete` without the `llm` grant (its default): told once at info,
+    // not warned of; the replays' degradation guard is a line of the summary.
+    let output = ctxhost(
+        home.path(),
+        &[
+            "report",
+            "--replay",
+            transcript.to_str().unwrap(),
+            "--engine",
+            "legacy",
+            "--engine",
+            "lossless",
+            "--out",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let stderr = common::stderr(&output);
+    assert!(!stderr.contains("WARN"), "stderr has warnings:\n{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("degradation  legacy: ") && stdout.contains("risk of degraded context"),
+        "{stdout}"
+    );
+}

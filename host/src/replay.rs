@@ -28,6 +28,9 @@ pub struct CompactionEvent {
     pub tokens_before: u64,
     /// The context after it, in tokens.
     pub tokens_after: u64,
+    /// What its record warns of (the degradation guard past `warnAtCompaction`), for the
+    /// report to show beside it.
+    pub warnings: Vec<String>,
 }
 
 /// One assistant turn of a replay: what the model would have been sent.
@@ -134,8 +137,9 @@ struct Measured {
     tokens: u32,
     inserted: usize,
     addition: Option<String>,
-    /// A compaction the request path ran because the request overflowed: (before, after).
-    overflow_compaction: Option<(u64, u64)>,
+    /// A compaction the request path ran because the request overflowed: (before, after,
+    /// its warnings).
+    overflow_compaction: Option<(u64, u64, Vec<String>)>,
 }
 
 /// The engine's assembly alone, or — with prompt settings — the whole model request around it
@@ -164,8 +168,8 @@ async fn measure(
                 overflow_compaction: request
                     .overflow_compaction
                     .filter(|c| c.compacted)
-                    .and(request.total_before_compaction)
-                    .map(|before| (before, request.breakdown.total)),
+                    .zip(request.total_before_compaction)
+                    .map(|(c, before)| (before, request.breakdown.total, c.warnings)),
             }
         }
     })
@@ -319,16 +323,19 @@ impl Tally {
                 at_message: message,
                 tokens_before: compaction.measured_tokens,
                 tokens_after: u64::from(measured.tokens),
+                warnings: (compaction.compacted()).map_or_else(Vec::new, |c| c.warnings.clone()),
             });
         }
-        if let Some((before, after)) = measured.overflow_compaction {
+        let overflowed = measured.overflow_compaction.is_some();
+        if let Some((before, after, warnings)) = measured.overflow_compaction {
             self.compactions.push(CompactionEvent {
                 at_message: message,
                 tokens_before: before,
                 tokens_after: after,
+                warnings,
             });
         }
-        let compacted_now = compacted.is_some() || measured.overflow_compaction.is_some();
+        let compacted_now = compacted.is_some() || overflowed;
         if !compacted_now && !self.compacted_last_turn {
             self.turns_between_compactions += 1;
             self.prefix_kept_turns += usize::from(turn.prefix.kept_previous);

@@ -125,6 +125,10 @@ pub(super) fn print_report(r: &ReplayReport) {
             thousands(c.tokens_before),
             thousands(c.tokens_after)
         ));
+        // The degradation guard belongs beside the compaction it is about, not in the log.
+        for warning in &c.warnings {
+            out.line(format!("      ! {warning}"));
+        }
     }
     if r.inserted_messages > 0 {
         out.line(format!(
