@@ -5,9 +5,24 @@ mod common;
 use common::{ctxhost, json_of as stdout_json};
 
 #[test]
+fn plugins_list_json_is_its_documented_shape() {
+    let home = tempfile::tempdir().unwrap();
+    let list = stdout_json(&ctxhost(home.path(), &["plugins", "list", "--json"]));
+    common::check_cli_schema("plugins-list", &list);
+    let engines = list["engines"].as_array().unwrap();
+    assert!(engines.len() >= 3, "the bundled engines: {list}");
+    for engine in engines {
+        // A version, not a Rust `Result` (`{"Ok": "0.4.0"}`).
+        assert_eq!(engine["contract"], "0.4.0", "{engine}");
+        assert!(engine["error"].is_null(), "{engine}");
+    }
+}
+
+#[test]
 fn doctor_json_succeeds_on_an_empty_home() {
     let home = tempfile::tempdir().unwrap();
     let report = stdout_json(&ctxhost(home.path(), &["doctor", "--json"]));
+    common::check_cli_schema("doctor", &report);
     assert_eq!(report["ok"], true);
     let names: Vec<&str> = report["checks"]
         .as_array()
