@@ -27,6 +27,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["compact", "--session", key, "--dry-run", "--json"],
     ));
+    common::check_cli_schema("compact", &dry);
     assert_eq!(dry["wouldCompact"], true, "{dry}");
     assert!(dry["estimatedTokensAfter"].as_u64() < dry["tokensBefore"].as_u64());
     assert!(dry["layer"].is_string());
@@ -40,6 +41,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["context", "status", "--session", key, "--json"],
     ));
+    common::check_cli_schema("context-status", &status);
     assert_eq!(status["compactionCount"], 0);
     assert_eq!(status["contextTokens"], dry["recordedContextTokens"]);
 
@@ -55,6 +57,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
             "--json",
         ],
     ));
+    common::check_cli_schema("compact", &done);
     assert_eq!(done["compacted"], true, "{done}");
     assert!(done["tokensAfter"].as_u64() < done["tokensBefore"].as_u64());
     assert_eq!(done["details"]["focus"], "keep the parser notes");
@@ -65,6 +68,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["context", "status", "--session", key, "--json"],
     ));
+    common::check_cli_schema("context-status", &status);
     assert_eq!(status["compactionCount"], 1);
     assert_eq!(status["countSource"], "details");
     assert!(
@@ -124,6 +128,7 @@ fn export_then_import_starts_a_fresh_session() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-export", &exported);
     assert_eq!(exported["hasSummary"], true);
     let imported = json_of(&ctxhost(
         home.path(),
@@ -136,6 +141,7 @@ fn export_then_import_starts_a_fresh_session() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-import", &imported);
     assert_eq!(imported["session"], "fresh");
     let fresh = home.path().join("sessions/fresh.jsonl");
     let t = ctxhost_transcript::Transcript::load(&fresh).unwrap();
@@ -370,6 +376,7 @@ fn a_compaction_that_would_grow_the_context_is_refused_and_nothing_is_written() 
         home.path(),
         &["compact", "--session", p, "--yes", "--json"],
     ));
+    common::check_cli_schema("compact", &done);
     assert_eq!(done["compacted"], false, "{done}");
     assert_eq!(done["tokensAfter"], done["tokensBefore"]);
     assert!(
@@ -427,6 +434,7 @@ fn a_refused_compaction_of_an_old_or_torn_file_leaves_its_directory_unchanged() 
         std::fs::write(&path, &text).unwrap();
         let before = dir_snapshot(&dir);
         let done = compact_yes(home.path(), &path);
+        common::check_cli_schema("compact", &done);
         assert_eq!(done["compacted"], false, "{shape}: {done}");
         assert!(
             done["reason"].as_str().unwrap().contains("nothing written"),

@@ -16,6 +16,7 @@ use ctxhost::transcript::compaction::{Degradation, Layer, Trigger, degradation_a
 use ctxhost::transcript::status;
 use ctxhost::transcript::time::format_iso_ms;
 use ctxhost::{AssembledItem, CompactOutcome, Host, SessionTarget};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -157,9 +158,9 @@ fn elapsed_text(secs: u64) -> String {
 }
 
 /// `context status`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StatusReport {
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct StatusReport {
     session: String,
     session_id: String,
     context_tokens: u64,
@@ -179,8 +180,8 @@ struct StatusReport {
 }
 
 /// The latest compaction on the active branch, as `context status` shows it.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LastCompaction {
     id: String,
     timestamp: Option<String>,
@@ -649,9 +650,9 @@ impl Report for InspectReport<'_> {
 }
 
 /// `context export`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ExportReport {
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct ExportReport {
     session: String,
     bundle: String,
     entries: usize,
@@ -691,8 +692,9 @@ impl Report for ExportReport {
 }
 
 /// `context import`.
-#[derive(Serialize)]
-struct ImportReport {
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ImportReport {
     session: String,
     path: String,
     entries: usize,

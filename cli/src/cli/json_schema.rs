@@ -14,7 +14,22 @@ type Command = (&'static str, fn() -> Value);
 pub(super) const COMMANDS: &[Command] = &[
     ("plugins-list", schema_of::<super::plugins::PluginsList>),
     ("doctor", schema_of::<super::doctor::Report>),
+    ("compact", schema_of::<CompactOutput>),
+    ("context-status", schema_of::<super::context::StatusReport>),
+    ("context-export", schema_of::<super::context::ExportReport>),
+    ("context-import", schema_of::<super::context::ImportReport>),
 ];
+
+/// `compact --json` writes one of three shapes: a dry run (`dryRun`), nothing to compact, or
+/// what the compaction did (`compacted`). Only its schema is used.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum CompactOutput {
+    DryRun(super::compact::DryRun),
+    NothingToCompact(super::compact::NothingToCompact),
+    Compacted(Box<super::compact::Compacted>),
+}
 
 /// The schema of what `T` serializes to, standing alone (its types in its own `$defs`).
 fn schema_of<T: JsonSchema>() -> Value {
