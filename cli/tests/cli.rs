@@ -125,6 +125,7 @@ fn demo_runs_offline_and_reports_what_happened() {
     let home = tempfile::tempdir().unwrap();
     let output = ctxhost(home.path(), &["demo", "--messages", "200", "--json"]);
     let demo = stdout_json(&output);
+    common::check_cli_schema("demo", &demo);
     assert_eq!(demo["report"]["messages"], 200);
     for scratch in ["source", "output"] {
         let named = demo["report"][scratch].as_str().unwrap_or("<none>");
@@ -382,6 +383,7 @@ fn replay_feeds_custom_messages_too() {
         home.path(),
         &["replay", transcript.to_str().unwrap(), "--json"],
     ));
+    common::check_cli_schema("replay", &report);
     assert_eq!(report["messages"], 120 + custom as u64, "{report}");
 }
 
@@ -408,6 +410,7 @@ fn replay_counts_turns_whose_request_overflowed_the_window() {
     std::fs::write(&transcript, t.to_v3_string()).unwrap();
     let args = ["replay", transcript.to_str().unwrap(), "--window", "4000"];
     let report = stdout_json(&ctxhost(home.path(), &[&args[..], &["--json"]].concat()));
+    common::check_cli_schema("replay", &report);
     assert_eq!(report["overflowingTurns"], 3, "{report}");
     assert_eq!(report["firstOverflowAt"], 2, "{report}");
     let text = ctxhost(home.path(), &args);

@@ -19,8 +19,8 @@ use crate::runtime::PreparedEngine;
 use crate::session::{Prefix, Turn, TurnOptions, TurnRequest};
 
 /// A compaction that ran during a replay.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CompactionEvent {
     /// The message number (1-based) before which it ran.
     pub at_message: usize,
@@ -34,8 +34,8 @@ pub struct CompactionEvent {
 }
 
 /// One assistant turn of a replay: what the model would have been sent.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TurnPoint {
     /// The message number (1-based) before which the turn ran.
     pub message: usize,
@@ -47,9 +47,20 @@ pub struct TurnPoint {
     pub engine_micros: u64,
 }
 
-/// What a replay found, as `ctxhost replay` prints it (or its `--json`).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A system-prompt addition an engine made, and how many turns in a row carried it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PromptAddition {
+    /// The text added.
+    pub text: String,
+    /// Consecutive turns that carried it.
+    pub turns: usize,
+}
+
+/// What a replay found, as `ctxhost replay` prints it (or its `--json`, whose documented
+/// shape is `docs/cli-json/replay.schema.json`).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplayReport {
     /// The engine's id.
     pub engine: String,
@@ -90,7 +101,7 @@ pub struct ReplayReport {
     /// The largest context measured, in tokens.
     pub assembled_max: u32,
     /// System-prompt additions the engine made, with how many turns carried each.
-    pub system_prompt_additions: Vec<(String, usize)>,
+    pub system_prompt_additions: Vec<PromptAddition>,
     /// Messages the engine inserted (not from the transcript), over all turns.
     pub inserted_messages: usize,
     /// Turns between compactions whose request extended the previous one exactly (a prompt
@@ -278,7 +289,7 @@ struct Tally {
     window: u64,
     assembled: Vec<u32>,
     compactions: Vec<CompactionEvent>,
-    additions: Vec<(String, usize)>,
+    additions: Vec<PromptAddition>,
     inserted: usize,
     overflowing_turns: usize,
     first_overflow_at: Option<usize>,
@@ -349,8 +360,11 @@ impl Tally {
         self.inserted += measured.inserted;
         if let Some(addition) = measured.addition {
             match self.additions.last_mut() {
-                Some((last, count)) if *last == addition => *count += 1,
-                _ => self.additions.push((addition, 1)),
+                Some(last) if last.text == addition => last.turns += 1,
+                _ => self.additions.push(PromptAddition {
+                    text: addition,
+                    turns: 1,
+                }),
             }
         }
         self.turn_points.push(TurnPoint {

@@ -18,6 +18,8 @@ pub(super) const COMMANDS: &[Command] = &[
     ("context-status", schema_of::<super::context::StatusReport>),
     ("context-export", schema_of::<super::context::ExportReport>),
     ("context-import", schema_of::<super::context::ImportReport>),
+    ("replay", schema_of::<ctxhost::replay::ReplayReport>),
+    ("demo", schema_of::<super::demo::DemoOutput>),
 ];
 
 /// `compact --json` writes one of three shapes: a dry run (`dryRun`), nothing to compact, or

@@ -136,7 +136,10 @@ pub(super) fn print_report(r: &ReplayReport) {
             r.inserted_messages
         ));
     }
-    for (addition, turns) in &r.system_prompt_additions {
-        out.line(format!("system prompt {addition}  (x{turns})"));
+    for addition in &r.system_prompt_additions {
+        out.line(format!(
+            "system prompt {}  (x{})",
+            addition.text, addition.turns
+        ));
     }
 }
