@@ -83,6 +83,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["context", "history", "--session", key, "--json"],
     ));
+    common::check_cli_schema("context-history", &history);
     let rows = history["compactions"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["trigger"], "manual");

@@ -282,8 +282,9 @@ impl Report for StatusReport {
 }
 
 /// `context history`.
-#[derive(Serialize)]
-struct HistoryReport {
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HistoryReport {
     session: String,
     compactions: Vec<HistoryRow>,
     /// Every turn `serve` answered, from the session's ledger.
@@ -291,8 +292,8 @@ struct HistoryReport {
 }
 
 /// One compaction on the active branch.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct HistoryRow {
     id: String,
     line: usize,

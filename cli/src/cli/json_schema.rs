@@ -16,6 +16,10 @@ pub(super) const COMMANDS: &[Command] = &[
     ("doctor", schema_of::<super::doctor::Report>),
     ("compact", schema_of::<CompactOutput>),
     ("context-status", schema_of::<super::context::StatusReport>),
+    (
+        "context-history",
+        schema_of::<super::context::HistoryReport>,
+    ),
     ("context-export", schema_of::<super::context::ExportReport>),
     ("context-import", schema_of::<super::context::ImportReport>),
     ("replay", schema_of::<ctxhost::replay::ReplayReport>),

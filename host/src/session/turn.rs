@@ -92,7 +92,7 @@ impl Prefix {
 /// A request in brief: its number of parts and one hash over their fingerprints, which is all
 /// the next turn needs to tell whether it extends it. The ledger keeps it, so a new process (a
 /// sidecar per `pi` or `openclaw agent --local` run) measures its first turn against the last.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestDigest {
     /// Parts of the request (the tool list, the engine's addition, each message).
