@@ -38,6 +38,7 @@ fn two_engines_replayed_side_by_side_plot_every_turn() {
         ],
     );
     let report = common::json_of(&output);
+    common::check_cli_schema("report", &report);
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     let turns = runs[0]["turns"].as_array().unwrap().len();
@@ -129,6 +130,7 @@ fn a_kept_replay_has_a_ledger_the_report_reads() {
         ],
     );
     let replayed = common::json_of(&replay);
+    common::check_cli_schema("replay", &replayed);
     let turns = replayed["turns"].as_u64().unwrap() as usize;
     let page = home.path().join("replayed.html");
     let output = ctxhost(
@@ -143,6 +145,7 @@ fn a_kept_replay_has_a_ledger_the_report_reads() {
         ],
     );
     let report = common::json_of(&output);
+    common::check_cli_schema("report", &report);
     assert_eq!(
         report["runs"][0]["engine"], "legacy",
         "from the ledger, not recorded usage"

@@ -23,6 +23,7 @@ pub(super) const COMMANDS: &[Command] = &[
     ("context-export", schema_of::<super::context::ExportReport>),
     ("context-import", schema_of::<super::context::ImportReport>),
     ("replay", schema_of::<ctxhost::replay::ReplayReport>),
+    ("report", schema_of::<ctxhost_report::Report>),
     ("demo", schema_of::<super::demo::DemoOutput>),
 ];
 
