@@ -219,6 +219,7 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-search", &found);
     assert_eq!(found["indexRebuilt"], true, "{found}");
     let hits = found["hits"].as_array().unwrap();
     assert!(
@@ -239,6 +240,7 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-expand", &opened);
     assert!(
         opened["text"].as_str().unwrap().contains(&first_request),
         "{opened}"
