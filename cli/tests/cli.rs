@@ -301,6 +301,7 @@ fn inspect_with_a_workspace_shows_the_whole_request_and_the_parts_add_up() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-inspect", &inspect);
     let b = &inspect["breakdown"];
     let parts: u64 = [
         "system",

@@ -96,6 +96,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["context", "inspect", "--session", key, "--json"],
     ));
+    common::check_cli_schema("context-inspect", &inspect);
     let blocks = inspect["blocks"].as_array().unwrap();
     assert_eq!(blocks[0]["kind"], "preamble");
     assert!(
@@ -586,6 +587,8 @@ fn inspect_shows_a_request_that_overflows_and_marks_it() {
         workspace.to_str().unwrap(),
     ];
     let inspect = json_of(&ctxhost(home.path(), &[&args[..], &["--json"]].concat()));
+    // An overflowing request, with the compaction it ran: the optional parts are filled in.
+    common::check_cli_schema("context-inspect", &inspect);
     let overflow = &inspect["overflow"];
     assert!(overflow.is_object(), "{inspect}");
     assert_eq!(overflow["window"], 8000);

@@ -418,8 +418,8 @@ struct Inspected {
 }
 
 /// One message of the request.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Block {
     /// `preamble` (the summary), `message`, or `inserted` (by the engine).
     kind: &'static str,
@@ -510,10 +510,10 @@ async fn inspect(host: &Host, path: &Path, settings: &PromptSettings) -> anyhow:
     })
 }
 
-/// `context inspect`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct InspectReport<'a> {
+/// `context inspect` (docs/cli-json/context-inspect.schema.json).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct InspectReport<'a> {
     session: String,
     engine: &'a str,
     workspace: &'a Option<PathBuf>,
@@ -534,8 +534,8 @@ struct InspectReport<'a> {
 }
 
 /// A bootstrap file cut to `bootstrapMaxChars`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Truncated<'a> {
     file: &'a str,
     original_chars: usize,

@@ -20,6 +20,10 @@ pub(super) const COMMANDS: &[Command] = &[
         "context-history",
         schema_of::<super::context::HistoryReport>,
     ),
+    (
+        "context-inspect",
+        schema_of::<super::context::InspectReport<'static>>,
+    ),
     ("context-search", schema_of::<super::recall::SearchReport>),
     ("context-expand", schema_of::<super::recall::ExpandReport>),
     ("config-show", schema_of::<ctxhost::config::show::Effective>),
@@ -82,6 +86,32 @@ mod tests {
             stale.is_empty(),
             "not what the output types generate: {stale:?}; write them anew with\n\n    CTXHOST_BLESS=1 cargo test -p ctxhost-cli json_schema\n"
         );
+    }
+
+    #[test]
+    fn every_command_with_json_output_has_a_schema() {
+        // Walks the command tree: a command that gains `--json` without a documented shape
+        // fails here, not in a user's parser.
+        fn walk(command: &clap::Command, path: &mut Vec<String>, found: &mut Vec<String>) {
+            if command.get_arguments().any(|a| a.get_id() == "json") {
+                found.push(path.join("-"));
+            }
+            for sub in command.get_subcommands() {
+                path.push(sub.get_name().to_string());
+                walk(sub, path, found);
+                path.pop();
+            }
+        }
+        let mut found = Vec::new();
+        walk(
+            &<super::super::Cli as clap::CommandFactory>::command(),
+            &mut Vec::new(),
+            &mut found,
+        );
+        found.sort();
+        let mut documented: Vec<String> = COMMANDS.iter().map(|(c, _)| c.to_string()).collect();
+        documented.sort();
+        assert_eq!(found, documented);
     }
 
     #[test]

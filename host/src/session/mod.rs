@@ -126,7 +126,7 @@ impl Default for SpawnOptions {
 }
 
 /// What a `compact` did.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactOutcome {
     /// Whether a compaction entry was written.
