@@ -5,9 +5,24 @@ mod common;
 use common::{ctxhost, json_of as stdout_json};
 
 #[test]
+fn plugins_list_json_is_its_documented_shape() {
+    let home = tempfile::tempdir().unwrap();
+    let list = stdout_json(&ctxhost(home.path(), &["plugins", "list", "--json"]));
+    common::check_cli_schema("plugins-list", &list);
+    let engines = list["engines"].as_array().unwrap();
+    assert!(engines.len() >= 3, "the bundled engines: {list}");
+    for engine in engines {
+        // A version, not a Rust `Result` (`{"Ok": "0.4.0"}`).
+        assert_eq!(engine["contract"], "0.4.0", "{engine}");
+        assert!(engine["error"].is_null(), "{engine}");
+    }
+}
+
+#[test]
 fn doctor_json_succeeds_on_an_empty_home() {
     let home = tempfile::tempdir().unwrap();
     let report = stdout_json(&ctxhost(home.path(), &["doctor", "--json"]));
+    common::check_cli_schema("doctor", &report);
     assert_eq!(report["ok"], true);
     let names: Vec<&str> = report["checks"]
         .as_array()
@@ -110,6 +125,7 @@ fn demo_runs_offline_and_reports_what_happened() {
     let home = tempfile::tempdir().unwrap();
     let output = ctxhost(home.path(), &["demo", "--messages", "200", "--json"]);
     let demo = stdout_json(&output);
+    common::check_cli_schema("demo", &demo);
     assert_eq!(demo["report"]["messages"], 200);
     for scratch in ["source", "output"] {
         let named = demo["report"][scratch].as_str().unwrap_or("<none>");
@@ -135,6 +151,27 @@ fn demo_runs_offline_and_reports_what_happened() {
             .unwrap()
             .contains(request),
         "{recall}"
+    );
+}
+
+/// A command working as designed logs no warning: what an operator should know is in its own
+/// output.
+fn assert_no_warning(output: &std::process::Output) {
+    assert!(output.status.success(), "{output:?}");
+    let stderr = common::stderr(output);
+    assert!(!stderr.contains("WARN"), "stderr has warnings:\n{stderr}");
+}
+
+#[test]
+fn the_demo_tells_its_story_on_stdout_and_warns_of_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    // The README's first command as it stands: enough compactions for the degradation guard.
+    let output = ctxhost(home.path(), &["demo"]);
+    assert_no_warning(&output);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("! this is summarizing compaction #3: high risk"),
+        "the guard is a line of the turn-by-turn output:\n{stdout}"
     );
 }
 
@@ -182,6 +219,7 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-search", &found);
     assert_eq!(found["indexRebuilt"], true, "{found}");
     let hits = found["hits"].as_array().unwrap();
     assert!(
@@ -202,6 +240,7 @@ fn context_search_and_expand_reach_compacted_messages_by_the_tools_arguments() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-expand", &opened);
     assert!(
         opened["text"].as_str().unwrap().contains(&first_request),
         "{opened}"
@@ -262,6 +301,7 @@ fn inspect_with_a_workspace_shows_the_whole_request_and_the_parts_add_up() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-inspect", &inspect);
     let b = &inspect["breakdown"];
     let parts: u64 = [
         "system",
@@ -346,6 +386,7 @@ fn replay_feeds_custom_messages_too() {
         home.path(),
         &["replay", transcript.to_str().unwrap(), "--json"],
     ));
+    common::check_cli_schema("replay", &report);
     assert_eq!(report["messages"], 120 + custom as u64, "{report}");
 }
 
@@ -372,6 +413,7 @@ fn replay_counts_turns_whose_request_overflowed_the_window() {
     std::fs::write(&transcript, t.to_v3_string()).unwrap();
     let args = ["replay", transcript.to_str().unwrap(), "--window", "4000"];
     let report = stdout_json(&ctxhost(home.path(), &[&args[..], &["--json"]].concat()));
+    common::check_cli_schema("replay", &report);
     assert_eq!(report["overflowingTurns"], 3, "{report}");
     assert_eq!(report["firstOverflowAt"], 2, "{report}");
     let text = ctxhost(home.path(), &args);

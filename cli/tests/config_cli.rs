@@ -301,6 +301,7 @@ fn the_model_block_names_a_provider_and_its_settings_reach_the_request() {
         "model: { provider: 'openrouter', modelName: 'meta-llama/llama-3.1-8b-instruct' }",
     ));
     let shown = json_of(&setup.run(&["config", "show", "--json"]));
+    common::check_cli_schema("config-show", &shown);
     let value = |key: &str| setting(&shown, key);
     assert_eq!(
         value("agents.defaults.compaction.model.baseUrl")["value"],
@@ -553,6 +554,8 @@ fn unknown_and_misspelled_keys_are_doctor_warnings_with_suggestions() {
     let enabled = setting(&shown, "agents.defaults.compaction.enabled");
     assert_eq!(enabled["value"], true);
     assert_eq!(enabled["origin"]["kind"], "default");
+    // Unknown keys (with their suggestions) are part of the documented shape too.
+    common::check_cli_schema("config-show", &shown);
     assert_eq!(shown["unknownKeys"].as_array().unwrap().len(), 2);
 }
 

@@ -27,6 +27,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["compact", "--session", key, "--dry-run", "--json"],
     ));
+    common::check_cli_schema("compact", &dry);
     assert_eq!(dry["wouldCompact"], true, "{dry}");
     assert!(dry["estimatedTokensAfter"].as_u64() < dry["tokensBefore"].as_u64());
     assert!(dry["layer"].is_string());
@@ -40,6 +41,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["context", "status", "--session", key, "--json"],
     ));
+    common::check_cli_schema("context-status", &status);
     assert_eq!(status["compactionCount"], 0);
     assert_eq!(status["contextTokens"], dry["recordedContextTokens"]);
 
@@ -55,6 +57,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
             "--json",
         ],
     ));
+    common::check_cli_schema("compact", &done);
     assert_eq!(done["compacted"], true, "{done}");
     assert!(done["tokensAfter"].as_u64() < done["tokensBefore"].as_u64());
     assert_eq!(done["details"]["focus"], "keep the parser notes");
@@ -65,6 +68,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["context", "status", "--session", key, "--json"],
     ));
+    common::check_cli_schema("context-status", &status);
     assert_eq!(status["compactionCount"], 1);
     assert_eq!(status["countSource"], "details");
     assert!(
@@ -79,6 +83,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["context", "history", "--session", key, "--json"],
     ));
+    common::check_cli_schema("context-history", &history);
     let rows = history["compactions"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["trigger"], "manual");
@@ -91,6 +96,7 @@ fn dry_run_compact_status_history_inspect_by_key() {
         home.path(),
         &["context", "inspect", "--session", key, "--json"],
     ));
+    common::check_cli_schema("context-inspect", &inspect);
     let blocks = inspect["blocks"].as_array().unwrap();
     assert_eq!(blocks[0]["kind"], "preamble");
     assert!(
@@ -124,6 +130,7 @@ fn export_then_import_starts_a_fresh_session() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-export", &exported);
     assert_eq!(exported["hasSummary"], true);
     let imported = json_of(&ctxhost(
         home.path(),
@@ -136,6 +143,7 @@ fn export_then_import_starts_a_fresh_session() {
             "--json",
         ],
     ));
+    common::check_cli_schema("context-import", &imported);
     assert_eq!(imported["session"], "fresh");
     let fresh = home.path().join("sessions/fresh.jsonl");
     let t = ctxhost_transcript::Transcript::load(&fresh).unwrap();
@@ -370,6 +378,7 @@ fn a_compaction_that_would_grow_the_context_is_refused_and_nothing_is_written() 
         home.path(),
         &["compact", "--session", p, "--yes", "--json"],
     ));
+    common::check_cli_schema("compact", &done);
     assert_eq!(done["compacted"], false, "{done}");
     assert_eq!(done["tokensAfter"], done["tokensBefore"]);
     assert!(
@@ -427,6 +436,7 @@ fn a_refused_compaction_of_an_old_or_torn_file_leaves_its_directory_unchanged() 
         std::fs::write(&path, &text).unwrap();
         let before = dir_snapshot(&dir);
         let done = compact_yes(home.path(), &path);
+        common::check_cli_schema("compact", &done);
         assert_eq!(done["compacted"], false, "{shape}: {done}");
         assert!(
             done["reason"].as_str().unwrap().contains("nothing written"),
@@ -577,6 +587,8 @@ fn inspect_shows_a_request_that_overflows_and_marks_it() {
         workspace.to_str().unwrap(),
     ];
     let inspect = json_of(&ctxhost(home.path(), &[&args[..], &["--json"]].concat()));
+    // An overflowing request, with the compaction it ran: the optional parts are filled in.
+    common::check_cli_schema("context-inspect", &inspect);
     let overflow = &inspect["overflow"];
     assert!(overflow.is_object(), "{inspect}");
     assert_eq!(overflow["window"], 8000);

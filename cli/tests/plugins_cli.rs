@@ -236,7 +236,8 @@ fn operator_flow_scaffold_link_use_doctor_run_disable_uninstall() {
         .unwrap();
     assert_eq!(mine["source"], "linked");
     assert_eq!(mine["active"], true);
-    assert_eq!(mine["contract"]["Ok"], "0.4.0");
+    assert_eq!(mine["contract"], "0.4.0");
+    common::check_cli_schema("plugins-list", &list);
 
     // A session runs on it.
     let replay = replay_generated(&home, cwd, scratch.path(), 5, 120);

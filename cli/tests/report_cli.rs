@@ -38,6 +38,7 @@ fn two_engines_replayed_side_by_side_plot_every_turn() {
         ],
     );
     let report = common::json_of(&output);
+    common::check_cli_schema("report", &report);
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     let turns = runs[0]["turns"].as_array().unwrap().len();
@@ -129,6 +130,7 @@ fn a_kept_replay_has_a_ledger_the_report_reads() {
         ],
     );
     let replayed = common::json_of(&replay);
+    common::check_cli_schema("replay", &replayed);
     let turns = replayed["turns"].as_u64().unwrap() as usize;
     let page = home.path().join("replayed.html");
     let output = ctxhost(
@@ -143,9 +145,41 @@ fn a_kept_replay_has_a_ledger_the_report_reads() {
         ],
     );
     let report = common::json_of(&output);
+    common::check_cli_schema("report", &report);
     assert_eq!(
         report["runs"][0]["engine"], "legacy",
         "from the ledger, not recorded usage"
     );
     assert_eq!(report["runs"][0]["turns"].as_array().unwrap().len(), turns);
+}
+
+#[test]
+fn a_replay_report_under_an_ungranted_bundled_engine_warns_of_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = common::generated_session(home.path().join("recorded.jsonl"), 7, 400);
+    let page = home.path().join("report.html");
+    // lossless asks for `complete` without the `llm` grant (its default): told once at info,
+    // not warned of; the replays' degradation guard is a line of the summary.
+    let output = ctxhost(
+        home.path(),
+        &[
+            "report",
+            "--replay",
+            transcript.to_str().unwrap(),
+            "--engine",
+            "legacy",
+            "--engine",
+            "lossless",
+            "--out",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let stderr = common::stderr(&output);
+    assert!(!stderr.contains("WARN"), "stderr has warnings:\n{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("degradation  legacy: ") && stdout.contains("risk of degraded context"),
+        "{stdout}"
+    );
 }

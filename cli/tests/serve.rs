@@ -669,6 +669,8 @@ fn every_turn_is_in_the_ledger_and_health_sums_them_up() {
         &["context", "history", "--session", key, "--json"],
     );
     let history = common::json_of(&output);
+    // Served turns fill the ledger's records: the shape the schema documents holds them too.
+    common::check_cli_schema("context-history", &history);
     assert_eq!(history["turns"]["turns"], 10, "{history}");
     assert_eq!(history["turns"]["degradedTurns"], 0);
     let text = common::ctxhost(home.path(), &["context", "history", "--session", key]);

@@ -109,7 +109,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The request does not fit the window even after compacting (built by the session, from its
 /// request's breakdown).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[error(
     "context overflow: the request needs {total} tokens but the window of {window} leaves {available} after the {reserve}-token response reserve, even after compaction (system {system}, bootstrap {bootstrap}, skills {skills}, tools {tools}, history {history}, engine {engine}, current message {current})"

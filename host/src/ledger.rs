@@ -33,7 +33,7 @@ pub enum TurnOutcome {
 }
 
 /// A compaction a turn ran or asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LedgerCompaction {
     /// Whether a compaction entry was written.
@@ -51,7 +51,7 @@ pub struct LedgerCompaction {
 }
 
 /// One turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LedgerRecord {
     /// When the turn was answered (RFC 3339).

@@ -19,8 +19,8 @@ use crate::runtime::PreparedEngine;
 use crate::session::{Prefix, Turn, TurnOptions, TurnRequest};
 
 /// A compaction that ran during a replay.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CompactionEvent {
     /// The message number (1-based) before which it ran.
     pub at_message: usize,
@@ -28,11 +28,14 @@ pub struct CompactionEvent {
     pub tokens_before: u64,
     /// The context after it, in tokens.
     pub tokens_after: u64,
+    /// What its record warns of (the degradation guard past `warnAtCompaction`), for the
+    /// report to show beside it.
+    pub warnings: Vec<String>,
 }
 
 /// One assistant turn of a replay: what the model would have been sent.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TurnPoint {
     /// The message number (1-based) before which the turn ran.
     pub message: usize,
@@ -44,9 +47,20 @@ pub struct TurnPoint {
     pub engine_micros: u64,
 }
 
-/// What a replay found, as `ctxhost replay` prints it (or its `--json`).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A system-prompt addition an engine made, and how many turns in a row carried it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PromptAddition {
+    /// The text added.
+    pub text: String,
+    /// Consecutive turns that carried it.
+    pub turns: usize,
+}
+
+/// What a replay found, as `ctxhost replay` prints it (or its `--json`, whose documented
+/// shape is `docs/cli-json/replay.schema.json`).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplayReport {
     /// The engine's id.
     pub engine: String,
@@ -87,7 +101,7 @@ pub struct ReplayReport {
     /// The largest context measured, in tokens.
     pub assembled_max: u32,
     /// System-prompt additions the engine made, with how many turns carried each.
-    pub system_prompt_additions: Vec<(String, usize)>,
+    pub system_prompt_additions: Vec<PromptAddition>,
     /// Messages the engine inserted (not from the transcript), over all turns.
     pub inserted_messages: usize,
     /// Turns between compactions whose request extended the previous one exactly (a prompt
@@ -134,8 +148,9 @@ struct Measured {
     tokens: u32,
     inserted: usize,
     addition: Option<String>,
-    /// A compaction the request path ran because the request overflowed: (before, after).
-    overflow_compaction: Option<(u64, u64)>,
+    /// A compaction the request path ran because the request overflowed: (before, after,
+    /// its warnings).
+    overflow_compaction: Option<(u64, u64, Vec<String>)>,
 }
 
 /// The engine's assembly alone, or — with prompt settings — the whole model request around it
@@ -164,8 +179,8 @@ async fn measure(
                 overflow_compaction: request
                     .overflow_compaction
                     .filter(|c| c.compacted)
-                    .and(request.total_before_compaction)
-                    .map(|before| (before, request.breakdown.total)),
+                    .zip(request.total_before_compaction)
+                    .map(|(c, before)| (before, request.breakdown.total, c.warnings)),
             }
         }
     })
@@ -274,7 +289,7 @@ struct Tally {
     window: u64,
     assembled: Vec<u32>,
     compactions: Vec<CompactionEvent>,
-    additions: Vec<(String, usize)>,
+    additions: Vec<PromptAddition>,
     inserted: usize,
     overflowing_turns: usize,
     first_overflow_at: Option<usize>,
@@ -319,16 +334,19 @@ impl Tally {
                 at_message: message,
                 tokens_before: compaction.measured_tokens,
                 tokens_after: u64::from(measured.tokens),
+                warnings: (compaction.compacted()).map_or_else(Vec::new, |c| c.warnings.clone()),
             });
         }
-        if let Some((before, after)) = measured.overflow_compaction {
+        let overflowed = measured.overflow_compaction.is_some();
+        if let Some((before, after, warnings)) = measured.overflow_compaction {
             self.compactions.push(CompactionEvent {
                 at_message: message,
                 tokens_before: before,
                 tokens_after: after,
+                warnings,
             });
         }
-        let compacted_now = compacted.is_some() || measured.overflow_compaction.is_some();
+        let compacted_now = compacted.is_some() || overflowed;
         if !compacted_now && !self.compacted_last_turn {
             self.turns_between_compactions += 1;
             self.prefix_kept_turns += usize::from(turn.prefix.kept_previous);
@@ -342,8 +360,11 @@ impl Tally {
         self.inserted += measured.inserted;
         if let Some(addition) = measured.addition {
             match self.additions.last_mut() {
-                Some((last, count)) if *last == addition => *count += 1,
-                _ => self.additions.push((addition, 1)),
+                Some(last) if last.text == addition => last.turns += 1,
+                _ => self.additions.push(PromptAddition {
+                    text: addition,
+                    turns: 1,
+                }),
             }
         }
         self.turn_points.push(TurnPoint {

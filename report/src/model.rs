@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A whole report: the session it is about and the runs to show side by side.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     /// The page's heading (for example "Session 5e1f: legacy vs checkpoint-manager").
@@ -39,7 +39,7 @@ impl Report {
 }
 
 /// One engine's run over the session: every turn it assembled and every compaction.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
     /// The engine's name, which labels the run's series and columns.
@@ -65,7 +65,7 @@ pub struct Run {
 }
 
 /// One model turn: the request the engine assembled before a message.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Turn {
     /// The 1-based number of the message the turn ran before (the x axis of every plot).
@@ -95,7 +95,7 @@ pub struct Turn {
 
 /// What happened on a turn. Serialized as a lower-case string; a string this version does not
 /// know is kept as [`Outcome::Other`], so a newer host's ledger still renders.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(from = "String", into = "String")]
 pub enum Outcome {
     /// The engine ran and its answer was used.
@@ -153,7 +153,7 @@ impl fmt::Display for Outcome {
 }
 
 /// One compaction: what the context held before and after it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Compaction {
     /// The 1-based number of the message before which the compaction ran.
@@ -168,7 +168,7 @@ pub struct Compaction {
 }
 
 /// The recall probes' results for a run: can the agent still reach what compaction took out.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeSummary {
     /// One row per probe kind.
@@ -177,7 +177,7 @@ pub struct ProbeSummary {
 }
 
 /// One kind of probe: how many of its facts were reachable.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeRow {
     /// What was probed (for example "in context" or "via ctx_search").

@@ -48,6 +48,19 @@ impl LogSink {
         }
     }
 
+    /// The host's note that this engine asked for `what` it was not granted: at info the first
+    /// time in this process for the engine, then at debug. Asking is how an engine learns it
+    /// may not (the contract does not show it its grants), so it is no fault to warn of, and
+    /// a session per instance must not repeat it.
+    pub(super) fn denied(&self, what: &str, text: &str) {
+        let level = if first_denial(&self.engine, what) {
+            Level::Info
+        } else {
+            Level::Debug
+        };
+        self.emit(level, "host", text);
+    }
+
     /// Lines dropped in the current call so far.
     #[cfg(test)]
     pub(super) fn dropped(&self) -> u64 {
@@ -80,6 +93,20 @@ impl LogSink {
             Level::Error => tracing::error!(engine, session, stream, "{text}"),
         }
     }
+}
+
+/// Whether `engine` is denied `what` for the first time in this process.
+fn first_denial(engine: &str, what: &str) -> bool {
+    static SEEN: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    // A poisoned lock only means another thread panicked while logging: the list is still whole.
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if seen.iter().any(|(e, w)| e == engine && w == what) {
+        return false;
+    }
+    seen.push((engine.to_string(), what.to_string()));
+    true
 }
 
 /// A guest stdout or stderr, split into lines for the sink.
@@ -188,5 +215,13 @@ mod tests {
         sink.reset();
         sink.emit(Level::Info, "log", "12345");
         assert_eq!(sink.dropped(), 0);
+    }
+
+    #[test]
+    fn a_denial_is_noted_once_per_engine_and_capability() {
+        assert!(first_denial("denied-a", "complete"));
+        assert!(!first_denial("denied-a", "complete"));
+        assert!(first_denial("denied-a", "search"));
+        assert!(first_denial("denied-b", "complete"));
     }
 }

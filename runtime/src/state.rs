@@ -371,9 +371,8 @@ impl StoreState {
         const IMPORT: &str = "complete";
         if !self.grants.llm {
             self.budget.call(IMPORT)?;
-            self.log.emit(
-                Level::Warn,
-                "host",
+            self.log.denied(
+                IMPORT,
                 "denied `complete`: the engine was not granted the `llm` capability",
             );
             return Ok(Err(HostError::PermissionDenied(

@@ -29,6 +29,7 @@ pub enum Trigger {
 
 /// Which layer of the policy runs (or, for [`Layer::Import`], where the summary came from).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Layer {
     /// Phase 1 only.
@@ -55,6 +56,7 @@ pub enum Tier {
 
 /// Degradation risk from repeated summarizing compactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Risk {
     Low,
@@ -78,6 +80,7 @@ display_by_serde_name!(Trigger, Layer, Tier, Risk);
 
 /// The degradation report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Degradation {
     /// Summarizing compactions so far.
     pub count: u64,

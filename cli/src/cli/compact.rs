@@ -13,6 +13,7 @@ use ctxhost::transcript::compaction::{
     self, CompactionRecord, Degradation, Layer, Request, Trigger,
 };
 use ctxhost::{CompactOptions, Host, Session, SessionTarget};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::output::stdout_line;
@@ -247,9 +248,9 @@ async fn compact(
 }
 
 /// A dry run.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct DryRun {
+pub(super) struct DryRun {
     session: String,
     dry_run: bool,
     would_compact: bool,
@@ -263,7 +264,7 @@ struct DryRun {
     expected: Option<ExpectedFigures>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct ExpectedFigures {
     layer: Layer,
@@ -356,8 +357,9 @@ impl Report for DryRun {
 }
 
 /// The runtime compaction would not do anything.
-#[derive(Serialize)]
-struct NothingToCompact {
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NothingToCompact {
     session: String,
     compacted: bool,
     reason: String,
@@ -370,9 +372,9 @@ impl Report for NothingToCompact {
 }
 
 /// What `compact` did, with the record the compaction left.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Compacted {
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct Compacted {
     session: String,
     compacted: bool,
     reason: Option<String>,
@@ -382,6 +384,9 @@ struct Compacted {
     layer: Option<Layer>,
     degradation: Option<Degradation>,
     warnings: Option<Vec<String>>,
+    /// The compaction entry's record as the transcript keeps it (its `details`; every key
+    /// optional, see the transcript format).
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     details: Option<CompactionRecord>,
     /// Where the file's previous bytes were kept, when writing the compaction rewrote it (an
     /// older version migrated, a torn last line set aside).

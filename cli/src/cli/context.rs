@@ -16,6 +16,7 @@ use ctxhost::transcript::compaction::{Degradation, Layer, Trigger, degradation_a
 use ctxhost::transcript::status;
 use ctxhost::transcript::time::format_iso_ms;
 use ctxhost::{AssembledItem, CompactOutcome, Host, SessionTarget};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -157,9 +158,9 @@ fn elapsed_text(secs: u64) -> String {
 }
 
 /// `context status`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StatusReport {
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct StatusReport {
     session: String,
     session_id: String,
     context_tokens: u64,
@@ -179,8 +180,8 @@ struct StatusReport {
 }
 
 /// The latest compaction on the active branch, as `context status` shows it.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LastCompaction {
     id: String,
     timestamp: Option<String>,
@@ -281,8 +282,9 @@ impl Report for StatusReport {
 }
 
 /// `context history`.
-#[derive(Serialize)]
-struct HistoryReport {
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HistoryReport {
     session: String,
     compactions: Vec<HistoryRow>,
     /// Every turn `serve` answered, from the session's ledger.
@@ -290,8 +292,8 @@ struct HistoryReport {
 }
 
 /// One compaction on the active branch.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct HistoryRow {
     id: String,
     line: usize,
@@ -416,8 +418,8 @@ struct Inspected {
 }
 
 /// One message of the request.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Block {
     /// `preamble` (the summary), `message`, or `inserted` (by the engine).
     kind: &'static str,
@@ -508,10 +510,10 @@ async fn inspect(host: &Host, path: &Path, settings: &PromptSettings) -> anyhow:
     })
 }
 
-/// `context inspect`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct InspectReport<'a> {
+/// `context inspect` (docs/cli-json/context-inspect.schema.json).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct InspectReport<'a> {
     session: String,
     engine: &'a str,
     workspace: &'a Option<PathBuf>,
@@ -532,8 +534,8 @@ struct InspectReport<'a> {
 }
 
 /// A bootstrap file cut to `bootstrapMaxChars`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Truncated<'a> {
     file: &'a str,
     original_chars: usize,
@@ -649,9 +651,9 @@ impl Report for InspectReport<'_> {
 }
 
 /// `context export`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ExportReport {
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct ExportReport {
     session: String,
     bundle: String,
     entries: usize,
@@ -691,8 +693,9 @@ impl Report for ExportReport {
 }
 
 /// `context import`.
-#[derive(Serialize)]
-struct ImportReport {
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ImportReport {
     session: String,
     path: String,
     entries: usize,

@@ -10,6 +10,7 @@ use ctxhost::config::{Config, Home};
 use ctxhost::recall::RecallIndex;
 use ctxhost::recall::tools::{self, ToolOutput};
 use ctxhost::transcript::{Role, Transcript, generate};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
 
@@ -48,11 +49,11 @@ pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Res
     let recall = recall_example(&replayed, &output, latest_summary.as_deref().unwrap_or(""))?;
 
     if json {
-        print_json(&serde_json::json!({
-            "report": report,
-            "latestSummary": latest_summary,
-            "recall": recall,
-        }))?;
+        print_json(&DemoOutput {
+            report,
+            latest_summary,
+            recall,
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
     let info = engine.info();
@@ -88,20 +89,51 @@ pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
+/// `ctxhost demo --json` (docs/cli-json/demo.schema.json).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct DemoOutput {
+    /// The replay, as `ctxhost replay --json` reports it.
+    report: ctxhost::replay::ReplayReport,
+    /// The text of the last compaction entry; null when none ran.
+    latest_summary: Option<String>,
+    /// A compacted request found again; null when no request was compacted.
+    recall: Option<RecallExample>,
+}
+
 /// A request the compaction took out of the context and its summary does not quote, found
 /// with `ctx_search` from a few of its own words and opened with `ctx_expand`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RecallExample {
     entry_id: String,
-    /// The summary does not quote it (else it is only out of the verbatim context).
+    /// The summary does not cite it (else it is only out of the verbatim context).
     elided: bool,
     request: String,
+    /// `ctx_search`'s arguments, as an agent sends them.
     search: serde_json::Value,
+    #[schemars(with = "ToolAnswer")]
     found: ToolOutput,
+    /// Its place among the hits (1 is first); null when it was not among them.
     rank: Option<usize>,
+    /// `ctx_expand`'s arguments.
     expand: serde_json::Value,
+    #[schemars(with = "ToolAnswer")]
     opened: ToolOutput,
+}
+
+/// What a recall tool answers, as the recall crate serializes it (the validation test of the
+/// demo's output holds this to what is written).
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct ToolAnswer {
+    /// The text the model reads.
+    content: String,
+    /// The call failed in a way the model should read.
+    is_error: bool,
+    /// The same result as data (hits, or the expansion).
+    details: serde_json::Value,
 }
 
 impl RecallExample {
@@ -150,10 +182,11 @@ fn recall_example(
             let view = e.view().filter(|v| v.role == Role::User)?;
             (!in_context.contains(&i)).then_some((e.id().to_string(), view.text))
         });
-    // Prefer one whose words the summary does not hold at all.
+    // Prefer one the summary does not cite: a request line it keeps cites its message's id
+    // (its words may be clipped or shortened, so they are no test).
     let mut chosen = None;
     for (id, text) in compacted_requests {
-        let elided = !summary.contains(first_line(&text, 40).trim_end_matches('…'));
+        let elided = !summary.contains(&format!("[#{id}]"));
         if chosen.is_none() || elided {
             chosen = Some((id, text, elided));
         }

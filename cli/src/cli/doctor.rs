@@ -7,12 +7,14 @@ use std::time::Instant;
 
 use ctxhost::Host;
 use ctxhost::config::{Config, ConfigSource, Home};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::output::print_json;
 use super::output::stdout_line;
 
-#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+/// A check's verdict: `warn` works but wants attention, `fail` does not work.
+#[derive(Serialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 enum Status {
     Ok,
@@ -20,21 +22,31 @@ enum Status {
     Fail,
 }
 
-#[derive(Serialize)]
+/// One check.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Check {
     name: String,
     status: Status,
+    /// False only for `fail`.
     ok: bool,
+    /// What was found.
     detail: String,
+    /// The command or config key that fixes it; absent when it passed.
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
 }
 
-#[derive(Serialize)]
-struct Report {
+/// `ctxhost doctor --json` (docs/cli-json/doctor.schema.json).
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Report {
+    /// No check failed (the exit code is 0).
     ok: bool,
+    /// The `CTXHOST_HOME` checked.
     home: String,
     checks: Vec<Check>,
+    /// The counts in a sentence.
     summary: String,
 }
 

@@ -6,6 +6,8 @@ mod config;
 mod context;
 mod demo;
 mod doctor;
+#[cfg(test)]
+mod json_schema;
 mod output;
 mod plugins;
 mod recall;

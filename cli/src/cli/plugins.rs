@@ -7,6 +7,7 @@ use anyhow::anyhow;
 use clap::{Subcommand, ValueEnum};
 use ctxhost::Host;
 use ctxhost::plugins::{Capability, EngineSource, Lang, MANIFEST, Manifest};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::output::print_json;
@@ -87,18 +88,48 @@ impl From<LangArg> for Lang {
     }
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+/// `ctxhost plugins list --json` (docs/cli-json/plugins-list.schema.json). Every output
+/// type denies unknown fields, so its schema does too: a field added without the schema
+/// fails the output's validation test.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct PluginsList {
+    /// Every engine the registry holds, bundled first.
+    engines: Vec<Row>,
+    /// Plugin folders that could not be read as a package, with why.
+    broken: Vec<BrokenFolder>,
+}
+
+/// One engine and its state.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Row {
     id: String,
+    /// The manifest's version (a bundled engine's is the binary's); null when it has none.
     version: Option<String>,
+    /// `bundled`, `installed` or `linked`.
     source: &'static str,
+    /// The package folder; null for a bundled engine.
     path: Option<String>,
     enabled: bool,
+    /// The engine the config's slot selects.
     active: bool,
-    contract: Result<String, String>,
+    /// The contract version its component implements; null when it cannot be read (`error`).
+    contract: Option<String>,
+    /// Why its component cannot be loaded; null when it can.
+    error: Option<String>,
+    /// Capabilities its manifest asks for.
     requested: Vec<&'static str>,
+    /// Those of them the operator granted.
     granted: Vec<&'static str>,
+}
+
+/// A plugin folder the registry could not read.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BrokenFolder {
+    folder: String,
+    error: String,
 }
 
 pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<ExitCode> {
@@ -577,6 +608,10 @@ fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
                         .contract_of(&engine.origin(), &bytes)
                         .map_err(|e| ctxhost::error::chain(&e))
                 });
+            let (contract, error) = match contract {
+                Ok(version) => (Some(version), None),
+                Err(e) => (None, Some(e)),
+            };
             Row {
                 id: engine.id.clone(),
                 version: engine
@@ -602,25 +637,30 @@ fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
                     != Some(false),
                 active: engine.id == active,
                 contract,
+                error,
                 granted: names(granted),
                 requested: names(requested),
             }
         })
         .collect();
     if json {
-        print_json(&serde_json::json!({
-            "engines": rows,
-            "broken": host.registry().broken.iter().map(|(folder, e)| {
-                serde_json::json!({"folder": folder, "error": e.to_string()})
-            }).collect::<Vec<_>>(),
-        }))?;
+        let broken = (host.registry().broken.iter())
+            .map(|(folder, e)| BrokenFolder {
+                folder: folder.to_string(),
+                error: e.to_string(),
+            })
+            .collect();
+        print_json(&PluginsList {
+            engines: rows,
+            broken,
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
     for row in &rows {
         let marker = if row.active { "*" } else { " " };
-        let contract = match &row.contract {
-            Ok(version) => format!("contract {version}"),
-            Err(e) => format!("BROKEN: {e}"),
+        let contract = match (&row.contract, &row.error) {
+            (Some(version), _) => format!("contract {version}"),
+            (None, e) => format!("BROKEN: {}", e.as_deref().unwrap_or("unreadable")),
         };
         stdout_line!(
             "{marker} {:<20} {:<8} {:<9} {:<8} {}{}",

@@ -9,6 +9,7 @@ use ctxhost::Host;
 use ctxhost::recall::tools::{self, Call};
 use ctxhost::recall::{Expansion, Hit, RecallIndex};
 use ctxhost::transcript::time::format_iso_ms;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -118,24 +119,65 @@ impl ExpandArgs {
     }
 }
 
-/// What `context search` found.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+/// What `context search` found (docs/cli-json/context-search.schema.json).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct SearchReport {
     session: String,
     query: String,
     /// The index was built from the start by this search (first use, or out of step).
     index_rebuilt: bool,
     index_bytes: u64,
+    #[schemars(with = "Vec<HitShape>")]
     hits: Vec<Hit>,
 }
 
-/// What `context expand` opened.
-#[derive(Serialize)]
+/// What `context expand` opened (docs/cli-json/context-expand.schema.json).
+#[derive(Serialize, JsonSchema)]
 pub(super) struct ExpandReport {
     session: String,
     #[serde(flatten)]
+    #[schemars(with = "ExpansionShape")]
     expansion: Expansion,
+}
+
+/// A search hit as the recall crate serializes it: the schema's side only, held to the real
+/// output by the command's validation test.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct HitShape {
+    /// The entry's position in the transcript file.
+    entry: u32,
+    /// Its id in the file (what `context expand --id` takes).
+    id: String,
+    /// Its role (v3 spelling).
+    role: String,
+    /// For tool results (and tool calls), the tool's name.
+    tool: Option<String>,
+    /// A failed tool result.
+    is_error: bool,
+    /// Unix milliseconds, when the entry has a time.
+    timestamp: Option<u64>,
+    /// The text around the first match.
+    snippet: String,
+    /// Whether the entry is in the session's current context.
+    in_context: bool,
+}
+
+/// An expansion as the recall crate serializes it (schema side only, as [`HitShape`]).
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct ExpansionShape {
+    /// Each entry's heading line and text, in file order.
+    text: String,
+    /// Ids of the entries shown (whole or in part).
+    entries: Vec<String>,
+    /// Estimated tokens of `text`.
+    tokens: u32,
+    /// A cursor to pass back for what did not fit; null when everything was shown.
+    next: Option<String>,
 }
 
 pub(super) fn search(host: &Host, args: &SearchArgs) -> anyhow::Result<SearchReport> {

@@ -125,6 +125,10 @@ pub(super) fn print_report(r: &ReplayReport) {
             thousands(c.tokens_before),
             thousands(c.tokens_after)
         ));
+        // The degradation guard belongs beside the compaction it is about, not in the log.
+        for warning in &c.warnings {
+            out.line(format!("      ! {warning}"));
+        }
     }
     if r.inserted_messages > 0 {
         out.line(format!(
@@ -132,7 +136,10 @@ pub(super) fn print_report(r: &ReplayReport) {
             r.inserted_messages
         ));
     }
-    for (addition, turns) in &r.system_prompt_additions {
-        out.line(format!("system prompt {addition}  (x{turns})"));
+    for addition in &r.system_prompt_additions {
+        out.line(format!(
+            "system prompt {}  (x{})",
+            addition.text, addition.turns
+        ));
     }
 }

@@ -44,13 +44,13 @@ pub(super) struct ReportArgs {
 }
 
 pub(super) async fn run(host: Host, args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let report = match (&args.session, &args.replay) {
+    let (report, guards) = match (&args.session, &args.replay) {
         (Some(session), _) => {
             let flag = SessionFlag {
                 key_or_path: session.clone(),
             };
             let (_, path) = flag.existing(&host)?;
-            session_report(&host, &path)?
+            (session_report(&host, &path)?, Vec::new())
         }
         (None, Some(file)) => replay_report(&host, file, &args.engines, args.window).await?,
         (None, None) => anyhow::bail!("give --session or --replay"),
@@ -63,6 +63,9 @@ pub(super) async fn run(host: Host, args: ReportArgs) -> anyhow::Result<ExitCode
     } else {
         for line in ctxhost_report::render_summary(&report).lines() {
             stdout_line!("{line}");
+        }
+        for guard in &guards {
+            stdout_line!("{guard}");
         }
         stdout_line!("wrote {} ({} bytes)", args.out.display(), page.len());
     }
@@ -172,13 +175,14 @@ fn recorded_turns(transcript: &Transcript, run: &mut Run) {
     }
 }
 
-/// One replay per engine of the recorded transcript at `file`.
+/// One replay per engine of the recorded transcript at `file`, and per run the latest
+/// degradation warning its compactions gave (the summary's own line, not a log line).
 async fn replay_report(
     host: &Host,
     file: &Path,
     engines: &[String],
     window: u64,
-) -> anyhow::Result<Report> {
+) -> anyhow::Result<(Report, Vec<String>)> {
     let mut report = base_report(
         format!(
             "ctxhost report: {} at a {window}-token window",
@@ -197,15 +201,30 @@ async fn replay_report(
         }
     };
     let scratch = super::scratch_dir()?;
+    let mut guards = Vec::new();
     for (n, engine) in engines.into_iter().enumerate() {
         let output = scratch.path().join(format!("replay-{n}.jsonl"));
         let contract = engine.contract_version().to_string();
         let mut bar = Bar::new(&format!("replaying through {}", engine.id()));
         let replayed = ctxhost::replay::replay(host, file, engine, window, &output, &mut bar).await;
         bar.finish();
-        report.runs.push(replay_run(&replayed?, contract));
+        let replayed = replayed?;
+        let warned = replayed
+            .compactions
+            .iter()
+            .filter(|c| !c.warnings.is_empty());
+        if let Some(last) = warned.clone().next_back() {
+            guards.push(format!(
+                "degradation  {}: {} compactions warned; the latest, before message {}: {}",
+                replayed.engine,
+                warned.count(),
+                last.at_message,
+                last.warnings.join("; ")
+            ));
+        }
+        report.runs.push(replay_run(&replayed, contract));
     }
-    Ok(report)
+    Ok((report, guards))
 }
 
 fn replay_run(replay: &ReplayReport, contract: String) -> Run {

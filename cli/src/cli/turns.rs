@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use ctxhost::ledger::{self, LedgerRecord, TurnOutcome};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::output::stderr_line;
@@ -12,8 +13,8 @@ use super::output::stderr_line;
 const SHOWN: usize = 20;
 
 /// The session's ledger, summed up.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct TurnLedger {
     turns: usize,
     /// Turns served by a fallback engine or not served at all.

@@ -57,3 +57,15 @@ pub(crate) fn generated_session(
     .expect("write the generated session");
     path
 }
+
+/// A command's `--json` output matches its documented schema (`docs/cli-json/<command>`).
+pub(crate) fn check_cli_schema(command: &str, value: &Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../docs/cli-json/{command}.schema.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let schema: Value = serde_json::from_str(&text).expect("schema JSON");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    if let Err(error) = validator.validate(value) {
+        panic!("`{command} --json` does not match its schema: {error}\n{value}");
+    }
+}

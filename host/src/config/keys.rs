@@ -113,7 +113,7 @@ pub const OPENCLAW_KEYS: &[(&str, &[&str])] = &[
 ];
 
 /// A key ctxhost does not know, in a section it reads.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnknownKey {
     /// Its dotted path, e.g. `agents.defaults.compaction.autoEnabeld`.

@@ -11,7 +11,7 @@ use crate::model::{ModelConfig, OpenAiConfig};
 use crate::runtime::{LIMIT_KEYS, Limits};
 
 /// Where a value came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Origin {
     /// Nothing set it: ctxhost's default.
@@ -43,7 +43,7 @@ impl std::fmt::Display for Origin {
 }
 
 /// One effective setting.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Shown {
     /// The dotted key, e.g. `agents.defaults.compaction.reserveTokens`.
     pub key: String,
@@ -53,8 +53,8 @@ pub struct Shown {
     pub origin: Origin,
 }
 
-/// Everything `config show` prints.
-#[derive(Debug, Clone, Serialize)]
+/// Everything `config show` prints (its `--json` shape: docs/cli-json/config-show.schema.json).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Effective {
     /// The config file's path.

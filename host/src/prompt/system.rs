@@ -7,7 +7,7 @@ use super::bootstrap::BootstrapFiles;
 use super::skills::Skill;
 
 /// What a section holds; `inspect --json` breaks the total down by these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SectionKind {
     /// The engine's `system-prompt-addition`, prepended as OpenClaw does.
@@ -29,7 +29,7 @@ pub enum SectionKind {
 }
 
 /// One titled section of the system prompt.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Section {
     /// What it holds.
     pub kind: SectionKind,

@@ -30,6 +30,7 @@ impl CompactOutcome {
             tokens_before: tokens,
             tokens_after: tokens,
             first_kept_entry_id: None,
+            warnings: Vec::new(),
         }
     }
 }
@@ -68,9 +69,10 @@ impl Session {
             }
         };
         let first_kept_entry_id = self.write_compaction(compaction, &record, tokens_before)?;
-        // Told now that it is written, never about a proposal that was refused.
+        // Told now that it is written, never about a proposal that was refused; the caller
+        // shows them (`warnings`), so the log is not where an operator first meets them.
         for warning in &record.warnings {
-            tracing::warn!(session = %self.key(), "compaction: {warning}");
+            tracing::info!(session = %self.key(), "compaction: {warning}");
         }
         Ok(CompactOutcome {
             compacted: true,
@@ -78,6 +80,7 @@ impl Session {
             tokens_before,
             tokens_after,
             first_kept_entry_id: Some(first_kept_entry_id),
+            warnings: record.warnings.clone(),
         })
     }
 

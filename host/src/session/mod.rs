@@ -126,7 +126,7 @@ impl Default for SpawnOptions {
 }
 
 /// What a `compact` did.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactOutcome {
     /// Whether a compaction entry was written.
@@ -139,6 +139,10 @@ pub struct CompactOutcome {
     pub tokens_after: u64,
     /// The id of the first entry kept after the new compaction entry.
     pub first_kept_entry_id: Option<String>,
+    /// What the written compaction's record warns of (the degradation guard: "this is
+    /// summarizing compaction #4 …"), for the caller to show in its own output. The library
+    /// only logs them at info: a session compacting as configured is not a fault.
+    pub warnings: Vec<String>,
 }
 
 /// One conversation: the transcript file the host owns and the engine instance that serves

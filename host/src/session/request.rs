@@ -39,7 +39,7 @@ impl Default for TurnOptions {
 }
 
 /// Tokens by part of the request; the parts add up to `total`.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Breakdown {
     /// The rest of the system prompt (runtime, hints, extra prompt, subagent preamble).
@@ -67,7 +67,7 @@ pub struct Breakdown {
 }
 
 /// The runtime should run a memory-flush turn before compaction.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FlushSignal {
     /// The flush turn's user message (`memoryFlush.prompt`).

@@ -65,7 +65,9 @@ impl TurnCompaction {
 /// provider's prompt cache can bill at the cached rate. Measured over the tools the runtime
 /// offers (by name: their schemas are the runtime's), the engine's system-prompt addition, then
 /// the messages in order; the runtime's own prompt is taken as stable.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Prefix {
     /// The previous request is an exact prefix of this one (false on a session's first turn).
@@ -90,7 +92,7 @@ impl Prefix {
 /// A request in brief: its number of parts and one hash over their fingerprints, which is all
 /// the next turn needs to tell whether it extends it. The ledger keeps it, so a new process (a
 /// sidecar per `pi` or `openclaw agent --local` run) measures its first turn against the last.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestDigest {
     /// Parts of the request (the tool list, the engine's addition, each message).

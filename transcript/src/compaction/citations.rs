@@ -98,7 +98,9 @@ fn cited_line(line: &str, requests: &[(String, &str)]) -> Option<String> {
             line.trim_end_matches(')')
         ));
     }
-    let key: String = fold(item.trim_end_matches('…'))
+    // A clipped item may skip its middle (`head … name`): its head is what the message holds.
+    let head = item.split(" … ").next().unwrap_or(item);
+    let key: String = fold(head.trim_end_matches('…'))
         .trim_matches('"')
         .chars()
         .take(MATCH_CHARS)
@@ -106,10 +108,14 @@ fn cited_line(line: &str, requests: &[(String, &str)]) -> Option<String> {
     if key.chars().count() < 8 {
         return None;
     }
-    let (_, id) = requests
-        .iter()
-        .rev()
-        .find(|(text, _)| text.contains(&key))?;
+    // A short head ("Rename the") could match another message: the names kept past the gap
+    // must be in the same one.
+    let names: Vec<String> = (item.split(" … ").skip(1))
+        .map(|part| fold(part.trim_end_matches('…')))
+        .collect();
+    let (_, id) = requests.iter().rev().find(|(text, _)| {
+        text.contains(&key) && names.iter().all(|name| text.contains(name.as_str()))
+    })?;
     Some(format!("{line} [#{id}]"))
 }
 
@@ -155,6 +161,33 @@ mod tests {
         );
         // Citing again changes nothing.
         assert_eq!(cite(&cited, &entries, None), cited);
+    }
+
+    #[test]
+    fn a_line_that_skips_its_middle_cites_the_message_holding_its_names() {
+        let mut t = Transcript::new("s", "/", TS);
+        for text in [
+            "Rename the config field in docs/design.md please",
+            "Rename the config field and then update src/config.rs to match",
+        ] {
+            t.append_message(&json!({"role": "user", "content": text}), TS)
+                .unwrap();
+        }
+        let entries = t.entries().to_vec();
+        let first = entries[0].id().to_string();
+        // The newer message shares the head but not the path: the older one is the source.
+        let cited = cite(
+            "## User requests\n- Rename the config field … docs/design.md…",
+            &entries,
+            None,
+        );
+        assert!(
+            cited.ends_with(&format!("docs/design.md… [#{first}]")),
+            "{cited}"
+        );
+        // A path no message holds cites nothing rather than a wrong message.
+        let unknown = "## User requests\n- Rename the config field … src/nowhere.rs";
+        assert_eq!(cite(unknown, &entries, None), unknown);
     }
 
     #[test]

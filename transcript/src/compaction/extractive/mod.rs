@@ -38,8 +38,10 @@ pub const MAX_CHARS: usize = 4800;
 const CURRENT_CHARS: usize = 500;
 /// The first request of the session.
 const STARTED_CHARS: usize = 120;
-/// Each entry of the request ledger: enough to recognise the request by its opening words.
-const REQUEST_CHARS: usize = 44;
+/// Each entry of the request ledger: room for its verb, object and a path or identifier,
+/// cut at a word (`clip`). Longer lines mean fewer of them within the budget; whole ones are
+/// worth more than many a reader cannot make out.
+const REQUEST_CHARS: usize = 64;
 /// Each standing instruction, and at most this many of them.
 const INSTRUCTION_CHARS: usize = 120;
 const MAX_INSTRUCTIONS: usize = 8;

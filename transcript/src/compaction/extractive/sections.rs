@@ -234,7 +234,10 @@ impl Sections {
         let (Some(progress), Some(last)) = (&self.progress, self.recent.last()) else {
             return false;
         };
-        last.strip_prefix("**assistant**: ")
-            .is_some_and(|said| progress.starts_with(said.trim_end_matches('…')))
+        last.strip_prefix("**assistant**: ").is_some_and(|said| {
+            // Both clip the same message; a clip may skip its middle, the heads still agree.
+            let head = said.split(" … ").next().unwrap_or(said);
+            progress.starts_with(head.trim_end_matches('…'))
+        })
     }
 }

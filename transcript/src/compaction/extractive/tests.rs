@@ -457,3 +457,74 @@ fn mechanical_facts_for_a_model_summary() {
     assert!(m.contains("## Files modified\n- tests/a.rs"));
     assert!(!m.contains("Recent exchanges"));
 }
+
+/// Every whitespace-separated word the messages hold (tool arguments' strings included), with
+/// the quotes and punctuation that may stand around a word in a summary trimmed off.
+fn words_of(messages: &[MessageView]) -> HashSet<String> {
+    fn strings(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let mut texts = Vec::new();
+    for m in messages {
+        texts.push(m.text.clone());
+        for c in &m.tool_calls {
+            if let Ok(args) = serde_json::from_str::<Value>(&c.arguments) {
+                strings(&args, &mut texts);
+            }
+        }
+    }
+    texts
+        .iter()
+        .flat_map(|t| t.split_whitespace())
+        .map(|w| trim_word(w).to_string())
+        .collect()
+}
+
+fn trim_word(word: &str) -> &str {
+    word.trim_matches(|c: char| "`'\"()[]{}<>.,;:!?".contains(c))
+}
+
+/// What the demo shows (its generator, replayed through compaction after compaction): a line
+/// cut for room ends on a word the messages hold whole, never on a broken one.
+#[test]
+fn no_summary_line_of_a_generated_session_ends_mid_word() {
+    let mut checked = 0;
+    for seed in [1, 7, 11, 23] {
+        let text = crate::generate::coding_session(seed, 600);
+        let views: Vec<MessageView> = crate::transcript::Transcript::parse(&text, "generated")
+            .unwrap()
+            .entries()
+            .iter()
+            .filter_map(|e| e.view())
+            .collect();
+        let words = words_of(&views);
+        let mut summary: Option<String> = None;
+        for span in views.chunks(90) {
+            let next = summarize(span, summary.as_deref(), None);
+            for line in next.lines() {
+                for (at, _) in line.match_indices('…') {
+                    let before = line[..at].split_whitespace().last().unwrap_or("");
+                    let word = trim_word(before);
+                    if word.is_empty() || word == "-" || before.ends_with('/') {
+                        continue;
+                    }
+                    checked += 1;
+                    assert!(
+                        words.contains(word),
+                        "seed {seed}: {line:?} ends on {word:?}, not a word of the session"
+                    );
+                }
+            }
+            summary = Some(next);
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} clipped lines: the test sees too little"
+    );
+}
