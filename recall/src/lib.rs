@@ -22,5 +22,5 @@ pub mod tools;
 
 pub use error::RecallError;
 pub use expand::{ExpandRequest, ExpandTarget, Expansion, expand};
-pub use index::{Hit, RecallIndex, SyncReport, index_path};
+pub use index::{Hit, RecallIndex, SyncReport, cache_index_path, index_path};
 pub use query::SearchQuery;
