@@ -17,6 +17,12 @@ use crate::error::RecallError;
 use crate::query::{SearchQuery, match_expression};
 use crate::text;
 
+/// How much more a user request or a failed tool result weighs than other entries with the
+/// same words: they are what an agent searches its past for most (bm25 is negative, better
+/// is lower, so the weight multiplies it).
+const ROLE_WEIGHT: &str = "(CASE WHEN e.role = 'user' THEN 2.0 \
+     WHEN e.role = 'toolResult' AND e.is_error THEN 2.0 ELSE 1.0 END)";
+
 /// Bump when the tables or what is indexed change: an index of another schema is rebuilt.
 const SCHEMA: i64 = 1;
 
@@ -407,7 +413,7 @@ impl RecallIndex {
             return self.ranked_unfiltered(expression, limit);
         }
         let conn = self.conn.borrow();
-        let mut statement = conn.prepare_cached(
+        let mut statement = conn.prepare_cached(&format!(
             "SELECT e.seq, e.id, e.role, e.tool, e.is_error FROM body \
              JOIN entries e ON e.seq = body.rowid \
              WHERE body MATCH ?1 \
@@ -416,8 +422,9 @@ impl RecallIndex {
                AND (?4 IS NULL OR (e.role = 'toolResult' AND e.is_error = ?4)) \
                AND (?5 IS NULL OR e.ts >= ?5) \
                AND (?6 IS NULL OR e.ts < ?6) \
-             ORDER BY bm25(body), e.seq DESC LIMIT ?7",
-        )?;
+             ORDER BY bm25(body) * {WEIGHT}, e.seq DESC LIMIT ?7",
+            WEIGHT = ROLE_WEIGHT
+        ))?;
         let rows = statement.query_map(
             params![
                 expression,
@@ -441,12 +448,14 @@ impl RecallIndex {
         rows.collect()
     }
 
-    /// Without filters the full-text table ranks alone (FTS5's own `ORDER BY rank ... LIMIT`),
-    /// and only the hits are looked up.
+    /// Without filters only the hits' facts are looked up afterwards (the ranking joins the
+    /// role and error flag it weighs).
     fn ranked_unfiltered(&self, expression: &str, limit: u32) -> rusqlite::Result<Vec<Row>> {
         let conn = self.conn.borrow();
-        let mut ranked = conn
-            .prepare_cached("SELECT rowid FROM body WHERE body MATCH ?1 ORDER BY rank LIMIT ?2")?;
+        let mut ranked = conn.prepare_cached(&format!(
+            "SELECT e.seq FROM body JOIN entries e ON e.seq = body.rowid \
+             WHERE body MATCH ?1 ORDER BY bm25(body) * {ROLE_WEIGHT}, e.seq DESC LIMIT ?2"
+        ))?;
         let seqs = ranked
             .query_map(params![expression, limit], |row| row.get::<_, i64>(0))?
             .collect::<rusqlite::Result<Vec<i64>>>()?;
