@@ -29,11 +29,16 @@ impl Picker {
     }
 }
 
+/// Probes, and how many found their entry (or, for `*_same_text`, an entry with the very same
+/// text: the generator repeats requests and errors verbatim, and no two words can tell such
+/// twins apart) among the first 3 and 10 hits.
 #[derive(Default)]
 struct Score {
     probes: usize,
     top3: usize,
     top10: usize,
+    top3_same_text: usize,
+    top10_same_text: usize,
 }
 
 impl Score {
@@ -83,10 +88,18 @@ fn two_remembered_words_find_the_entry() {
                     },
                 )
                 .unwrap();
+            let entries = transcript.entries();
             let rank = hits.iter().position(|h| h.entry as usize == position);
+            let twin_rank = hits.iter().position(|h| {
+                entries[h.entry as usize]
+                    .view()
+                    .is_some_and(|v| v.text == view.text)
+            });
             score.probes += 1;
             score.top3 += usize::from(rank.is_some_and(|r| r < 3));
             score.top10 += usize::from(rank.is_some());
+            score.top3_same_text += usize::from(twin_rank.is_some_and(|r| r < 3));
+            score.top10_same_text += usize::from(twin_rank.is_some());
         }
     }
     for (name, score) in [
@@ -94,24 +107,30 @@ fn two_remembered_words_find_the_entry() {
         ("failed tool results", &failures),
     ] {
         println!(
-            "{name}: {} probes, top 3 {:.1}%, top 10 {:.1}%",
+            "{name}: {} probes, top 3 {:.1}%, top 10 {:.1}% (same text: {:.1}%, {:.1}%)",
             score.probes,
             Score::percent(score.top3, score.probes),
-            Score::percent(score.top10, score.probes)
+            Score::percent(score.top10, score.probes),
+            Score::percent(score.top3_same_text, score.probes),
+            Score::percent(score.top10_same_text, score.probes)
         );
     }
     let all = Score {
         probes: requests.probes + failures.probes,
         top3: requests.top3 + failures.top3,
         top10: requests.top10 + failures.top10,
+        top3_same_text: requests.top3_same_text + failures.top3_same_text,
+        top10_same_text: requests.top10_same_text + failures.top10_same_text,
     };
     let (top3, top10) = (
         Score::percent(all.top3, all.probes),
         Score::percent(all.top10, all.probes),
     );
     println!(
-        "all: {} probes, top 3 {top3:.1}%, top 10 {top10:.1}%",
-        all.probes
+        "all: {} probes, top 3 {top3:.1}%, top 10 {top10:.1}% (same text: {:.1}%, {:.1}%)",
+        all.probes,
+        Score::percent(all.top3_same_text, all.probes),
+        Score::percent(all.top10_same_text, all.probes)
     );
     assert!(all.probes > 100, "too few probes: {}", all.probes);
     // The figures recorded in BENCHMARKS.md ("Recall from half-remembered words"), less a
