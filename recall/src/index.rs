@@ -24,7 +24,7 @@ const ROLE_WEIGHT: &str = "(CASE WHEN e.role = 'user' THEN 2.0 \
      WHEN e.role = 'toolResult' AND e.is_error THEN 2.0 ELSE 1.0 END)";
 
 /// Bump when the tables or what is indexed change: an index of another schema is rebuilt.
-const SCHEMA: i64 = 1;
+const SCHEMA: i64 = 2;
 
 /// Where the index of the transcript at `transcript` lives.
 pub fn index_path(transcript: &Path) -> PathBuf {
@@ -279,7 +279,7 @@ impl RecallIndex {
                     view.is_error,
                     entry.timestamp().map(|t| t as i64),
                 ])?;
-                body.execute(params![seq as i64, text::searchable(&view)])?;
+                body.execute(params![seq as i64, text::indexed(&view)])?;
             }
         }
         let last = entries.len().checked_sub(1).map(|i| entries[i].id());

@@ -348,3 +348,53 @@ fn a_read_only_index_file_is_not_used() {
         [3]
     );
 }
+
+#[test]
+fn parts_of_identifiers_and_paths_find_their_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = session("s1");
+    t.append_message(
+        &json!({"role": "user", "content": "look at AssembleTurn first", "timestamp": 5}),
+        TS,
+    )
+    .unwrap();
+    t.append_message(&json!({"role": "user", "content": "then src/session/driver.rs and build_context", "timestamp": 6}), TS).unwrap();
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    for (words, entry) in [
+        ("turn", 4),
+        ("assemble", 4),
+        ("assembleturn", 4),
+        ("driver", 5),
+        ("build", 5),
+    ] {
+        assert_eq!(
+            ids(&index.search(&t, &SearchQuery::words(words)).unwrap()),
+            [entry],
+            "{words}"
+        );
+    }
+}
+
+#[test]
+fn an_index_of_an_older_schema_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = session("s1");
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    index
+        .conn
+        .borrow()
+        .execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema'",
+            [SCHEMA - 1],
+        )
+        .unwrap();
+    drop(index);
+    let mut index = RecallIndex::open(&dir.path().join("s.jsonl")).unwrap();
+    assert!(index.sync(&t).unwrap().rebuilt);
+    assert_eq!(
+        ids(&index.search(&t, &SearchQuery::words("retries")).unwrap()),
+        [3]
+    );
+}
