@@ -14,7 +14,7 @@ use ctxhost_transcript::{Entry, Transcript};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use crate::error::RecallError;
-use crate::query::{SearchQuery, match_expression};
+use crate::query::{SearchQuery, all_but_one_expression, match_expression};
 use crate::text;
 
 /// How much more a user request or a failed tool result weighs than other entries with the
@@ -360,9 +360,21 @@ impl RecallIndex {
         let mut hits = self
             .ranked(&match_expression(&terms, true), query, limit)
             .map_err(|e| self.error(e))?;
-        if hits.len() < limit as usize && terms.len() > 1 {
+        // Then those missing one word (a half-remembered query often has one word wrong),
+        // then any word: each round only fills what the stricter one left.
+        let mut looser = Vec::new();
+        if terms.len() > 2 {
+            looser.push(all_but_one_expression(&terms));
+        }
+        if terms.len() > 1 {
+            looser.push(match_expression(&terms, false));
+        }
+        for expression in looser {
+            if hits.len() >= limit as usize {
+                break;
+            }
             let more = self
-                .ranked(&match_expression(&terms, false), query, limit)
+                .ranked(&expression, query, limit)
                 .map_err(|e| self.error(e))?;
             for row in more {
                 if hits.len() == limit as usize {

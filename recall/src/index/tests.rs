@@ -398,3 +398,27 @@ fn an_index_of_an_older_schema_is_rebuilt() {
         [3]
     );
 }
+
+#[test]
+fn entries_missing_one_word_come_before_those_holding_only_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Transcript::new("s1", "/work", TS);
+    // Short and dense in one rare word: bm25 alone puts it first among entries holding any.
+    t.append_message(
+        &json!({"role": "user", "content": "zeppelin zeppelin", "timestamp": 1}),
+        TS,
+    )
+    .unwrap();
+    t.append_message(&json!({"role": "user", "content": "the parser drops the websocket frame header when it is long, see the notes about it", "timestamp": 2}), TS).unwrap();
+    for i in 0..20 {
+        t.append_message(&json!({"role": "assistant", "content": format!("parser websocket frame note {i}"), "timestamp": 3}), TS).unwrap();
+    }
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    // "zeppelin" is misremembered; the request holds the other three words.
+    let query = SearchQuery {
+        limit: Some(1),
+        ..SearchQuery::words("parser header zeppelin drops")
+    };
+    assert_eq!(ids(&index.search(&t, &query).unwrap()), [1]);
+}
