@@ -7,17 +7,24 @@
 //! from another session, shorter than what was indexed, rewritten under it, or unreadable. A
 //! kill at any moment leaves either the old state or the new one; the next sync catches up.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use ctxhost_transcript::{Entry, Transcript};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use crate::error::RecallError;
-use crate::query::{SearchQuery, match_expression};
+use crate::query::{SearchQuery, all_but_one_expression, match_expression};
 use crate::text;
 
+/// How much more a user request or a failed tool result weighs than other entries with the
+/// same words: they are what an agent searches its past for most (bm25 is negative, better
+/// is lower, so the weight multiplies it).
+const ROLE_WEIGHT: &str = "(CASE WHEN e.role = 'user' THEN 2.0 \
+     WHEN e.role = 'toolResult' AND e.is_error THEN 2.0 ELSE 1.0 END)";
+
 /// Bump when the tables or what is indexed change: an index of another schema is rebuilt.
-const SCHEMA: i64 = 1;
+const SCHEMA: i64 = 2;
 
 /// Where the index of the transcript at `transcript` lives.
 pub fn index_path(transcript: &Path) -> PathBuf {
@@ -58,17 +65,108 @@ pub struct Hit {
     pub in_context: bool,
 }
 
+/// Where an index file goes when the transcript's own directory cannot hold one (a shared or
+/// read-only folder): `<home>/recall-cache/<blake3 of the transcript's canonical path>.sqlite`,
+/// home being `$CTXHOST_HOME`, else `$HOME/.ctxhost` (as the host finds it). `None` when
+/// neither variable is set.
+pub fn cache_index_path(transcript: &Path) -> Option<PathBuf> {
+    let home = std::env::var_os("CTXHOST_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".ctxhost"))
+        })?;
+    Some(cache_index_path_in(&home, transcript))
+}
+
+fn cache_index_path_in(home: &Path, transcript: &Path) -> PathBuf {
+    // The file may not exist yet: canonicalize what does, so two spellings of one transcript
+    // share one cache entry.
+    let canonical = std::fs::canonicalize(transcript).unwrap_or_else(|_| {
+        match (transcript.parent(), transcript.file_name()) {
+            (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+                .map(|d| d.join(name))
+                .unwrap_or_else(|_| transcript.to_path_buf()),
+            _ => transcript.to_path_buf(),
+        }
+    });
+    let key = blake3::hash(canonical.as_os_str().as_encoded_bytes());
+    home.join("recall-cache")
+        .join(format!("{}.sqlite", key.to_hex()))
+}
+
 /// A session's full-text index.
 pub struct RecallIndex {
+    /// The file, or for an in-memory index the file it would have been (for messages).
     path: PathBuf,
-    conn: Connection,
+    in_memory: bool,
+    /// Replaced in place when a search finds the file corrupt, so a search (`&self`) can
+    /// rebuild the index from the transcript instead of failing.
+    conn: RefCell<Connection>,
 }
 
 impl RecallIndex {
     /// Opens the index of the transcript at `transcript` (creating it when missing; replacing
     /// a file that is not a readable index). Nothing is indexed until [`RecallIndex::sync`].
+    ///
+    /// When the transcript's directory cannot hold the index (read-only, shared), it goes to
+    /// the cache under the ctxhost home ([`cache_index_path`]), and failing that lives in
+    /// memory for this process: a search never fails because of where the transcript is.
     pub fn open(transcript: &Path) -> Result<Self, RecallError> {
-        Self::open_file(&index_path(transcript))
+        Self::open_with_cache(transcript, cache_index_path(transcript).as_deref())
+    }
+
+    /// [`RecallIndex::open`] with the fallback file given (`None`: straight to memory).
+    fn open_with_cache(transcript: &Path, cached: Option<&Path>) -> Result<Self, RecallError> {
+        let beside = index_path(transcript);
+        let beside_error = match Self::open_file(&beside) {
+            Ok(index) => return Ok(index),
+            Err(e) => e,
+        };
+        if let Some(cached) = cached {
+            if let Some(dir) = cached.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            match Self::open_file(cached) {
+                Ok(index) => {
+                    tracing::warn!(
+                        "{beside_error}; the recall index of {} is kept in {} instead",
+                        transcript.display(),
+                        cached.display()
+                    );
+                    return Ok(index);
+                }
+                Err(cache_error) => tracing::warn!("{cache_error}"),
+            }
+        }
+        tracing::warn!(
+            "{beside_error}; the recall index of {} is kept in memory for this process",
+            transcript.display()
+        );
+        Self::open_memory(&beside)
+    }
+
+    /// An index held in memory only (rebuilt by every process that opens it); `path` names the
+    /// file it stands in for.
+    fn open_memory(path: &Path) -> Result<Self, RecallError> {
+        let error = |source| RecallError::Index {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_in_memory().map_err(error)?;
+        prepare(&conn).map_err(error)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            in_memory: true,
+            conn: RefCell::new(conn),
+        })
+    }
+
+    /// Whether the index lives in memory only (no file could be written).
+    pub fn is_in_memory(&self) -> bool {
+        self.in_memory
     }
 
     /// Opens the index file at `path` itself.
@@ -92,25 +190,17 @@ impl RecallIndex {
         // transcript; the rollback journal keeps each sync all-or-nothing.
         conn.pragma_update(None, "synchronous", "OFF")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        let schema: Option<i64> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |row| {
-                row.get(0)
-            })
-            .optional()
-            .or_else(|e| match e {
-                rusqlite::Error::SqliteFailure(_, Some(ref m))
-                    if m.starts_with("no such table") =>
-                {
-                    Ok(None)
-                }
-                e => Err(e),
-            })?;
-        if schema != Some(SCHEMA) {
-            create_tables(&conn)?;
+        // Damaged pages in the middle of the file (a bad disk, a torn copy) are found here,
+        // once per open, rather than by some later search.
+        let check: String = conn.query_row("PRAGMA quick_check(1)", [], |row| row.get(0))?;
+        if check != "ok" {
+            return Err(corruption(format!("integrity check failed: {check}")));
         }
+        prepare(&conn)?;
         Ok(Self {
             path: path.to_path_buf(),
-            conn,
+            in_memory: false,
+            conn: RefCell::new(conn),
         })
     }
 
@@ -126,13 +216,23 @@ impl RecallIndex {
             Ok(report) => Ok(report),
             Err(first) => {
                 tracing::warn!(index = %self.path.display(), "{first}; rebuilding the recall index");
-                remove_index_files(&self.path);
-                *self = Self::try_open(&self.path).map_err(|source| self.error(source))?;
-                let mut report = self.try_sync(transcript).map_err(|s| self.error(s))?;
-                report.rebuilt = true;
-                Ok(report)
+                self.rebuild(transcript)
             }
         }
+    }
+
+    /// Replaces the index with an empty one and indexes all of `transcript` again.
+    fn rebuild(&self, transcript: &Transcript) -> Result<SyncReport, RecallError> {
+        let fresh = if self.in_memory {
+            Self::open_memory(&self.path)?
+        } else {
+            remove_index_files(&self.path);
+            Self::try_open(&self.path).map_err(|source| self.error(source))?
+        };
+        self.conn.replace(fresh.conn.into_inner());
+        let mut report = self.try_sync(transcript).map_err(|s| self.error(s))?;
+        report.rebuilt = true;
+        Ok(report)
     }
 
     fn error(&self, source: rusqlite::Error) -> RecallError {
@@ -142,7 +242,7 @@ impl RecallIndex {
         }
     }
 
-    fn try_sync(&mut self, transcript: &Transcript) -> rusqlite::Result<SyncReport> {
+    fn try_sync(&self, transcript: &Transcript) -> rusqlite::Result<SyncReport> {
         let entries = transcript.entries();
         let built = self.built_from()?;
         let matches = built.as_ref().is_some_and(|b| b.matches(transcript));
@@ -154,7 +254,8 @@ impl RecallIndex {
         } else {
             0
         };
-        let tx = self.conn.transaction()?;
+        let mut conn = self.conn.borrow_mut();
+        let tx = conn.transaction()?;
         if from == 0 {
             tx.execute_batch("DELETE FROM entries; DELETE FROM body;")?;
         }
@@ -178,7 +279,7 @@ impl RecallIndex {
                     view.is_error,
                     entry.timestamp().map(|t| t as i64),
                 ])?;
-                body.execute(params![seq as i64, text::searchable(&view)])?;
+                body.execute(params![seq as i64, text::indexed(&view)])?;
             }
         }
         let last = entries.len().checked_sub(1).map(|i| entries[i].id());
@@ -205,9 +306,9 @@ impl RecallIndex {
     }
 
     fn built_from(&self) -> rusqlite::Result<Option<BuiltFrom>> {
+        let conn = self.conn.borrow();
         let get = |key: &str| -> rusqlite::Result<Option<rusqlite::types::Value>> {
-            self.conn
-                .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
                 .optional()
         };
         use rusqlite::types::Value as V;
@@ -229,8 +330,24 @@ impl RecallIndex {
     }
 
     /// Ranked hits for `query` among the indexed entries of `transcript` (call
-    /// [`RecallIndex::sync`] first so they are all indexed).
+    /// [`RecallIndex::sync`] first so they are all indexed). Damage to the index found while
+    /// searching rebuilds it from the transcript, then the search runs again.
     pub fn search(
+        &self,
+        transcript: &Transcript,
+        query: &SearchQuery,
+    ) -> Result<Vec<Hit>, RecallError> {
+        match self.try_search(transcript, query) {
+            Err(RecallError::Index { source, .. }) if is_corruption(&source) => {
+                tracing::warn!(index = %self.path.display(), "{source}; rebuilding the recall index");
+                self.rebuild(transcript)?;
+                self.try_search(transcript, query)
+            }
+            other => other,
+        }
+    }
+
+    fn try_search(
         &self,
         transcript: &Transcript,
         query: &SearchQuery,
@@ -243,9 +360,21 @@ impl RecallIndex {
         let mut hits = self
             .ranked(&match_expression(&terms, true), query, limit)
             .map_err(|e| self.error(e))?;
-        if hits.len() < limit as usize && terms.len() > 1 {
+        // Then those missing one word (a half-remembered query often has one word wrong),
+        // then any word: each round only fills what the stricter one left.
+        let mut looser = Vec::new();
+        if terms.len() > 2 {
+            looser.push(all_but_one_expression(&terms));
+        }
+        if terms.len() > 1 {
+            looser.push(match_expression(&terms, false));
+        }
+        for expression in looser {
+            if hits.len() >= limit as usize {
+                break;
+            }
             let more = self
-                .ranked(&match_expression(&terms, false), query, limit)
+                .ranked(&expression, query, limit)
                 .map_err(|e| self.error(e))?;
             for row in more {
                 if hits.len() == limit as usize {
@@ -295,7 +424,8 @@ impl RecallIndex {
         if !filtered {
             return self.ranked_unfiltered(expression, limit);
         }
-        let mut statement = self.conn.prepare_cached(
+        let conn = self.conn.borrow();
+        let mut statement = conn.prepare_cached(&format!(
             "SELECT e.seq, e.id, e.role, e.tool, e.is_error FROM body \
              JOIN entries e ON e.seq = body.rowid \
              WHERE body MATCH ?1 \
@@ -304,8 +434,9 @@ impl RecallIndex {
                AND (?4 IS NULL OR (e.role = 'toolResult' AND e.is_error = ?4)) \
                AND (?5 IS NULL OR e.ts >= ?5) \
                AND (?6 IS NULL OR e.ts < ?6) \
-             ORDER BY bm25(body), e.seq DESC LIMIT ?7",
-        )?;
+             ORDER BY bm25(body) * {WEIGHT}, e.seq DESC LIMIT ?7",
+            WEIGHT = ROLE_WEIGHT
+        ))?;
         let rows = statement.query_map(
             params![
                 expression,
@@ -329,18 +460,19 @@ impl RecallIndex {
         rows.collect()
     }
 
-    /// Without filters the full-text table ranks alone (FTS5's own `ORDER BY rank ... LIMIT`),
-    /// and only the hits are looked up.
+    /// Without filters only the hits' facts are looked up afterwards (the ranking joins the
+    /// role and error flag it weighs).
     fn ranked_unfiltered(&self, expression: &str, limit: u32) -> rusqlite::Result<Vec<Row>> {
-        let mut ranked = self
-            .conn
-            .prepare_cached("SELECT rowid FROM body WHERE body MATCH ?1 ORDER BY rank LIMIT ?2")?;
+        let conn = self.conn.borrow();
+        let mut ranked = conn.prepare_cached(&format!(
+            "SELECT e.seq FROM body JOIN entries e ON e.seq = body.rowid \
+             WHERE body MATCH ?1 ORDER BY bm25(body) * {ROLE_WEIGHT}, e.seq DESC LIMIT ?2"
+        ))?;
         let seqs = ranked
             .query_map(params![expression, limit], |row| row.get::<_, i64>(0))?
             .collect::<rusqlite::Result<Vec<i64>>>()?;
-        let mut facts = self
-            .conn
-            .prepare_cached("SELECT id, role, tool, is_error FROM entries WHERE seq = ?1")?;
+        let mut facts =
+            conn.prepare_cached("SELECT id, role, tool, is_error FROM entries WHERE seq = ?1")?;
         seqs.into_iter()
             .map(|seq| {
                 facts.query_row([seq], |row| {
@@ -358,6 +490,9 @@ impl RecallIndex {
 
     /// Bytes the index takes on disk.
     pub fn size_bytes(&self) -> u64 {
+        if self.in_memory {
+            return 0;
+        }
         std::fs::metadata(&self.path).map_or(0, |m| m.len())
     }
 }
@@ -424,6 +559,49 @@ impl<'a> ContextPositions<'a> {
             Self::Sorted(sorted) => sorted.binary_search(&position).is_ok(),
         }
     }
+}
+
+/// Makes `conn` an index of this schema (a file of another is emptied), and proves it can be
+/// written: a read-only file or a directory where the journal cannot be created fails here, at
+/// open, where [`RecallIndex::open`] can still put the index elsewhere.
+fn prepare(conn: &Connection) -> rusqlite::Result<()> {
+    let schema: Option<i64> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |row| {
+            row.get(0)
+        })
+        .optional()
+        .or_else(|e| match e {
+            rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.starts_with("no such table") => {
+                Ok(None)
+            }
+            e => Err(e),
+        })?;
+    if schema == Some(SCHEMA) {
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?1)",
+            [SCHEMA],
+        )?;
+        Ok(())
+    } else {
+        create_tables(conn)
+    }
+}
+
+/// An error SQLite would give for a damaged file, for damage found by other means.
+fn corruption(message: String) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+        Some(message),
+    )
+}
+
+/// Whether `error` means the index file is damaged (and so only rebuilding it helps).
+fn is_corruption(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(e, _)
+            if matches!(e.code, ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
 }
 
 fn create_tables(conn: &Connection) -> rusqlite::Result<()> {

@@ -92,9 +92,35 @@ pub(crate) fn match_expression(terms: &[String], all: bool) -> String {
         .join(if all { " AND " } else { " OR " })
 }
 
+/// The FTS5 expression for entries holding all of `terms` but (at most) one: each way of
+/// leaving one out, `OR`ed.
+pub(crate) fn all_but_one_expression(terms: &[String]) -> String {
+    (0..terms.len())
+        .map(|left_out| {
+            let rest: Vec<String> = terms
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != left_out)
+                .map(|(_, t)| t.clone())
+                .collect();
+            format!("({})", match_expression(&rest, true))
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_but_one_leaves_out_each_word_in_turn() {
+        let terms: Vec<String> = ["a", "b", "c"].map(String::from).into();
+        assert_eq!(
+            all_but_one_expression(&terms),
+            "(\"b\" AND \"c\") OR (\"a\" AND \"c\") OR (\"a\" AND \"b\")"
+        );
+    }
 
     #[test]
     fn terms_are_words_once_each_lowercased() {

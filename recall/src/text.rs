@@ -33,6 +33,50 @@ pub(crate) fn searchable(view: &MessageView) -> String {
     text
 }
 
+/// What the index holds for an entry: its [`searchable`] text, then the parts of each
+/// mixed-case identifier (`AssembleTurn` → `Assemble Turn`, `maxRetries` → `max Retries`), so
+/// an agent remembering one part of a name finds it. The tokenizer already splits paths and
+/// snake_case at their punctuation; only case changes need spelling out.
+pub(crate) fn indexed(view: &MessageView) -> String {
+    let mut text = searchable(view);
+    let parts = identifier_parts(&text);
+    if !parts.is_empty() && text.len() + parts.len() < MAX_INDEXED_BYTES {
+        text.push('\n');
+        text.push_str(&parts);
+    }
+    text
+}
+
+/// The case-change parts of every mixed-case word of `text`, space-separated.
+fn identifier_parts(text: &str) -> String {
+    let mut parts = String::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = word.chars().collect();
+        // A part starts at an upper-case letter after a lower-case letter or a digit, and at
+        // the last capital of a run followed by lower case (`HTTPServer` → `HTTP Server`).
+        let starts: Vec<usize> = (1..chars.len())
+            .filter(|&i| {
+                let (before, here) = (chars[i - 1], chars[i]);
+                here.is_uppercase()
+                    && (before.is_lowercase()
+                        || before.is_ascii_digit()
+                        || (before.is_uppercase()
+                            && chars.get(i + 1).is_some_and(|c| c.is_lowercase())))
+            })
+            .collect();
+        if starts.is_empty() {
+            continue;
+        }
+        let mut from = 0;
+        for start in starts.into_iter().chain([chars.len()]) {
+            parts.extend(&chars[from..start]);
+            parts.push(' ');
+            from = start;
+        }
+    }
+    parts
+}
+
 /// A short, one-line piece of `text` around the first of `terms` it contains (the start of the
 /// text when none is found literally, as a stemmed match can be).
 pub(crate) fn snippet(text: &str, terms: &[String]) -> String {
@@ -132,6 +176,15 @@ pub(crate) fn body(view: &MessageView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mixed_case_identifiers_are_split_into_their_parts() {
+        assert_eq!(
+            identifier_parts("call AssembleTurn, maxRetries and HTTPServer; plain words"),
+            "Assemble Turn max Retries HTTP Server "
+        );
+        assert_eq!(identifier_parts("snake_case src/session/turn.rs"), "");
+    }
 
     #[test]
     fn snippets_center_on_the_first_match_on_one_line() {

@@ -172,3 +172,253 @@ fn a_corrupt_or_foreign_index_file_is_rebuilt() {
         [3]
     );
 }
+
+/// A session long enough that its index spans many pages.
+fn long_session(id: &str, requests: usize) -> Transcript {
+    let mut t = Transcript::new(id, "/work", TS);
+    for i in 0..requests {
+        t.append_message(&json!({"role": "user", "content": format!("request number{i} about module{i} and the parser"), "timestamp": i}), TS).unwrap();
+        t.append_message(&json!({"role": "assistant", "content": format!("answer number{i}: {}", "lorem ipsum dolor ".repeat(20)), "timestamp": i}), TS).unwrap();
+    }
+    t
+}
+
+/// Overwrites every page after the first with junk, as a bad disk or a torn copy leaves it,
+/// and bumps the header's change counter so an open connection re-reads the pages.
+fn damage_middle_pages(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let page = match u16::from_be_bytes([bytes[16], bytes[17]]) {
+        1 => 65_536,
+        n => usize::from(n),
+    };
+    assert!(
+        bytes.len() > 3 * page,
+        "index too small to damage: {} bytes",
+        bytes.len()
+    );
+    for (i, b) in bytes[page..].iter_mut().enumerate() {
+        *b = (i % 251) as u8 ^ 0xA5;
+    }
+    let counter = u32::from_be_bytes(bytes[24..28].try_into().unwrap()).wrapping_add(1);
+    bytes[24..28].copy_from_slice(&counter.to_be_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn file_is_sound(path: &Path) -> bool {
+    let conn = Connection::open(path).unwrap();
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
+        .is_ok_and(|check| check == "ok")
+}
+
+#[test]
+fn an_index_damaged_in_the_middle_is_rebuilt_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = long_session("s1", 300);
+    let mut first = index(&dir);
+    first.sync(&t).unwrap();
+    let path = first.path().to_path_buf();
+    drop(first);
+    damage_middle_pages(&path);
+
+    let mut reopened = index(&dir);
+    let index = &mut reopened;
+    index.sync(&t).unwrap();
+    let hits = index.search(&t, &SearchQuery::words("number123")).unwrap();
+    assert_eq!(ids(&hits), [246, 247]);
+    assert!(file_is_sound(&path), "the index on disk was not rebuilt");
+}
+
+#[test]
+fn damage_found_by_a_search_rebuilds_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = long_session("s1", 300);
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    // Damaged under an open index: only the search itself can find it.
+    damage_middle_pages(index.path());
+
+    let hits = index.search(&t, &SearchQuery::words("module7")).unwrap();
+    assert_eq!(ids(&hits), [14]);
+    assert!(
+        file_is_sound(index.path()),
+        "the index on disk was not rebuilt"
+    );
+    // And it keeps working afterwards.
+    let hits = index.search(&t, &SearchQuery::words("module299")).unwrap();
+    assert_eq!(ids(&hits), [598]);
+}
+
+#[test]
+fn damage_found_while_catching_up_rebuilds_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = long_session("s1", 300);
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    damage_middle_pages(index.path());
+    t.append_message(
+        &json!({"role": "user", "content": "now the appended zeppelin request", "timestamp": 999}),
+        TS,
+    )
+    .unwrap();
+
+    let report = index.sync(&t).unwrap();
+    assert!(report.rebuilt, "{report:?}");
+    assert_eq!(
+        ids(&index.search(&t, &SearchQuery::words("zeppelin")).unwrap()),
+        [600]
+    );
+    assert_eq!(
+        ids(&index.search(&t, &SearchQuery::words("module5")).unwrap()),
+        [10]
+    );
+    assert!(
+        file_is_sound(index.path()),
+        "the index on disk was not rebuilt"
+    );
+}
+
+/// A transcript whose directory cannot hold a file for anyone, root included: its "directory"
+/// is a regular file.
+fn unwritable_transcript_path(dir: &tempfile::TempDir) -> PathBuf {
+    let not_a_dir = dir.path().join("shared");
+    std::fs::write(&not_a_dir, b"a file where a directory is expected").unwrap();
+    not_a_dir.join("s.jsonl")
+}
+
+#[test]
+fn an_index_that_cannot_sit_beside_its_transcript_goes_to_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let transcript = unwritable_transcript_path(&dir);
+    let cached = cache_index_path_in(home.path(), &transcript);
+    let t = session("s1");
+
+    let mut index = RecallIndex::open_with_cache(&transcript, Some(&cached)).unwrap();
+    assert_eq!(index.path(), cached);
+    index.sync(&t).unwrap();
+    assert_eq!(
+        ids(&index.search(&t, &SearchQuery::words("maxRetries")).unwrap()),
+        [3]
+    );
+    drop(index);
+    // The next process finds it already built.
+    let mut index = RecallIndex::open_with_cache(&transcript, Some(&cached)).unwrap();
+    assert!(!index.sync(&t).unwrap().rebuilt);
+}
+
+#[test]
+fn an_index_with_nowhere_to_go_lives_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = unwritable_transcript_path(&dir);
+    // The cache is unreachable too.
+    let cached = dir.path().join("shared").join("cache").join("x.sqlite");
+    let t = session("s1");
+
+    let mut index = RecallIndex::open_with_cache(&transcript, Some(&cached)).unwrap();
+    assert!(index.is_in_memory());
+    index.sync(&t).unwrap();
+    assert_eq!(
+        ids(&index.search(&t, &SearchQuery::words("maxRetries")).unwrap()),
+        [3]
+    );
+    assert_eq!(index.size_bytes(), 0);
+}
+
+#[test]
+fn a_read_only_index_file_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("s.jsonl");
+    let t = session("s1");
+    RecallIndex::open(&transcript).unwrap().sync(&t).unwrap();
+    // Read-only even for root: SQLite opens it with the read-only flag.
+    let beside = index_path(&transcript);
+    let cached = cache_index_path_in(home.path(), &transcript);
+    let conn =
+        Connection::open_with_flags(&beside, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    assert!(
+        prepare(&conn).is_err(),
+        "a read-only connection passed the write probe"
+    );
+    drop(conn);
+    let mut index = RecallIndex::open_with_cache(&transcript, Some(&cached)).unwrap();
+    index.sync(&t).unwrap();
+    assert_eq!(
+        ids(&index.search(&t, &SearchQuery::words("maxRetries")).unwrap()),
+        [3]
+    );
+}
+
+#[test]
+fn parts_of_identifiers_and_paths_find_their_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = session("s1");
+    t.append_message(
+        &json!({"role": "user", "content": "look at AssembleTurn first", "timestamp": 5}),
+        TS,
+    )
+    .unwrap();
+    t.append_message(&json!({"role": "user", "content": "then src/session/driver.rs and build_context", "timestamp": 6}), TS).unwrap();
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    for (words, entry) in [
+        ("turn", 4),
+        ("assemble", 4),
+        ("assembleturn", 4),
+        ("driver", 5),
+        ("build", 5),
+    ] {
+        assert_eq!(
+            ids(&index.search(&t, &SearchQuery::words(words)).unwrap()),
+            [entry],
+            "{words}"
+        );
+    }
+}
+
+#[test]
+fn an_index_of_an_older_schema_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = session("s1");
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    index
+        .conn
+        .borrow()
+        .execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema'",
+            [SCHEMA - 1],
+        )
+        .unwrap();
+    drop(index);
+    let mut index = RecallIndex::open(&dir.path().join("s.jsonl")).unwrap();
+    assert!(index.sync(&t).unwrap().rebuilt);
+    assert_eq!(
+        ids(&index.search(&t, &SearchQuery::words("retries")).unwrap()),
+        [3]
+    );
+}
+
+#[test]
+fn entries_missing_one_word_come_before_those_holding_only_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Transcript::new("s1", "/work", TS);
+    // Short and dense in one rare word: bm25 alone puts it first among entries holding any.
+    t.append_message(
+        &json!({"role": "user", "content": "zeppelin zeppelin", "timestamp": 1}),
+        TS,
+    )
+    .unwrap();
+    t.append_message(&json!({"role": "user", "content": "the parser drops the websocket frame header when it is long, see the notes about it", "timestamp": 2}), TS).unwrap();
+    for i in 0..20 {
+        t.append_message(&json!({"role": "assistant", "content": format!("parser websocket frame note {i}"), "timestamp": 3}), TS).unwrap();
+    }
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    // "zeppelin" is misremembered; the request holds the other three words.
+    let query = SearchQuery {
+        limit: Some(1),
+        ..SearchQuery::words("parser header zeppelin drops")
+    };
+    assert_eq!(ids(&index.search(&t, &query).unwrap()), [1]);
+}
