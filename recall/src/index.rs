@@ -190,12 +190,9 @@ impl RecallIndex {
         // transcript; the rollback journal keeps each sync all-or-nothing.
         conn.pragma_update(None, "synchronous", "OFF")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        // Damaged pages in the middle of the file (a bad disk, a torn copy) are found here,
-        // once per open, rather than by some later search.
-        let check: String = conn.query_row("PRAGMA quick_check(1)", [], |row| row.get(0))?;
-        if check != "ok" {
-            return Err(corruption(format!("integrity check failed: {check}")));
-        }
+        // No integrity check here: it reads the whole file on every open (a 1 GB session's index
+        // is hundreds of MB). Damaged pages are found by the sync or search that reads them,
+        // which rebuild the index from the transcript and answer.
         prepare(&conn)?;
         Ok(Self {
             path: path.to_path_buf(),
@@ -585,14 +582,6 @@ fn prepare(conn: &Connection) -> rusqlite::Result<()> {
     } else {
         create_tables(conn)
     }
-}
-
-/// An error SQLite would give for a damaged file, for damage found by other means.
-fn corruption(message: String) -> rusqlite::Error {
-    rusqlite::Error::SqliteFailure(
-        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
-        Some(message),
-    )
 }
 
 /// Whether `error` means the index file is damaged (and so only rebuilding it helps).
