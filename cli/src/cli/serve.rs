@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::Args;
 use ctxhost::config::{Config, Home};
 use ctxhost::runtime::RuntimeOptions;
-use ctxhost_serve::{HomeLock, ServeOptions, Server};
+use ctxhost_serve::{ServeOptions, Server};
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
@@ -38,12 +38,6 @@ pub(super) struct ServeArgs {
 }
 
 pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let serving = match &args.socket {
-        Some(path) => path.display().to_string(),
-        None => "stdio".into(),
-    };
-    // Held until the server exits: one server per home.
-    let _lock = HomeLock::acquire(home.root(), &serving)?;
     // A pool the operator sized gets the descriptors its sessions need (the soft limit raised
     // toward the hard one); the default pool fits the limit as it is, since reserving a larger
     // one is most of a fresh sidecar's start.
