@@ -37,8 +37,8 @@ use rpc::{Line, RpcError, code};
 pub use schema::{REGENERATE as REGENERATE_SCHEMA, protocol_schema, protocol_schema_text};
 
 /// The instance pool a server needs, at most `most` slots: one for every session the
-/// process's descriptor limit lets hold an instance at once (at 4 descriptors a session after
-/// a reserve), and the two engine loads borrow. `ulimit -n` 1024 gives 223.
+/// process's descriptor limit lets hold an instance at once (at 5 descriptors a session after
+/// a reserve), and the two engine loads borrow. `ulimit -n` 1024 gives about 180.
 pub fn pool_slots(most: u32) -> u32 {
     residency::pool_slots(most)
 }

@@ -31,7 +31,7 @@ pub(super) struct ServeArgs {
     idle_release_ms: u64,
     /// Engine instances live at once (the size of the instance pool); more sessions than that
     /// stay open, the least recently used idle ones giving their instance back. Default: as
-    /// many as the descriptor limit lets sessions hold (223 at `ulimit -n` 1024), at most 1000.
+    /// many as the descriptor limit lets sessions hold (about 180 at `ulimit -n` 1024), at most 1000.
     /// A larger N raises the soft descriptor limit as far as the hard limit allows.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_instances: Option<u32>,
