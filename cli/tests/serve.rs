@@ -803,7 +803,6 @@ fn descriptors_under(pid: u32, dir: &Path) -> Vec<PathBuf> {
     (open.flatten())
         .filter_map(|fd| std::fs::read_link(fd.path()).ok())
         .filter(|target| target.starts_with(dir))
-        .filter(|target| target.file_name().is_some_and(|n| n != "serve.lock"))
         .collect()
 }
 
@@ -842,5 +841,226 @@ fn a_new_sidecar_measures_its_first_turn_against_the_last_ones_request() {
     assert_eq!(
         records[1]["prefix"]["sharedTokens"], records[0]["prefix"]["requestTokens"],
         "{ledger}"
+    );
+}
+
+/// `ctxhost serve` on `home` with its temp dir at `tmp`, as a sidecar started with `TMPDIR`.
+fn start_with_tmp(home: &Path, tmp: &Path) -> Server {
+    let mut command = common::command(home);
+    command.arg("serve").env("TMPDIR", tmp);
+    Server::start_command(command)
+}
+
+/// Commits `turns` two-message turns (`t0`…) to `key`.
+fn commit_turns(server: &mut Server, key: &str, turns: std::ops::Range<usize>) {
+    for turn in turns {
+        server.call(
+            "session.commitTurn",
+            json!({ "sessionKey": key, "advancementKey": format!("t{turn}"),
+                    "messages": [user(&format!("q{turn}")), assistant(&format!("a{turn}"))],
+                    "lastFingerprint": format!("f{turn}") }),
+        );
+    }
+}
+
+#[test]
+fn servers_of_several_agent_processes_share_one_home() {
+    let home = tempfile::tempdir().unwrap();
+    // Started together, as two `pi -p` runs start their sidecars.
+    let mut first = Server::start(home.path(), &[]);
+    let mut second = Server::start(home.path(), &[]);
+    for (server, key) in [
+        (&mut first, "agent:main:one"),
+        (&mut second, "agent:main:two"),
+    ] {
+        let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+        assert_eq!(boot["created"], true, "{boot}");
+    }
+    commit_turns(&mut first, "agent:main:one", 0..2);
+    commit_turns(&mut second, "agent:main:two", 0..3);
+    for (server, key, count) in [
+        (&mut first, "agent:main:one", 4),
+        (&mut second, "agent:main:two", 6),
+    ] {
+        let assembled = server.call(
+            "session.assemble",
+            json!({ "sessionKey": key, "messageCount": count }),
+        );
+        assert_eq!(assembled["status"], "ok", "{key}: {assembled}");
+        assert_eq!(
+            kept_positions(assembled["items"].as_array().unwrap()).len(),
+            count
+        );
+    }
+    first.finish();
+    second.finish();
+}
+
+#[test]
+fn a_session_open_in_another_server_is_refused_naming_it_until_that_one_is_killed() {
+    let home = tempfile::tempdir().unwrap();
+    let key = "agent:main:shared";
+    let mut holder = Server::start(home.path(), &[]);
+    holder.call("session.bootstrap", json!({ "sessionKey": key }));
+    commit_turns(&mut holder, key, 0..3);
+
+    let mut other = Server::start(home.path(), &[]);
+    let refused = other.error("session.bootstrap", json!({ "sessionKey": key }));
+    assert_eq!(refused["code"], -32000, "{refused}");
+    assert_eq!(refused["data"]["sessionKey"], key, "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("pid {}", holder.child.id()))
+            && message.contains("another process"),
+        "{message}"
+    );
+    // Refused, the other server holds nothing of it: not open there.
+    let unknown = other.error(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 6 }),
+    );
+    assert_eq!(unknown["code"], -32001, "{unknown}");
+
+    // kill -9: no close, no cleanup; what it acknowledged is all on disk.
+    holder.child.kill().unwrap();
+    holder.child.wait().unwrap();
+    let boot = other.call("session.bootstrap", json!({ "sessionKey": key }));
+    assert_eq!(boot["messageCount"], 6, "{boot}");
+    assert_eq!(boot["lastFingerprint"], "f2", "{boot}");
+    let again = other.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "t2", "messages": [user("q2")] }),
+    );
+    assert_eq!(again["status"], "duplicate", "{again}");
+    commit_turns(&mut other, key, 3..4);
+    other.finish();
+    let messages = entries(&mirror_file(&boot))
+        .into_iter()
+        .filter(|e| e["type"] == "message")
+        .count();
+    assert_eq!(messages, 8);
+}
+
+#[test]
+fn an_idle_session_is_left_to_another_server_and_read_again_when_it_returns() {
+    let home = tempfile::tempdir().unwrap();
+    let key = "agent:main:handed";
+    let mut first = Server::start(home.path(), &["--idle-release-ms", "100"]);
+    first.call("session.bootstrap", json!({ "sessionKey": key }));
+    commit_turns(&mut first, key, 0..1);
+    // Idle: the first gives the session up, so another process can open it.
+    std::thread::sleep(Duration::from_millis(600));
+    let mut second = Server::start(home.path(), &[]);
+    let boot = second.call("session.bootstrap", json!({ "sessionKey": key }));
+    assert_eq!(boot["messageCount"], 2, "{boot}");
+    commit_turns(&mut second, key, 1..2);
+    // While the second holds it, the first cannot take it back.
+    let refused = first.error(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 4 }),
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pid {}", second.child.id())),
+        "{refused}"
+    );
+    second.call("session.close", json!({ "sessionKey": key }));
+    // Back in the first, the session is what the second left: nothing written over it.
+    commit_turns(&mut first, key, 2..3);
+    let assembled = first.call(
+        "session.assemble",
+        json!({ "sessionKey": key, "messageCount": 6, "lastFingerprint": "f2" }),
+    );
+    assert_eq!(assembled["status"], "ok", "{assembled}");
+    first.finish();
+    second.finish();
+    let texts: Vec<String> = entries(&mirror_file(&boot))
+        .into_iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| {
+            let content = &e["message"]["content"];
+            (content.as_str())
+                .or_else(|| content[0]["text"].as_str())
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(texts, ["q0", "a0", "q1", "a1", "q2", "a2"], "{texts:?}");
+}
+
+#[test]
+fn a_killed_servers_internal_session_is_removed_at_the_next_start() {
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let key = "agent:main:internal-session-effects:77";
+    let mut killed = start_with_tmp(home.path(), tmp.path());
+    let boot = killed.call("session.bootstrap", json!({ "sessionKey": key }));
+    let mirror = mirror_file(&boot);
+    assert!(mirror.starts_with(tmp.path()), "{}", mirror.display());
+    killed.call(
+        "session.commitTurn",
+        json!({ "sessionKey": key, "advancementKey": "x", "messages": [user("private flush")] }),
+    );
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    assert!(mirror.exists(), "kill -9 cleans nothing up itself");
+
+    // At once, not a minute later: the lock, not an age, says its process is gone.
+    let mut next = start_with_tmp(home.path(), tmp.path());
+    next.call("initialize", json!({}));
+    let left = walk(tmp.path());
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // A live server's scratch is not another's to remove.
+    let live_boot = next.call("session.bootstrap", json!({ "sessionKey": key }));
+    let mut third = start_with_tmp(home.path(), tmp.path());
+    third.call("initialize", json!({}));
+    assert!(mirror_file(&live_boot).exists());
+    third.finish();
+    next.finish();
+    assert!(walk(tmp.path()).is_empty());
+}
+
+#[test]
+fn a_burst_of_resets_keeps_every_old_history() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(home.path(), &[]);
+    let key = "agent:main:resets";
+    let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
+    // Pipelined: all 50 written before any answer is read, so many fall in one millisecond.
+    let ids: Vec<String> = (0..50)
+        .map(|n| {
+            server.send(
+                "session.sync",
+                json!({ "sessionKey": key, "from": 0, "reset": true,
+                        "messages": [user(&format!("history {n}"))], "lastFingerprint": format!("h{n}") }),
+            )
+        })
+        .collect();
+    for id in ids {
+        let response = server.response(&id);
+        assert_eq!(response["result"]["messageCount"], 1, "{response}");
+    }
+    server.finish();
+    let mirror = mirror_file(&boot);
+    let kept: Vec<String> = std::fs::read_dir(mirror.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".reset-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert_eq!(kept.len(), 50, "one old history per reset");
+    // Every history but the last one set aside, each exactly once.
+    for n in 0..49 {
+        let holding = (kept.iter())
+            .filter(|text| text.contains(&format!("\"history {n}\"")))
+            .count();
+        assert_eq!(holding, 1, "history {n} is kept {holding} times");
+    }
+    assert!(
+        std::fs::read_to_string(&mirror)
+            .unwrap()
+            .contains("\"history 49\"")
     );
 }

@@ -61,6 +61,20 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+    /// Another process (or another open of it in this one) holds the session: one writer per
+    /// mirror, so it is not opened twice.
+    #[error(
+        "session `{key}` is open in another process ({holder}); close it there or wait for that process to exit ({})",
+        lock.display()
+    )]
+    SessionInUse {
+        /// The session's key (an excerpt when it is long).
+        key: String,
+        /// The session's lock file.
+        lock: PathBuf,
+        /// What the holder wrote about itself: its pid and since when.
+        holder: String,
+    },
     /// The engine answered `compact` with a failure.
     #[error("engine `{engine}` could not compact session `{session}`: {reason}")]
     CompactionFailed {

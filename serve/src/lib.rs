@@ -17,6 +17,7 @@ mod protocol;
 mod residency;
 pub(crate) mod rpc;
 mod schema;
+mod scratch;
 mod sync;
 
 use std::collections::HashMap;
@@ -33,12 +34,11 @@ use methods::{Call, SessionCall, answer};
 use mirror::Mirror;
 use rpc::{Line, RpcError, code};
 
-pub use lock::{HomeLock, LockError};
 pub use schema::{REGENERATE as REGENERATE_SCHEMA, protocol_schema, protocol_schema_text};
 
 /// The instance pool a server needs, at most `most` slots: one for every session the
-/// process's descriptor limit lets hold an instance at once (at 4 descriptors a session after
-/// a reserve), and the two engine loads borrow. `ulimit -n` 1024 gives 223.
+/// process's descriptor limit lets hold an instance at once (at 5 descriptors a session after
+/// a reserve), and the two engine loads borrow. `ulimit -n` 1024 gives about 180.
 pub fn pool_slots(most: u32) -> u32 {
     residency::pool_slots(most)
 }
@@ -136,7 +136,7 @@ impl Server {
     /// A server for `host`'s sessions; [`Server::serve_stdio`], [`Server::serve_socket`] and
     /// [`Server::serve_connection`] serve connections that share the sessions it opens.
     pub fn new(host: Arc<Host>, options: ServeOptions) -> Arc<Self> {
-        mirror::remove_stale_scratch_dirs();
+        scratch::remove_abandoned();
         let (capacity, limit) = residency::capacity(host.runtime().instance_capacity());
         tracing::debug!("at most {capacity} sessions hold an instance at once ({limit})");
         // The engine loads while the first request is read and its mirror created (a request
@@ -561,10 +561,10 @@ async fn take_resources(
     suspend_others(residency.enter(mailbox.id, &mailbox.handle)).await;
     loop {
         let taken = match (mirror.as_mut(), &opening) {
-            (Some(open), _) => open.session_mut().resume().await,
+            (Some(open), _) => open.resume(&server.host).await,
             (None, Some(session_id)) => {
                 match Mirror::open(&server.host, key, session_id.as_deref()).await {
-                    Ok(opened) => mirror.insert(opened).session_mut().resume().await,
+                    Ok(opened) => mirror.insert(opened).resume(&server.host).await,
                     Err(e) => Err(e),
                 }
             }

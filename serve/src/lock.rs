@@ -1,83 +1,104 @@
-//! One `ctxhost serve` per home: two servers on one `CTXHOST_HOME` would both commit the same
-//! turn into the same mirror. The first takes an exclusive lock on `serve.lock` in the home
-//! and writes who it is there; the second is refused with that. The operating system drops the
-//! lock when the holder exits, `kill -9` included, so a stale file never blocks a restart.
+//! One writer per session, across every `ctxhost serve` on a home: agent runtimes start a
+//! sidecar per agent process, all on the same home, so the lock is per session (per mirror
+//! transcript), never per home. A session holds an exclusive advisory lock on
+//! `<mirror>.lock` while it is resident and writes who it is there; a process that opens the
+//! same session meanwhile is refused with that. The operating system drops the lock when its
+//! holder exits, `kill -9` included, so a lock file left behind never blocks anyone: the next
+//! process takes the lock on it.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// Held for as long as the server runs.
+use ctxhost::error::{Error, QUOTE_BYTES, excerpt};
+
+/// How often a lock is tried again when its file was removed between our open and our lock
+/// (its holder let go meanwhile): more than that means something keeps removing it.
+const ATTEMPTS: usize = 8;
+
+/// Held while the session may write its mirror; removes its file and lets go when dropped.
 #[derive(Debug)]
-pub struct HomeLock {
+pub(crate) struct SessionLock {
+    path: PathBuf,
+    /// Declared after `path` and dropped after `Drop::drop` removed the file: the file is
+    /// removed while still locked, so no one takes a lock on a file that is going away.
     _file: File,
 }
 
-/// Why the lock was not taken.
-#[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    /// Another server holds the home.
-    #[error("{}: another `ctxhost serve` uses this home ({holder}); stop it, or give this one its own CTXHOST_HOME", path.display())]
-    Held {
-        /// The lock file.
-        path: PathBuf,
-        /// What the holder wrote about itself.
-        holder: String,
-    },
-    /// The lock file cannot be opened or locked.
-    #[error("{}: cannot take the serve lock: {source}", path.display())]
-    Io {
-        /// The lock file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+/// The lock file of the session whose mirror is at `mirror`.
+pub(crate) fn lock_path(mirror: &Path) -> PathBuf {
+    let mut name = mirror.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
 }
 
-impl HomeLock {
-    /// Takes the lock of the home at `root` for this process, described as `what` (e.g.
-    /// `stdio` or the socket path) to whoever is refused later.
-    pub fn acquire(root: &Path, what: &str) -> Result<HomeLock, LockError> {
-        let path = root.join("serve.lock");
-        let io = |source| LockError::Io {
+impl SessionLock {
+    /// Takes the lock of session `key`, whose mirror is at `mirror`, for this process; refused
+    /// with [`Error::SessionInUse`] naming the holder while another holds it.
+    pub(crate) fn acquire(mirror: &Path, key: &str) -> Result<SessionLock, Error> {
+        let path = lock_path(mirror);
+        let io = |source| Error::Io {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(root).map_err(io)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
-                return Err(LockError::Held {
-                    path,
-                    holder: if holder.is_empty() {
-                        "it has not said who it is yet".into()
-                    } else {
-                        holder.chars().take(500).collect()
-                    },
-                });
-            }
-            Err(TryLockError::Error(e)) => return Err(io(e)),
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let me = format!(
-            "pid {}, serving {what}, since {}",
-            std::process::id(),
-            ctxhost::timestamp::now_iso()
-        );
-        file.set_len(0)
-            .and_then(|()| file.rewind())
-            .and_then(|()| file.write_all(me.as_bytes()))
-            .map_err(io)?;
-        Ok(HomeLock { _file: file })
+        for _ in 0..ATTEMPTS {
+            let mut file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io)?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => {
+                    let mut holder = String::new();
+                    let _ = file.read_to_string(&mut holder);
+                    let holder = holder.trim();
+                    return Err(Error::SessionInUse {
+                        key: excerpt(key, QUOTE_BYTES).into_owned(),
+                        lock: path,
+                        holder: if holder.is_empty() {
+                            "a process that has not said who it is yet".into()
+                        } else {
+                            excerpt(holder, QUOTE_BYTES).into_owned()
+                        },
+                    });
+                }
+                Err(TryLockError::Error(e)) => return Err(io(e)),
+            }
+            // The holder we waited on removed the file before letting go: our lock is on a
+            // file no one else will open. Open the one at the path now.
+            let current = std::fs::metadata(&path);
+            let ours = file.metadata().map_err(io)?;
+            if !current.is_ok_and(|now| now.ino() == ours.ino() && now.dev() == ours.dev()) {
+                continue;
+            }
+            let me = format!(
+                "pid {}, `ctxhost serve`, since {}",
+                std::process::id(),
+                ctxhost::timestamp::now_iso()
+            );
+            file.set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| file.write_all(me.as_bytes()))
+                .map_err(io)?;
+            return Ok(SessionLock { path, _file: file });
+        }
+        Err(io(std::io::Error::other(format!(
+            "the lock file was removed {ATTEMPTS} times while it was being taken"
+        ))))
+    }
+}
+
+impl Drop for SessionLock {
+    fn drop(&mut self) {
+        // Best effort: a lock file left behind is taken over by the next process.
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -86,17 +107,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_second_holder_is_refused_with_the_first_ones_name_until_it_lets_go() {
-        let home = tempfile::tempdir().unwrap();
-        let first = HomeLock::acquire(home.path(), "stdio").unwrap();
-        let refused = HomeLock::acquire(home.path(), "stdio")
+    fn a_second_holder_is_refused_with_the_first_ones_pid_until_it_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let mirror = dir.path().join("agents/main/s.jsonl");
+        let first = SessionLock::acquire(&mirror, "agent:main:s").unwrap();
+        let refused = SessionLock::acquire(&mirror, "agent:main:s")
             .unwrap_err()
             .to_string();
         assert!(
-            refused.contains(&format!("pid {}, serving stdio", std::process::id())),
+            refused.contains(&format!("pid {}", std::process::id()))
+                && refused.contains("agent:main:s")
+                && refused.contains("s.jsonl.lock"),
             "{refused}"
         );
         drop(first);
-        HomeLock::acquire(home.path(), "/tmp/s.sock").unwrap();
+        assert!(!lock_path(&mirror).exists(), "the lock file goes with it");
+        SessionLock::acquire(&mirror, "agent:main:s").unwrap();
+    }
+
+    #[test]
+    fn a_lock_file_its_holder_left_behind_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let mirror = dir.path().join("s.jsonl");
+        // What a killed holder leaves: the file with its description, and no lock.
+        std::fs::write(lock_path(&mirror), "pid 1, `ctxhost serve`, since then").unwrap();
+        let taken = SessionLock::acquire(&mirror, "s").unwrap();
+        let said = std::fs::read_to_string(lock_path(&mirror)).unwrap();
+        assert!(
+            said.starts_with(&format!("pid {},", std::process::id())),
+            "{said}"
+        );
+        drop(taken);
+    }
+
+    #[test]
+    fn different_sessions_lock_independently() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = SessionLock::acquire(&dir.path().join("a.jsonl"), "a").unwrap();
+        let b = SessionLock::acquire(&dir.path().join("b.jsonl"), "b").unwrap();
+        drop((a, b));
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ctxhost_transcript::Transcript;
 use ctxhost_transcript::compaction::Settings;
@@ -11,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::checks::AgentMessage;
+use super::lock::SessionLock;
 use super::protocol::ClientItem;
+use super::scratch::ScratchRoot;
 use super::sync::{Commit, SyncState};
 use ctxhost::auto_compaction::AutoCompaction;
 use ctxhost::error::{Error, Result};
@@ -19,51 +22,6 @@ use ctxhost::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
 use ctxhost::session::{CompactOutcome, Session, Turn, TurnCompaction, TurnRequest};
 use ctxhost::timestamp::now_for_file_name;
 use ctxhost::{Host, SessionTarget, session_file};
-
-/// Names an ephemeral session's scratch directory (with the pid of the server that made it):
-/// `ctxhost-ephemeral-<pid>-<random>`.
-const SCRATCH_PREFIX: &str = "ctxhost-ephemeral-";
-
-/// A scratch directory younger than this is left alone even when its server looks dead: a
-/// process in another pid namespace sharing the temp dir would look dead too.
-const SCRATCH_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Removes the scratch directories of ephemeral sessions whose server died without removing
-/// them (`kill -9`): those of processes that no longer exist, untouched for a minute. Where
-/// liveness cannot be checked (no `/proc`), nothing is removed. Best effort.
-pub(crate) fn remove_stale_scratch_dirs() {
-    let proc = Path::new("/proc");
-    if !proc.join("self").exists() {
-        return;
-    }
-    let Ok(listing) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
-    for entry in listing.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() || proc.join(pid.to_string()).exists() {
-            continue;
-        }
-        let stale = entry
-            .metadata()
-            .ok()
-            .filter(std::fs::Metadata::is_dir)
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= SCRATCH_STALE_AFTER);
-        if stale && let Err(e) = std::fs::remove_dir_all(entry.path()) {
-            tracing::warn!("cannot remove {}: {e}", entry.path().display());
-        }
-    }
-}
 
 /// Writes an empty mirror of `key` whose header id is the runtime's session id.
 fn create_with_id(path: &Path, key: &str, id: &str) -> Result<()> {
@@ -104,13 +62,72 @@ pub(crate) struct Mirror {
     committed: HashSet<String>,
     created: bool,
     /// Keeps an ephemeral session's directory alive; removed when the mirror is dropped.
-    scratch: Option<tempfile::TempDir>,
+    scratch: Option<Scratch>,
     /// Every turn answered, beside the mirror.
     ledger: Ledger,
     /// The last turn's record, written once its answer is on its way ([`Mirror::write_ledger`]).
     unwritten: Option<LedgerRecord>,
     /// The last turn's assembly in the runtime's terms, for the next turn to extend.
     translator: translate::Translator,
+    /// This process's right to write the mirror: held while resident, given back with the
+    /// instance (`suspend`) so an idle session costs no descriptor, taken again on `resume`.
+    /// Last, so that a mirror dropped unclosed lets go only after everything else.
+    lock: Lock,
+}
+
+/// Whether the session lock is held, and if not, what the mirror file was when it was let go.
+enum Lock {
+    Held(SessionLock),
+    /// Another process may have opened the session and written the mirror since: a file
+    /// that is not this one any more is read again on `resume`.
+    Released(Option<FileState>),
+}
+
+/// What tells a mirror file written since from one that was not: a rewrite is a new inode,
+/// an append a new length and modification time.
+#[derive(Debug, PartialEq, Eq)]
+struct FileState {
+    dev: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileState {
+    fn of(path: &Path) -> Option<FileState> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileState {
+            dev: meta.dev(),
+            inode: meta.ino(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+/// An ephemeral session's directory, inside this process's scratch directory.
+struct Scratch {
+    /// Declared first: removed before the process's directory may be.
+    dir: tempfile::TempDir,
+    _root: Arc<ScratchRoot>,
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch> {
+        let root = super::scratch::root().map_err(|source| Error::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+        let dir = tempfile::Builder::new()
+            .prefix("session-")
+            .tempdir_in(root.dir())
+            .map_err(|source| Error::Io {
+                path: root.dir().to_path_buf(),
+                source,
+            })?;
+        Ok(Scratch { dir, _root: root })
+    }
 }
 
 /// A `custom` entry of the mirror as far as `append` writes it and `scan` reads it: a marker
@@ -144,24 +161,29 @@ impl Mirror {
     /// runtime's `session_id` as its header id, so the two name the session alike. The engine
     /// instance starts on the first call (or `Session::resume`).
     pub(crate) async fn open(host: &Host, key: &str, session_id: Option<&str>) -> Result<Mirror> {
-        let scratch = if key.contains(EPHEMERAL_KEY_PART) {
-            Some(
-                tempfile::Builder::new()
-                    .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
-                    .tempdir()
-                    .map_err(|source| Error::Io {
-                        path: std::env::temp_dir(),
-                        source,
-                    })?,
-            )
-        } else {
-            None
+        let scratch = match key.contains(EPHEMERAL_KEY_PART) {
+            true => Some(Scratch::new()?),
+            false => None,
         };
         let sessions_dir = match &scratch {
-            Some(dir) => dir.path().to_path_buf(),
+            Some(scratch) => scratch.dir.path().to_path_buf(),
             None => host.home().sessions_dir(),
         };
         let path = session_file(&sessions_dir, key)?;
+        // Before anything reads the file: a torn commit may be another process's write.
+        let lock = SessionLock::acquire(&path, key)?;
+        Mirror::load(host, key, session_id, path, scratch, lock).await
+    }
+
+    /// [`Mirror::open`] of the mirror at `path`, whose lock this process holds.
+    async fn load(
+        host: &Host,
+        key: &str,
+        session_id: Option<&str>,
+        path: PathBuf,
+        scratch: Option<Scratch>,
+        lock: SessionLock,
+    ) -> Result<Mirror> {
         let created = !path.exists();
         if !created {
             set_aside_torn_commit(&path)?;
@@ -199,6 +221,7 @@ impl Mirror {
             committed,
             created,
             scratch,
+            lock: Lock::Held(lock),
         })
     }
 
@@ -253,19 +276,26 @@ impl Mirror {
             // The reset mirror is still the runtime's session: it keeps the header id.
             let id = self.session.id().to_string();
             let path = self.session.path().to_path_buf();
+            let lock = match std::mem::replace(&mut self.lock, Lock::Released(None)) {
+                Lock::Held(lock) => lock,
+                // Calls run on a resumed mirror, which holds it; should one not, it is taken.
+                Lock::Released(_) => match SessionLock::acquire(&path, &key) {
+                    Ok(lock) => lock,
+                    Err(e) => return (Some(self), Err(e)),
+                },
+            };
             let scratch = self.scratch.take();
             if let Err(e) = self.session.close().await {
                 tracing::warn!(session = %key, "closing before a reset: {e}");
             }
-            let aside = sibling(&path, &format!("reset-{}", now_for_file_name()));
+            let aside = unused_sibling(&path, "reset");
             if let Err(source) = std::fs::rename(&path, &aside) {
                 return (None, Err(Error::Io { path, source }));
             }
-            let mut fresh = match Mirror::open(host, &key, Some(&id)).await {
+            let mut fresh = match Mirror::load(host, &key, Some(&id), path, scratch, lock).await {
                 Ok(fresh) => fresh,
                 Err(e) => return (None, Err(e)),
             };
-            fresh.scratch = fresh.scratch.or(scratch);
             let result = fresh.append(messages, last_fingerprint, None).await;
             return (Some(fresh), result);
         }
@@ -486,7 +516,44 @@ impl Mirror {
     pub(crate) async fn suspend(&mut self) -> Result<()> {
         self.write_ledger();
         self.ledger.release_handle();
-        self.session.suspend().await
+        let suspended = self.session.suspend().await;
+        self.release_lock();
+        suspended
+    }
+
+    /// Lets another process open the session, remembering the file as this one leaves it.
+    fn release_lock(&mut self) {
+        if let Lock::Held(_) = self.lock {
+            self.lock = Lock::Released(FileState::of(self.session.path()));
+        }
+    }
+
+    /// Takes back what [`Mirror::suspend`] gave: the session lock (refused while another
+    /// process holds the session), and the instance and descriptors. A mirror another process
+    /// wrote meanwhile is read again, so this one never writes over what it did not see.
+    pub(crate) async fn resume(&mut self, host: &Host) -> Result<()> {
+        if let Lock::Released(left) = &self.lock {
+            let path = self.session.path().to_path_buf();
+            let key = self.session.key().to_string();
+            let lock = SessionLock::acquire(&path, &key)?;
+            if *left == FileState::of(&path) {
+                self.lock = Lock::Held(lock);
+            } else {
+                tracing::info!(session = %key, "{}: written by another process since this one let it go; reading it again", path.display());
+                let id = self.session.id().to_string();
+                let scratch = self.scratch.take();
+                let reread = Mirror::load(host, &key, Some(&id), path, scratch, lock).await?;
+                let stale = std::mem::replace(self, reread);
+                // Its instance was disposed by `suspend`: nothing left to close but memory.
+                drop(stale);
+            }
+        }
+        let resumed = self.session.resume().await;
+        if resumed.is_err() {
+            // Not resident after all (out of instances or descriptors): hold nothing.
+            self.release_lock();
+        }
+        resumed
     }
 
     /// Disposes the engine instance; an ephemeral mirror's directory goes with the value.
@@ -618,7 +685,7 @@ fn set_aside_torn_commit(path: &Path) -> Result<()> {
     let Some(cut) = cut else {
         return Ok(());
     };
-    let aside = sibling(path, &format!("torn-{}", now_for_file_name()));
+    let aside = unused_sibling(path, "torn");
     std::fs::write(&aside, &text[cut..]).map_err(|source| Error::Io {
         path: aside.clone(),
         source,
@@ -670,6 +737,21 @@ fn torn_commit_start(text: &[u8]) -> Option<usize> {
         }
     }
     start
+}
+
+/// `<file>.<kind>-<time>` for a copy set aside, with `-2`, `-3`… after the time when a copy
+/// was set aside in the same millisecond (a burst of resets): one never replaces another.
+/// Only the holder of the session's lock sets its copies aside, so no one takes the name
+/// between the look and the write.
+fn unused_sibling(path: &Path, kind: &str) -> PathBuf {
+    let stem = format!("{kind}-{}", now_for_file_name());
+    let mut aside = sibling(path, &stem);
+    let mut n = 1;
+    while aside.symlink_metadata().is_ok() {
+        n += 1;
+        aside = sibling(path, &format!("{stem}-{n}"));
+    }
+    aside
 }
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {

@@ -14,9 +14,9 @@ use ctxhost_transcript::TranscriptError;
 use ctxhost::error::Error;
 use ctxhost::runtime::{EngineError, FaultKind};
 
-/// Descriptors a resident session may hold: its mirror, its ledger, its engine's state dir and
-/// its recall index.
-const DESCRIPTORS_PER_SESSION: u64 = 4;
+/// Descriptors a resident session may hold: its mirror, its ledger, its engine's state dir,
+/// its recall index and its session lock.
+const DESCRIPTORS_PER_SESSION: u64 = 5;
 
 /// Sessions given up at once when the host runs short anyway: one slot rarely frees enough
 /// descriptors.

@@ -224,6 +224,13 @@ impl From<Error> for RpcError {
                 })
             }
             Error::Recall(_) => RpcError::new(code::TRANSCRIPT, message),
+            // Not UNKNOWN_SESSION: a client would bootstrap again and be refused again.
+            Error::SessionInUse { key, .. } => {
+                RpcError::new(code::HOST_ERROR, message).with_data(ErrorData {
+                    session_key: Some(key.clone()),
+                    ..ErrorData::default()
+                })
+            }
         }
     }
 }

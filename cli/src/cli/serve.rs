@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::Args;
 use ctxhost::config::{Config, Home};
 use ctxhost::runtime::RuntimeOptions;
-use ctxhost_serve::{HomeLock, ServeOptions, Server};
+use ctxhost_serve::{ServeOptions, Server};
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
@@ -31,19 +31,13 @@ pub(super) struct ServeArgs {
     idle_release_ms: u64,
     /// Engine instances live at once (the size of the instance pool); more sessions than that
     /// stay open, the least recently used idle ones giving their instance back. Default: as
-    /// many as the descriptor limit lets sessions hold (223 at `ulimit -n` 1024), at most 1000.
+    /// many as the descriptor limit lets sessions hold (about 180 at `ulimit -n` 1024), at most 1000.
     /// A larger N raises the soft descriptor limit as far as the hard limit allows.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_instances: Option<u32>,
 }
 
 pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let serving = match &args.socket {
-        Some(path) => path.display().to_string(),
-        None => "stdio".into(),
-    };
-    // Held until the server exits: one server per home.
-    let _lock = HomeLock::acquire(home.root(), &serving)?;
     // A pool the operator sized gets the descriptors its sessions need (the soft limit raised
     // toward the hard one); the default pool fits the limit as it is, since reserving a larger
     // one is most of a fresh sidecar's start.
