@@ -592,57 +592,7 @@ fn names(capabilities: impl IntoIterator<Item = Capability>) -> Vec<&'static str
 }
 
 fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
-    let active = host.config().active_engine();
-    let rows: Vec<Row> = host
-        .registry()
-        .all()
-        .map(|engine| {
-            let requested = engine.capabilities().to_vec();
-            let ungranted = host.ungranted(&engine.id, &requested);
-            let granted = requested.iter().copied().filter(|c| !ungranted.contains(c));
-            let contract = engine
-                .component_bytes()
-                .map_err(|e| e.to_string())
-                .and_then(|bytes| {
-                    host.runtime()
-                        .contract_of(&engine.origin(), &bytes)
-                        .map_err(|e| ctxhost::error::chain(&e))
-                });
-            let (contract, error) = match contract {
-                Ok(version) => (Some(version), None),
-                Err(e) => (None, Some(e)),
-            };
-            Row {
-                id: engine.id.clone(),
-                version: engine
-                    .manifest
-                    .as_ref()
-                    .and_then(|m| m.version.clone())
-                    .or_else(|| {
-                        engine
-                            .is_bundled()
-                            .then(|| env!("CARGO_PKG_VERSION").to_string())
-                    }),
-                source: engine.kind(),
-                path: match &engine.source {
-                    EngineSource::Bundled(_) => None,
-                    EngineSource::Installed { dir } | EngineSource::Linked { dir } => {
-                        Some(dir.display().to_string())
-                    }
-                },
-                enabled: host
-                    .config()
-                    .plugin_entry(&engine.id)
-                    .and_then(|e| e.enabled)
-                    != Some(false),
-                active: engine.id == active,
-                contract,
-                error,
-                granted: names(granted),
-                requested: names(requested),
-            }
-        })
-        .collect();
+    let rows: Vec<Row> = host.registry().all().map(|e| row_of(host, e)).collect();
     if json {
         let broken = (host.registry().broken.iter())
             .map(|(folder, e)| BrokenFolder {
@@ -656,53 +606,97 @@ fn list(host: &Host, json: bool) -> anyhow::Result<ExitCode> {
         })?;
         return Ok(ExitCode::SUCCESS);
     }
-    for row in &rows {
-        let marker = if row.active { "*" } else { " " };
-        let contract = match (&row.contract, &row.error) {
-            (Some(version), _) => format!("contract {version}"),
-            (None, e) => format!("BROKEN: {}", e.as_deref().unwrap_or("unreadable")),
-        };
-        stdout_line!(
-            "{marker} {:<20} {:<8} {:<9} {:<8} {}{}",
-            row.id,
-            row.version.as_deref().unwrap_or("-"),
-            row.source,
-            if row.enabled { "enabled" } else { "disabled" },
-            contract,
-            row.path
-                .as_ref()
-                .map(|p| format!("  {p}"))
-                .unwrap_or_default()
-        );
-        let missing: Vec<&str> = row
-            .requested
-            .iter()
-            .copied()
-            .filter(|c| !row.granted.contains(c))
-            .collect();
-        if !row.requested.is_empty() {
-            stdout_line!(
-                "    capabilities: requested {}; granted {}",
-                row.requested.join(", "),
-                if row.granted.is_empty() {
-                    "none".into()
-                } else {
-                    row.granted.join(", ")
-                }
-            );
-        }
-        if !missing.is_empty() {
-            stdout_line!(
-                "    not granted: {} (grant in plugins.entries.{}.grants)",
-                missing.join(", "),
-                row.id
-            );
-        }
-    }
+    rows.iter().for_each(print_row);
     for (folder, error) in &host.registry().broken {
         stdout_line!("! {folder:<20} BROKEN: {error}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One engine's state as `plugins list` reports it (its component read, not compiled).
+fn row_of(host: &Host, engine: &ctxhost::plugins::AvailableEngine) -> Row {
+    let requested = engine.capabilities().to_vec();
+    let ungranted = host.ungranted(&engine.id, &requested);
+    let granted = requested.iter().copied().filter(|c| !ungranted.contains(c));
+    let contract = engine
+        .component_bytes()
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            host.runtime()
+                .contract_of(&engine.origin(), &bytes)
+                .map_err(|e| ctxhost::error::chain(&e))
+        });
+    let (contract, error) = match contract {
+        Ok(version) => (Some(version), None),
+        Err(e) => (None, Some(e)),
+    };
+    let bundled_version = || {
+        engine
+            .is_bundled()
+            .then(|| env!("CARGO_PKG_VERSION").to_string())
+    };
+    Row {
+        id: engine.id.clone(),
+        version: (engine.manifest.as_ref())
+            .and_then(|m| m.version.clone())
+            .or_else(bundled_version),
+        source: engine.kind(),
+        path: match &engine.source {
+            EngineSource::Bundled(_) => None,
+            EngineSource::Installed { dir } | EngineSource::Linked { dir } => {
+                Some(dir.display().to_string())
+            }
+        },
+        enabled: host
+            .config()
+            .plugin_entry(&engine.id)
+            .and_then(|e| e.enabled)
+            != Some(false),
+        active: engine.id == host.config().active_engine(),
+        contract,
+        error,
+        granted: names(granted),
+        requested: names(requested),
+    }
+}
+
+/// One engine's lines of the terminal listing.
+fn print_row(row: &Row) {
+    let marker = if row.active { "*" } else { " " };
+    let contract = match (&row.contract, &row.error) {
+        (Some(version), _) => format!("contract {version}"),
+        (None, e) => format!("BROKEN: {}", e.as_deref().unwrap_or("unreadable")),
+    };
+    let path = row.path.as_ref().map(|p| format!("  {p}"));
+    stdout_line!(
+        "{marker} {:<20} {:<8} {:<9} {:<8} {}{}",
+        row.id,
+        row.version.as_deref().unwrap_or("-"),
+        row.source,
+        if row.enabled { "enabled" } else { "disabled" },
+        contract,
+        path.unwrap_or_default()
+    );
+    if !row.requested.is_empty() {
+        let granted = match row.granted.is_empty() {
+            true => "none".to_string(),
+            false => row.granted.join(", "),
+        };
+        stdout_line!(
+            "    capabilities: requested {}; granted {granted}",
+            row.requested.join(", ")
+        );
+    }
+    let missing: Vec<&str> = (row.requested.iter().copied())
+        .filter(|c| !row.granted.contains(c))
+        .collect();
+    if !missing.is_empty() {
+        stdout_line!(
+            "    not granted: {} (grant in plugins.entries.{}.grants)",
+            missing.join(", "),
+            row.id
+        );
+    }
 }
 
 #[cfg(test)]
