@@ -194,8 +194,9 @@ fn decode_check(check: &[u8]) -> Option<([u8; HASH_LEN], [u64; 4])> {
     let rest = check.strip_prefix(MAGIC.as_slice())?;
     let (hash, identity) = rest.split_at(HASH_LEN);
     let mut parts = [0u64; 4];
-    for (part, bytes) in parts.iter_mut().zip(identity.chunks_exact(8)) {
-        *part = u64::from_le_bytes(bytes.try_into().ok()?);
+    let (words, _) = identity.as_chunks::<8>();
+    for (part, bytes) in parts.iter_mut().zip(words) {
+        *part = u64::from_le_bytes(*bytes);
     }
     Some((hash.try_into().ok()?, parts))
 }
