@@ -43,6 +43,23 @@ impl EngineInstance {
         &self.session
     }
 
+    /// Runs one export: armed by [`Self::begin`], bounded by its watchdog, its outcome mapped by
+    /// [`Self::end`]. Every call of the contract goes through here.
+    async fn call<T>(
+        &mut self,
+        function: Function,
+        export: impl AsyncFnOnce(
+            &mut Bindings,
+            &mut Store<StoreState>,
+        ) -> wasmtime::Result<Result<T, String>>,
+    ) -> Result<T, EngineError> {
+        let watch = self.begin(function)?;
+        let outcome = watch
+            .bound(export(&mut self.bindings, &mut self.store))
+            .await;
+        self.end(function, outcome)
+    }
+
     /// Arms the deadline and resets the per-call budgets; refuses while the circuit is open.
     /// The call runs inside the returned watchdog's [`Watchdog::bound`], so it ends on time
     /// even while the guest waits on something the epoch never interrupts (a WASI sleep).
@@ -113,13 +130,13 @@ impl EngineInstance {
 
     /// Asks the engine who it is; the answer's strings are cut to bounded lengths.
     pub async fn info(&mut self) -> Result<EngineInfo, EngineError> {
-        let watch = self.begin(Function::Info)?;
-        let outcome = watch
-            .bound(self.bindings.info(&mut self.store))
-            .await
-            .map(Ok);
+        let info = self
+            .call(Function::Info, async |bindings, store| {
+                bindings.info(store).await.map(Ok)
+            })
+            .await;
         // What an engine says of itself is stored and printed (doctor, plugins, replay).
-        self.end(Function::Info, outcome).map(|info| EngineInfo {
+        info.map(|info| EngineInfo {
             id: text::line(&info.id, text::MAX_INFO_ID),
             name: text::line(&info.name, text::MAX_INFO_NAME),
             version: text::line(&info.version, text::MAX_INFO_VERSION),
@@ -132,11 +149,12 @@ impl EngineInstance {
         &mut self,
         request: &BootstrapRequest,
     ) -> Result<BootstrapResult, EngineError> {
-        let watch = self.begin(Function::Bootstrap)?;
-        let outcome = watch
-            .bound(self.bindings.bootstrap(&mut self.store, request))
+        let result = self
+            .call(Function::Bootstrap, async |bindings, store| {
+                bindings.bootstrap(store, request).await
+            })
             .await;
-        self.end(Function::Bootstrap, outcome).map(|mut result| {
+        result.map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result
         })
@@ -148,15 +166,13 @@ impl EngineInstance {
         message: &Message,
         is_heartbeat: bool,
     ) -> Result<IngestResult, EngineError> {
-        let watch = self.begin(Function::Ingest)?;
         let session = self.session.clone();
-        let outcome = watch
-            .bound(
-                self.bindings
-                    .ingest(&mut self.store, &session, message, is_heartbeat),
-            )
-            .await;
-        self.end(Function::Ingest, outcome)
+        self.call(Function::Ingest, async |bindings, store| {
+            bindings
+                .ingest(store, &session, message, is_heartbeat)
+                .await
+        })
+        .await
     }
 
     /// Hands the engine several new messages at once; returns how many it ingested.
@@ -165,15 +181,13 @@ impl EngineInstance {
         messages: &[Message],
         is_heartbeat: bool,
     ) -> Result<u32, EngineError> {
-        let watch = self.begin(Function::IngestBatch)?;
         let session = self.session.clone();
-        let outcome = watch
-            .bound(
-                self.bindings
-                    .ingest_batch(&mut self.store, &session, messages, is_heartbeat),
-            )
-            .await;
-        self.end(Function::IngestBatch, outcome)
+        self.call(Function::IngestBatch, async |bindings, store| {
+            bindings
+                .ingest_batch(store, &session, messages, is_heartbeat)
+                .await
+        })
+        .await
     }
 
     /// Asks the engine for the context of the next model call (a 0.4 engine is sent only the
@@ -183,11 +197,10 @@ impl EngineInstance {
         &mut self,
         request: &AssembleRequest,
     ) -> Result<AssembleResult, EngineError> {
-        let watch = self.begin(Function::Assemble)?;
-        let outcome = watch
-            .bound(self.bindings.assemble(&mut self.store, request))
-            .await;
-        self.end(Function::Assemble, outcome)
+        self.call(Function::Assemble, async |bindings, store| {
+            bindings.assemble(store, request).await
+        })
+        .await
     }
 
     /// Asks the engine to make the context smaller; the host validates what it returns before
@@ -196,11 +209,12 @@ impl EngineInstance {
         &mut self,
         request: &CompactRequest,
     ) -> Result<CompactResult, EngineError> {
-        let watch = self.begin(Function::Compact)?;
-        let outcome = watch
-            .bound(self.bindings.compact(&mut self.store, request))
+        let result = self
+            .call(Function::Compact, async |bindings, store| {
+                bindings.compact(store, request).await
+            })
             .await;
-        self.end(Function::Compact, outcome).map(|mut result| {
+        result.map(|mut result| {
             result.reason = result.reason.map(|r| text::message(&r, text::MAX_MESSAGE));
             result
         })
@@ -208,11 +222,10 @@ impl EngineInstance {
 
     /// Tells the engine a turn ended.
     pub async fn after_turn(&mut self, request: &AfterTurnRequest) -> Result<(), EngineError> {
-        let watch = self.begin(Function::AfterTurn)?;
-        let outcome = watch
-            .bound(self.bindings.after_turn(&mut self.store, request))
-            .await;
-        self.end(Function::AfterTurn, outcome)
+        self.call(Function::AfterTurn, async |bindings, store| {
+            bindings.after_turn(store, request).await
+        })
+        .await
     }
 
     /// Tells the engine a subagent is about to be spawned; it may return a handle for
@@ -221,23 +234,18 @@ impl EngineInstance {
         &mut self,
         spawn: &SubagentSpawn,
     ) -> Result<Option<u64>, EngineError> {
-        let watch = self.begin(Function::PrepareSubagentSpawn)?;
-        let outcome = watch
-            .bound(self.bindings.prepare_subagent_spawn(&mut self.store, spawn))
-            .await;
-        self.end(Function::PrepareSubagentSpawn, outcome)
+        self.call(Function::PrepareSubagentSpawn, async |bindings, store| {
+            bindings.prepare_subagent_spawn(store, spawn).await
+        })
+        .await
     }
 
     /// Undoes a `prepare_subagent_spawn` whose spawn failed.
     pub async fn rollback_subagent_spawn(&mut self, handle: u64) -> Result<(), EngineError> {
-        let watch = self.begin(Function::RollbackSubagentSpawn)?;
-        let outcome = watch
-            .bound(
-                self.bindings
-                    .rollback_subagent_spawn(&mut self.store, handle),
-            )
-            .await;
-        self.end(Function::RollbackSubagentSpawn, outcome)
+        self.call(Function::RollbackSubagentSpawn, async |bindings, store| {
+            bindings.rollback_subagent_spawn(store, handle).await
+        })
+        .await
     }
 
     /// Tells the engine a subagent's session ended.
@@ -246,14 +254,12 @@ impl EngineInstance {
         child_session_key: &str,
         reason: SubagentEndReason,
     ) -> Result<(), EngineError> {
-        let watch = self.begin(Function::OnSubagentEnded)?;
-        let outcome = watch
-            .bound(
-                self.bindings
-                    .on_subagent_ended(&mut self.store, child_session_key, reason),
-            )
-            .await;
-        self.end(Function::OnSubagentEnded, outcome)
+        self.call(Function::OnSubagentEnded, async |bindings, store| {
+            bindings
+                .on_subagent_ended(store, child_session_key, reason)
+                .await
+        })
+        .await
     }
 
     /// Whether the engine can offer agent tools (it speaks contract 0.3 or later).
@@ -267,12 +273,14 @@ impl EngineInstance {
         if !self.offers_tools() {
             return Ok(Vec::new());
         }
-        let watch = self.begin(Function::ListTools)?;
-        let outcome = match self.bindings.tools() {
-            Some(tools) => watch.bound(tools.list_tools(&mut self.store)).await,
-            None => Ok(Ok(Vec::new())),
-        };
-        self.end(Function::ListTools, outcome)
+        self.call(
+            Function::ListTools,
+            async |bindings, store| match bindings.tools() {
+                Some(tools) => tools.list_tools(store).await,
+                None => Ok(Ok(Vec::new())),
+            },
+        )
+        .await
     }
 
     /// Runs one of the engine's tools with `arguments` (a JSON object the session checked
@@ -282,18 +290,17 @@ impl EngineInstance {
         name: &str,
         arguments: &str,
     ) -> Result<EngineToolOutput, EngineError> {
-        let watch = self.begin(Function::CallTool)?;
-        let outcome = match self.bindings.tools() {
-            Some(tools) => {
-                watch
-                    .bound(tools.call_tool(&mut self.store, name, arguments))
-                    .await
-            }
-            None => Ok(Err(format!(
-                "this engine speaks a contract before 0.3 and offers no tools (asked for `{name}`)"
-            ))),
-        };
-        self.end(Function::CallTool, outcome).map(|mut output| {
+        let output = self
+            .call(Function::CallTool, async |bindings, store| {
+                match bindings.tools() {
+                    Some(tools) => tools.call_tool(store, name, arguments).await,
+                    None => Ok(Err(format!(
+                        "this engine speaks a contract before 0.3 and offers no tools (asked for `{name}`)"
+                    ))),
+                }
+            })
+            .await;
+        output.map(|mut output| {
             output.content = text::message(&output.content, text::MAX_TOOL_OUTPUT);
             output
         })
@@ -301,12 +308,11 @@ impl EngineInstance {
 
     /// Tells the engine the instance is about to be dropped.
     pub async fn dispose(&mut self) -> Result<(), EngineError> {
-        let watch = self.begin(Function::Dispose)?;
         let session = self.session.clone();
-        let outcome = watch
-            .bound(self.bindings.dispose(&mut self.store, &session))
-            .await;
-        self.end(Function::Dispose, outcome)
+        self.call(Function::Dispose, async |bindings, store| {
+            bindings.dispose(store, &session).await
+        })
+        .await
     }
 }
 
