@@ -166,11 +166,21 @@ export function neutral(record, fixture) {
   };
 }
 
-/** @param {unknown} v */
-const show = (v) => {
-  const s = JSON.stringify(v);
-  return s === undefined ? "nothing" : s.length > 300 ? `${s.slice(0, 300)}…` : s;
-};
+/**
+ * Two values as JSON, cut to the neighbourhood of their first differing character (a summary
+ * may differ in one word of several hundred).
+ * @param {unknown} x
+ * @param {unknown} y
+ */
+function contrast(x, y) {
+  const sx = JSON.stringify(x) ?? "nothing";
+  const sy = JSON.stringify(y) ?? "nothing";
+  let i = 0;
+  while (i < sx.length && sx[i] === sy[i]) i++;
+  const from = Math.max(0, i - 80);
+  const cut = (/** @type {string} */ s) => `${from > 0 ? "…" : ""}${s.slice(from, i + 160)}${s.length > i + 160 ? "…" : ""}`;
+  return [cut(sx), cut(sy)];
+}
 
 /**
  * The first place where two neutral records differ, said in words, or null when they are equal.
@@ -191,14 +201,16 @@ export function firstDifference(a, ra, b, rb) {
     const n = Math.max(ca.context.length, cb.context.length);
     for (let j = 0; j < n; j++) {
       if (JSON.stringify(ca.context[j]) !== JSON.stringify(cb.context[j])) {
-        return `${where}, context[${j}] (of ${ca.context.length} / ${cb.context.length}): ${a} has ${show(ca.context[j])}, ${b} has ${show(cb.context[j])}`;
+        const [x, y] = contrast(ca.context[j], cb.context[j]);
+        return `${where}, context[${j}] (of ${ca.context.length} / ${cb.context.length}): ${a} has ${x}, ${b} has ${y}`;
       }
     }
   }
   const queries = Math.max(ra.recall.length, rb.recall.length);
   for (let i = 0; i < queries; i++) {
     if (JSON.stringify(ra.recall[i]) !== JSON.stringify(rb.recall[i])) {
-      return `ctx_search ${show(ra.recall[i]?.query ?? rb.recall[i]?.query)}: ${a} answered ${show(ra.recall[i]?.answer)}, ${b} answered ${show(rb.recall[i]?.answer)}`;
+      const [x, y] = contrast(ra.recall[i]?.answer, rb.recall[i]?.answer);
+      return `ctx_search ${JSON.stringify(ra.recall[i]?.query ?? rb.recall[i]?.query)}: ${a} answered ${x}, ${b} answered ${y}`;
     }
   }
   return null;

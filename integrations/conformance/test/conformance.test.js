@@ -73,18 +73,31 @@ function hermesPython() {
  */
 async function replay(command, driver, engine, homes) {
   const home = freshHome(`ctxhost-conformance-${engine}-`, config(engine));
+  homes.push(home);
   const out = join(home, "record.json");
+  let stderr;
   try {
-    await run(command, [join(HERE, "drivers", driver), "--fixture", FIXTURE, "--home", home, "--binary", BINARY, "--out", out], {
+    ({ stderr } = await run(command, [join(HERE, "drivers", driver), "--fixture", FIXTURE, "--home", home, "--binary", BINARY, "--out", out], {
       timeout: 60_000,
       maxBuffer: 16 << 20,
-    });
+    }));
   } catch (err) {
     const e = /** @type {any} */ (err);
     throw new Error(`the ${driver} driver failed (${engine}): ${e.message}\n${e.stderr ?? ""}`);
   }
-  homes.push(home);
-  return JSON.parse(readFileSync(out, "utf8"));
+  return { ...JSON.parse(readFileSync(out, "utf8")), stderr };
+}
+
+/**
+ * Fails naming the first difference between two agents, with what their bridges said.
+ * @param {Record<string, any>} records
+ * @param {string} a
+ * @param {string} b
+ */
+function assertSame(records, a, b) {
+  const difference = firstDifference(a, records[a], b, records[b]);
+  const said = (/** @type {string} */ agent) => `--- ${agent}'s bridge said:\n${records[agent].stderr || "(nothing)"}`;
+  assert.equal(difference, null, `${difference}\n${said(a)}\n${said(b)}`);
 }
 
 const fixture = load(FIXTURE);
@@ -96,7 +109,7 @@ describe("one conversation through OpenClaw, pi and Hermes", { skip, concurrency
     describe(engine, () => {
       /** @type {string[]} */
       const homes = [];
-      /** @type {Promise<Record<string, ReturnType<typeof neutral>>>} */
+      /** @type {Promise<Record<string, ReturnType<typeof neutral> & { stderr: string }>>} */
       let records;
       const all = () =>
         (records ??= (async () => {
@@ -105,7 +118,7 @@ describe("one conversation through OpenClaw, pi and Hermes", { skip, concurrency
             replay(process.execPath, "pi.mjs", engine, homes),
             ...(hermes.python ? [replay(hermes.python, "hermes.py", engine, homes)] : []),
           ]);
-          return Object.fromEntries(raw.map((r) => [r.agent, neutral(r, fixture)]));
+          return Object.fromEntries(raw.map((r) => [r.agent, { ...neutral(r, fixture), stderr: r.stderr }]));
         })());
 
       test.after(() => {
@@ -122,13 +135,11 @@ describe("one conversation through OpenClaw, pi and Hermes", { skip, concurrency
       });
 
       test("pi gives the model what OpenClaw gives it, call by call, and answers the same", async () => {
-        const { openclaw, pi } = await all();
-        assert.equal(firstDifference("openclaw", openclaw, "pi", pi), null);
+        assertSame(await all(), "openclaw", "pi");
       });
 
       test("Hermes gives the model what OpenClaw gives it, call by call, and answers the same", { skip: hermes.why }, async () => {
-        const { openclaw, hermes: h } = await all();
-        assert.equal(firstDifference("openclaw", openclaw, "hermes", h), null);
+        assertSame(await all(), "openclaw", "hermes");
       });
     });
   }
