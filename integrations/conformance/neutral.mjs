@@ -217,17 +217,11 @@ export function firstDifference(a, ra, b, rb) {
 }
 
 /**
- * The model calls of the fixture in order, as the drivers make them: one before each assistant
- * message, with everything before it in the turn (the prompt first).
- * @param {any} fixture
- * @returns {{ turn: number, call: number, upTo: number }[]} `upTo`: how many of the turn's messages the call's context holds
+ * The model calls of one fixture turn, as every driver makes them: one before each assistant
+ * message, its context holding the turn's messages before it (the prompt first).
+ * @param {any} turn
+ * @returns {number[]} for each call, how many of the turn's messages its context holds
  */
-export function modelCalls(fixture) {
-  return fixture.turns.flatMap((/** @type {any} */ turn, /** @type {number} */ t) => {
-    const out = [];
-    for (const [i, m] of turn.messages.entries()) {
-      if (m.role === "assistant") out.push({ turn: t, call: out.length, upTo: i });
-    }
-    return out;
-  });
+export function callPoints(turn) {
+  return turn.messages.flatMap((/** @type {any} */ m, /** @type {number} */ i) => (m.role === "assistant" ? [i] : []));
 }

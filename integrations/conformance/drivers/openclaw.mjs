@@ -16,7 +16,7 @@
 
 import { assistantMessage } from "../../client/test-support/common.js";
 import plugin from "../../openclaw/index.js";
-import { agentItem, modelCalls } from "../neutral.mjs";
+import { agentItem, callPoints } from "../neutral.mjs";
 import { driverArgs, MODEL_WINDOW, writeRecord } from "./args.mjs";
 
 const KEY = "agent:main:main";
@@ -61,7 +61,6 @@ async function engineForTurn() {
   return engine;
 }
 
-const calls = modelCalls(fixture);
 /** @type {any[]} */
 const history = [];
 /** @type {import("../neutral.mjs").ModelCall[]} */
@@ -82,13 +81,15 @@ for (const [t, turn] of fixture.turns.entries()) {
   const hook = await engine.assemble({ ...session, messages: first.messages, tokenBudget: MODEL_WINDOW, model: "fake/fake-model" });
   /** What the model got at the last call (the runtime hands it back with the newer messages). */
   let sent = [...hook.messages, prompt];
-  for (const call of calls.filter((c) => c.turn === t)) {
-    if (call.call > 0) {
-      const newer = messages.slice(calls.find((c) => c.turn === t && c.call === call.call - 1)?.upTo, call.upTo);
+  let sentUpTo = 1;
+  for (const [call, upTo] of callPoints(turn).entries()) {
+    if (call > 0) {
+      const newer = messages.slice(sentUpTo, upTo);
       const again = await engine.assemble({ ...session, messages: [...sent, ...newer], tokenBudget: MODEL_WINDOW, model: "fake/fake-model" });
       sent = again.messages;
+      sentUpTo = upTo;
     }
-    record.push({ turn: t, call: call.call, messages: sent.map(agentItem) });
+    record.push({ turn: t, call, messages: sent.map(agentItem) });
   }
   const committed = await engine.commitTurn({ ...session, advancementKey: `turn-${t}`, messages });
   if (committed.status !== "committed") throw new Error(`commitTurn of turn ${t}: ${committed.status}`);

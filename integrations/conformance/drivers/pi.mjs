@@ -16,7 +16,7 @@
 
 import { assistantMessage } from "../../client/test-support/common.js";
 import { Branch, loadExtension, sidecars } from "../../pi/test-support/harness.js";
-import { agentItem, modelCalls } from "../neutral.mjs";
+import { agentItem, callPoints } from "../neutral.mjs";
 import { driverArgs, MODEL_WINDOW, writeRecord } from "./args.mjs";
 
 const SESSION_ID = "7d41b0c3-conformance";
@@ -39,12 +39,11 @@ const branch = new Branch();
 const ext = loadExtension({ home, binary, branch, sessionId: SESSION_ID, contextWindow: MODEL_WINDOW });
 await ext.emit("session_start", { reason: "startup" });
 
-/** Fails on the first handler error: a bridge that falls back to pi's own behaviour is a finding. */
+/** Fails the replay when a handler threw (pi would log it and go on as if the extension were not there). */
 function noErrors(/** @type {string} */ where) {
   if (ext.errors.length) throw new Error(`${where}: ${ext.errors.join("; ")}`);
 }
 
-const calls = modelCalls(fixture);
 /** @type {import("../neutral.mjs").ModelCall[]} */
 const record = [];
 for (const [t, turn] of fixture.turns.entries()) {
@@ -72,18 +71,18 @@ for (const [t, turn] of fixture.turns.entries()) {
   }
   const messages = turn.messages.map(native);
   let saved = 0;
-  for (const call of calls.filter((c) => c.turn === t)) {
+  for (const [call, upTo] of callPoints(turn).entries()) {
     // What pi has saved by this call: everything before it but the prompt at the first call.
-    if (call.call > 0) {
-      branch.append(...messages.slice(saved, call.upTo));
-      saved = call.upTo;
+    if (call > 0) {
+      branch.append(...messages.slice(saved, upTo));
+      saved = upTo;
     }
-    const list = call.call === 0 ? [...branch.context(), messages[0]] : branch.context();
+    const list = call === 0 ? [...branch.context(), messages[0]] : branch.context();
     const r = await ext.emit("context", { messages: list });
-    noErrors(`turn ${t}, model call ${call.call}`);
+    noErrors(`turn ${t}, model call ${call}`);
     await ext.emit("before_provider_request", { payload: { model: "fake-model", messages: [{ role: "system", content: "You are pi." }] } });
-    record.push({ turn: t, call: call.call, messages: (r?.messages ?? list).map(agentItem) });
-    if (call.call === 0) {
+    record.push({ turn: t, call, messages: (r?.messages ?? list).map(agentItem) });
+    if (call === 0) {
       branch.append(messages[0]);
       saved = 1;
     }

@@ -17,7 +17,8 @@ import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { binaryFor, freshHome, skipWithout } from "../../client/test-support/common.js";
-import { firstDifference, load, neutral } from "../neutral.mjs";
+import { build } from "../fixture.mjs";
+import { callPoints, firstDifference, load, neutral } from "../neutral.mjs";
 
 const HERE = resolve(fileURLToPath(import.meta.url), "../..");
 const REPO = resolve(HERE, "../..");
@@ -143,6 +144,17 @@ describe("one conversation through OpenClaw, pi and Hermes", { skip, concurrency
       });
     });
   }
+});
+
+describe("the fixture", () => {
+  test("conversation.json is what fixture.mjs generates", () => {
+    assert.deepEqual(JSON.parse(readFileSync(FIXTURE, "utf8")), build(), "regenerate it: node integrations/conformance/fixture.mjs > integrations/conformance/conversation.json");
+  });
+  test("it has tool rounds, compactions and queries", () => {
+    assert.ok(fixture.turns.some((/** @type {any} */ t) => callPoints(t).length > 1), "a turn with a tool round");
+    assert.ok(fixture.turns.filter((/** @type {any} */ t) => t.compactBefore).length >= 2, "compactions");
+    assert.ok(fixture.queries.length > 0);
+  });
 });
 
 describe("the comparer", () => {
