@@ -238,7 +238,14 @@ class Sidecar:
             raise SidecarError("exited", "ctxhost serve is not running")
         self._next_id += 1
         request_id = self._next_id
-        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, ensure_ascii=False)
+        # Compact, as JSON.stringify writes it: the server keeps a message's JSON byte for byte,
+        # and what ctx_search quotes of it (a tool call's arguments) must read the same whichever
+        # agent wrote it.
+        line = json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
         try:
             proc.stdin.write(line.encode("utf-8") + b"\n")
             proc.stdin.flush()

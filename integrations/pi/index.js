@@ -271,7 +271,7 @@ export default function ctxhostExtension(pi) {
         // ctxhost compacts for (with the whole window, its compaction may find nothing to do),
         // less a margin when the model refused what ctxhost counted as fitting.
         const window = state?.tokenBudget ?? windowOf(ctx);
-        const tokenBudget = compactionBudget(window, event?.preparation?.settings?.reserveTokens, event?.reason);
+        const tokenBudget = compactionBudget(window, event?.preparation?.settings?.reserveTokens, event?.reason, session.sidecar.initialized?.contextWindow);
         const { compacted, answer, skipped, reused } = await session.compaction(event, {
           tokenBudget,
           model: state?.model,

@@ -422,9 +422,12 @@ export class CtxhostContextEngine {
   #ownOutput(key, messages) {
     const last = this.#bridge.lastOutput.get(key);
     if (last) {
+      // An empty answer starts every list too: it was made from an empty history (a new
+      // session's first turn), so what comes back in the same turn is the turn's own messages,
+      // which commitTurn writes; taken for history, they would reach the mirror twice.
       const n = last.messages.length;
       const prefixOk =
-        (messages.length === n || (n > 0 && messages.length > n)) &&
+        messages.length >= n &&
         last.messages.every(
           (m, i) => messages[i] === m || fingerprint(messages[i]) === (last.fingerprints[i] ??= fingerprint(m)),
         );
@@ -499,7 +502,7 @@ export class CtxhostContextEngine {
             compactParams({
               sessionKey: key,
               force: params.force,
-              tokenBudget: params.tokenBudget,
+              tokenBudget: await this.#compactionBudget(key, params),
               customInstructions: params.customInstructions,
             }),
           ),
@@ -525,6 +528,20 @@ export class CtxhostContextEngine {
         return { ok: false, compacted: false, reason: `ctxhost: ${describe(err)}` };
       }
     });
+  }
+
+  /**
+   * OpenClaw's budget, never more than ctxhost's window (`agents.defaults.contextWindow`): the
+   * server narrows the window to it, but hands an engine that owns its compaction the budget as
+   * sent; the pi and Hermes bridges send the narrower of the two as well.
+   * @param {string} key
+   * @param {{ sessionId: string, tokenBudget?: number }} params
+   */
+  async #compactionBudget(key, params) {
+    if (params.tokenBudget === undefined) return undefined;
+    if (!this.#sidecar.initialized) await this.#bootstrap(key, params.sessionId);
+    const window = this.#sidecar.initialized?.contextWindow;
+    return typeof window === "number" && window > 0 ? Math.min(params.tokenBudget, window) : params.tokenBudget;
   }
 
   /**

@@ -192,6 +192,26 @@ describe("ctxhost serve behind the OpenClaw engine", { skip, concurrency: false 
     assert.equal(markers(mirrorOf(home)).length, 5);
   });
 
+  test("a new session's first turn: the loop hook's empty output with the turn's tool round is not history", async (t) => {
+    const home = tempHome({ plugins: { slots: { contextEngine: "legacy" } } });
+    const s = setup({ home });
+    t.after(s.cleanup);
+    await s.engine.bootstrap({ sessionId: SID, sessionKey: KEY, sessionFile: KEY });
+    const first = await s.engine.assemble({ sessionId: SID, sessionKey: KEY, messages: [], tokenBudget: 100_000 });
+    assert.deepEqual(first.messages, []);
+    const turn = [user("read a.txt"), assistant("reading", [["call-1", "read", { path: "a.txt" }]]), toolResult("call-1", "read", "contents"), assistant("done")];
+    s.reset();
+    const hook = await s.engine.assemble({ sessionId: SID, sessionKey: KEY, messages: turn.slice(0, 3), tokenBudget: 100_000 });
+    assert.deepEqual(hook.messages, turn.slice(0, 3));
+    assert.deepEqual(s.methods(), [], "answered as its own output, nothing synced");
+    await s.engine.commitTurn({ sessionId: SID, sessionKey: KEY, advancementKey: "turn-0", messages: turn });
+    s.reset();
+    await s.engine.assemble({ sessionId: SID, sessionKey: KEY, messages: turn, tokenBudget: 100_000 });
+    assert.deepEqual(s.methods(), ["session.assemble"], "the next turn is in step: no sync, no reset");
+    const stored = readMirror(mirrorOf(home)).filter((e) => e.type === "message").map((e) => e.message);
+    assert.deepEqual(stored, turn, "the turn once");
+  });
+
   test("checkpoint-manager: its gauge is an inserted note (never the system prompt), its restore follows a compaction, stamped with a time", async (t) => {
     const home = tempHome(smallWindow("checkpoint-manager", 4000));
     const s = setup({ home });

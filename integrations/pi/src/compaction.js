@@ -3,6 +3,9 @@
 //
 // - threshold, manual: pi's window less its reserve, the size pi compacts for itself; a manual
 //   compaction is forced like every compaction pi asks for, so it compacts below the threshold.
+// - never more than ctxhost's own window (`agents.defaults.contextWindow`): the server narrows
+//   the window to it, but hands an engine that owns its compaction the budget as sent, and the
+//   OpenClaw and Hermes bridges send the narrower of the two.
 // - overflow: the model refused a request ctxhost counted as fitting, so the model counts more
 //   than ctxhost estimates: a quarter of the budget is left as margin, and the retry that pi
 //   makes next fits.
@@ -14,11 +17,13 @@ export const OVERFLOW_SHARE = 0.75;
  * @param {number | undefined} window pi's context window for the model
  * @param {number | undefined} reserve pi's `compaction.reserveTokens`
  * @param {string | undefined} reason `manual`, `threshold` or `overflow` (pi 1.x)
+ * @param {number} [ctxhostWindow] ctxhost's window (the sidecar's `initialize` answer)
  * @returns {number | undefined}
  */
-export function compactionBudget(window, reserve, reason) {
+export function compactionBudget(window, reserve, reason, ctxhostWindow) {
   if (window === undefined) return undefined;
-  const budget = typeof reserve === "number" && reserve > 0 && reserve < window ? window - reserve : window;
+  const piBudget = typeof reserve === "number" && reserve > 0 && reserve < window ? window - reserve : window;
+  const budget = typeof ctxhostWindow === "number" && ctxhostWindow > 0 ? Math.min(piBudget, ctxhostWindow) : piBudget;
   return reason === "overflow" ? Math.floor(budget * OVERFLOW_SHARE) : budget;
 }
 

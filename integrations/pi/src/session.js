@@ -319,7 +319,14 @@ export class PiSession {
     const r = await this.#assemble(opts);
     const items = r.items ?? [];
     const summaryItem = items.find((/** @type {any} */ it) => it?.message?.__ctxhost?.kind === "compactionSummary");
-    if (!summaryItem) return { compacted, answer: null };
+    if (!summaryItem) {
+      // An engine that owns its compaction may show it its own way (lossless: summaries of its
+      // tree): the model still gets them through `context`, but pi has no summary to store.
+      const why = compacted?.compacted === true
+        ? `the engine compacted (${compacted.tokensBefore} → ${compacted.tokensAfter} tokens) but shows no compaction summary pi could store; the model gets its assembly all the same`
+        : compacted?.reason;
+      return { compacted: { ...compacted, reason: why }, answer: null };
+    }
     const kept = items.find((/** @type {any} */ it) => typeof it?.index === "number" || typeof it?.from === "number");
     const position = kept ? (typeof kept.index === "number" ? kept.index : kept.from) : undefined;
     let firstKeptEntryId = position === undefined ? undefined : this.#entryIds[position];

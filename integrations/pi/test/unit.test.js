@@ -145,6 +145,8 @@ test("pi's reason for a compaction sets the budget ctxhost compacts for", () => 
   assert.equal(compactionBudget(8000, 2500, "overflow"), Math.floor(5500 * OVERFLOW_SHARE), "overflow: a margin under it");
   assert.equal(compactionBudget(8000, 9000, "threshold"), 8000, "a reserve past the window is ignored");
   assert.equal(compactionBudget(undefined, 2500, "overflow"), undefined);
+  assert.equal(compactionBudget(128_000, 16_384, "manual", 3000), 3000, "never past ctxhost's window");
+  assert.equal(compactionBudget(8000, 2500, "threshold", 100_000), 5500, "pi's budget when it is the narrower");
   assert.equal(mayReuseCompaction("threshold"), true);
   assert.equal(mayReuseCompaction("overflow"), false, "the last answer is what did not fit");
 });
