@@ -1,7 +1,7 @@
 //! The one place that knows which contract versions exist. Each version's module binds its
 //! own WIT and converts into ctxhost's types; these types pick the module by the version a
 //! component exports. A version that only adds interfaces (0.3: `tools`, `recall`; 0.4:
-//! `incremental`) adds its module, its imports to the linker and its optional exports here;
+//! `incremental`) adds its module, its imports to the linker and a variant of its exports here;
 //! the lifecycle calls are forwarded by one macro, with one arm per version whose `engine`
 //! interface differs, and `assemble` goes to 0.4's `incremental` when the engine has it.
 
@@ -29,15 +29,13 @@ pub(super) struct Pre {
     exports: Exports,
 }
 
+/// The exports a component of each version has, looked up once: a version after 0.2 keeps
+/// 0.2's `engine` and adds interfaces (0.3 `tools`, 0.4 `incremental` beside them).
 enum Exports {
     V0_1(v0_1::Indices),
-    /// 0.2's `engine`, 0.3's `tools` when the component is a 0.3 engine or later, and 0.4's
-    /// `incremental` when it is a 0.4 engine.
-    V0_2(
-        v0_2::Indices,
-        Option<v0_3::ToolsIndices>,
-        Option<v0_4::IncrementalIndices>,
-    ),
+    V0_2(v0_2::Indices),
+    V0_3(v0_2::Indices, v0_3::ToolsIndices),
+    V0_4(v0_2::Indices, v0_3::ToolsIndices, v0_4::IncrementalIndices),
 }
 
 impl Pre {
@@ -48,16 +46,19 @@ impl Pre {
         version: &str,
     ) -> wasmtime::Result<Self> {
         let instance_pre: InstancePre<StoreState> = linker.instantiate_pre(component)?;
+        let pre = &instance_pre;
         let exports = if same_minor(v0_1::VERSION, version) {
-            Exports::V0_1(v0_1::indices(&instance_pre)?)
+            Exports::V0_1(v0_1::indices(pre)?)
+        } else if same_minor(v0_2::VERSION, version) {
+            Exports::V0_2(v0_2::indices(pre)?)
+        } else if same_minor(v0_3::VERSION, version) {
+            Exports::V0_3(v0_2::indices(pre)?, v0_3::ToolsIndices::new(pre)?)
         } else {
-            let incremental = same_minor(v0_4::VERSION, version)
-                .then(|| v0_4::IncrementalIndices::new(&instance_pre))
-                .transpose()?;
-            let tools = (incremental.is_some() || same_minor(v0_3::VERSION, version))
-                .then(|| v0_3::ToolsIndices::new(&instance_pre))
-                .transpose()?;
-            Exports::V0_2(v0_2::indices(&instance_pre)?, tools, incremental)
+            Exports::V0_4(
+                v0_2::indices(pre)?,
+                v0_3::ToolsIndices::new(pre)?,
+                v0_4::IncrementalIndices::new(pre)?,
+            )
         };
         Ok(Self {
             instance_pre,
@@ -70,18 +71,18 @@ impl Pre {
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Bindings> {
         let instance = self.instance_pre.instantiate_async(&mut *store).await?;
+        let at = &instance;
         Ok(match &self.exports {
-            Exports::V0_1(engine) => Bindings::V0_1(v0_1::Engine::load(engine, store, &instance)?),
-            Exports::V0_2(engine, tools, incremental) => Bindings::V0_2(
-                v0_2::Engine::load(engine, store, &instance)?,
-                tools
-                    .as_ref()
-                    .map(|t| t.load(store, &instance))
-                    .transpose()?,
-                incremental
-                    .as_ref()
-                    .map(|i| i.load(store, &instance))
-                    .transpose()?,
+            Exports::V0_1(engine) => Bindings::V0_1(v0_1::Engine::load(engine, store, at)?),
+            Exports::V0_2(engine) => Bindings::V0_2(v0_2::Engine::load(engine, store, at)?),
+            Exports::V0_3(engine, tools) => Bindings::V0_3(
+                v0_2::Engine::load(engine, store, at)?,
+                tools.load(store, at)?,
+            ),
+            Exports::V0_4(engine, tools, incremental) => Bindings::V0_4(
+                v0_2::Engine::load(engine, store, at)?,
+                tools.load(store, at)?,
+                incremental.load(store, at)?,
             ),
         })
     }
@@ -90,7 +91,9 @@ impl Pre {
 /// A live instance's exports, whichever version it speaks.
 pub(super) enum Bindings {
     V0_1(v0_1::Engine),
-    V0_2(v0_2::Engine, Option<v0_3::Tools>, Option<v0_4::Incremental>),
+    V0_2(v0_2::Engine),
+    V0_3(v0_2::Engine, v0_3::Tools),
+    V0_4(v0_2::Engine, v0_3::Tools, v0_4::Incremental),
 }
 
 type Call<T> = wasmtime::Result<Result<T, String>>;
@@ -107,7 +110,9 @@ macro_rules! forward {
                 ) -> $ret {
                     match self {
                         Self::V0_1(e) => e.$name(store, $($arg),*).await,
-                        Self::V0_2(e, _, _) => e.$name(store, $($arg),*).await,
+                        Self::V0_2(e) | Self::V0_3(e, _) | Self::V0_4(e, _, _) => {
+                            e.$name(store, $($arg),*).await
+                        }
                     }
                 }
             )*
@@ -138,16 +143,16 @@ impl Bindings {
     ) -> Call<d::AssembleResult> {
         match self {
             Self::V0_1(e) => e.assemble(store, request).await,
-            Self::V0_2(_, _, Some(incremental)) => incremental.assemble(store, request).await,
-            Self::V0_2(e, _, None) => e.assemble(store, request).await,
+            Self::V0_2(e) | Self::V0_3(e, _) => e.assemble(store, request).await,
+            Self::V0_4(_, _, incremental) => incremental.assemble(store, request).await,
         }
     }
 
     /// The engine's `tools` export (0.3 on); `None` for engines that cannot offer tools.
     pub(super) fn tools(&self) -> Option<&v0_3::Tools> {
         match self {
-            Self::V0_2(_, tools, _) => tools.as_ref(),
-            Self::V0_1(_) => None,
+            Self::V0_3(_, tools) | Self::V0_4(_, tools, _) => Some(tools),
+            Self::V0_1(_) | Self::V0_2(_) => None,
         }
     }
 }
