@@ -3,6 +3,7 @@
 
 mod compact;
 mod convert;
+mod prefix;
 mod request;
 mod shared;
 mod tools;
@@ -20,9 +21,10 @@ use serde_json::Value;
 use crate::timestamp::now_iso;
 
 pub use crate::error::ContextOverflow;
+pub use prefix::{Prefix, RequestDigest};
 pub use request::{Breakdown, FlushSignal, ModelRequest, TurnOptions};
 pub use tools::{AgentTool, ToolOutput, ToolSource};
-pub use turn::{Prefix, RequestDigest, Turn, TurnCompaction, TurnRequest};
+pub use turn::{Turn, TurnCompaction, TurnRequest};
 pub use validate::{AssembledItem, Assembly, AssemblyShape, Items};
 
 use crate::error::{Error, Result};
@@ -170,7 +172,7 @@ pub struct Session {
     /// The engine's tools as checked, asked once per instance.
     engine_tools: Option<Vec<tools::CheckedTool>>,
     /// The previous turn's request, to measure how much of the next one a prompt cache keeps.
-    prefix: turn::PrefixTracker,
+    prefix: prefix::PrefixTracker,
 }
 
 impl Session {
@@ -234,7 +236,7 @@ impl Session {
             assembled_offset: None,
             recall_tools: true,
             engine_tools: None,
-            prefix: turn::PrefixTracker::default(),
+            prefix: prefix::PrefixTracker::default(),
         };
         Ok(session)
     }
