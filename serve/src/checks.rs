@@ -9,8 +9,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-use super::rpc::{ErrorData, RpcError, code};
-use super::sync::SyncState;
+use crate::rpc::{ErrorData, RpcError, code};
+use crate::sync::SyncState;
 
 /// The longest key or `sessionId` taken, in bytes.
 const MAX_ID_BYTES: usize = 200;
@@ -135,14 +135,17 @@ impl JsonSchema for AgentMessage {
     }
 }
 
-/// The version of this protocol: an integer, the one [`super::PROTOCOL_VERSION`].
+/// The protocol version `initialize` reports.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The version of this protocol: an integer, the one [`PROTOCOL_VERSION`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub(super) struct ProtocolVersion(pub(super) u32);
 
 impl ProtocolVersion {
     /// The version this server speaks.
-    pub(super) const SPOKEN: Self = Self(super::PROTOCOL_VERSION);
+    pub(super) const SPOKEN: Self = Self(PROTOCOL_VERSION);
 
     /// Refuses a version this server does not speak (with the one it does in `data`).
     pub(super) fn check(self) -> Result<(), RpcError> {
@@ -174,7 +177,7 @@ impl JsonSchema for ProtocolVersion {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "const": super::PROTOCOL_VERSION })
+        json_schema!({ "const": PROTOCOL_VERSION })
     }
 }
 
@@ -211,7 +214,7 @@ pub(super) fn base_mismatch(base: &Base, mirror: &SyncState) -> RpcError {
 mod tests {
     use serde_json::value::RawValue;
 
-    use super::super::methods::parse;
+    use crate::methods::parse;
 
     fn parsed(method: &str, params: &str) -> Result<(), String> {
         let raw = RawValue::from_string(params.into()).unwrap();

@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::checks::{AgentMessage, Base, ProtocolVersion, SessionId, SessionKey};
-use super::health::SessionHealth;
-use super::sync::{Commit, SyncState};
+use crate::checks::{AgentMessage, Base, ProtocolVersion, SessionId, SessionKey};
+use crate::health::SessionHealth;
+use crate::sync::{Commit, SyncState};
 use ctxhost::runtime::contract::{CompactionTrigger, ContextMode, EngineInfo, SubagentEndReason};
 use ctxhost::session::AgentTool;
 
@@ -563,7 +563,7 @@ mod tests {
             r#"{"sessionKey":"s","messageCount":3,"prompt":"go","model":"p/m"}"#.into(),
         )
         .unwrap();
-        let p: AssembleParams = super::super::rpc::params("session.assemble", &raw).unwrap();
+        let p: AssembleParams = crate::rpc::params("session.assemble", &raw).unwrap();
         assert_eq!((p.session_key.as_str(), p.message_count), ("s", 3));
         assert_eq!(prompt_text(p.prompt).as_deref(), Some("go"));
         assert_eq!(model_id(p.model).as_deref(), Some("p/m"));

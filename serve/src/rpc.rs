@@ -98,7 +98,7 @@ pub(crate) struct ErrorData {
     pub(crate) max_line_bytes: Option<usize>,
     /// The history the mirror holds, when a `base` is not it.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub(crate) mirror: Option<super::sync::SyncState>,
+    pub(crate) mirror: Option<crate::sync::SyncState>,
 }
 
 impl ErrorData {
@@ -598,7 +598,7 @@ mod tests {
             RpcError::unknown_session(&huge),
             RpcError::new(code::INVALID_PARAMS, format!("bad `{huge}`")).with_data(ErrorData {
                 method: Some(huge.clone()),
-                mirror: Some(super::super::sync::SyncState {
+                mirror: Some(crate::sync::SyncState {
                     message_count: 0,
                     last_fingerprint: Some(huge.clone()),
                 }),
