@@ -16,7 +16,7 @@ use ctxhost::{Host, SessionTarget, session_file};
 use crate::checks::AgentMessage;
 use crate::lock::SessionLock;
 use crate::protocol::ClientItem;
-use crate::sync::{Commit, SyncState};
+use crate::sync::{Commit, Fingerprints, SyncState};
 use hold::{FileState, Lock, Scratch};
 use marker::{MARKER, Marker, MarkerEntry, scan};
 
@@ -131,12 +131,12 @@ impl Mirror {
         &mut self,
         advancement_key: &str,
         messages: &[AgentMessage],
-        last_fingerprint: Option<String>,
+        fingerprints: &Fingerprints,
     ) -> Result<Commit> {
         if self.committed.contains(advancement_key) {
             return Ok(Commit::Duplicate);
         }
-        self.append(messages, last_fingerprint, Some(advancement_key))
+        self.append(messages, fingerprints, Some(advancement_key))
             .await?;
         Ok(Commit::Committed)
     }
@@ -153,11 +153,11 @@ impl Mirror {
         host: &Host,
         from: usize,
         messages: &[AgentMessage],
-        last_fingerprint: Option<String>,
+        fingerprints: &Fingerprints,
         reset: bool,
     ) -> (Option<Mirror>, Result<()>) {
         if reset {
-            return self.reset(host, messages, last_fingerprint).await;
+            return self.reset(host, messages, fingerprints).await;
         }
         if from != self.state.message_count {
             let problem = Error::SyncFrom {
@@ -166,7 +166,7 @@ impl Mirror {
             };
             return (Some(self), Err(problem));
         }
-        let result = self.append(messages, last_fingerprint, None).await;
+        let result = self.append(messages, fingerprints, None).await;
         (Some(self), result)
     }
 
@@ -176,7 +176,7 @@ impl Mirror {
         mut self,
         host: &Host,
         messages: &[AgentMessage],
-        last_fingerprint: Option<String>,
+        fingerprints: &Fingerprints,
     ) -> (Option<Mirror>, Result<()>) {
         let key = self.session.key().to_string();
         let id = self.session.id().to_string();
@@ -196,7 +196,7 @@ impl Mirror {
             Ok(fresh) => fresh,
             Err(e) => return (None, Err(e)),
         };
-        let result = fresh.append(messages, last_fingerprint, None).await;
+        let result = fresh.append(messages, fingerprints, None).await;
         (Some(fresh), result)
     }
 
@@ -209,54 +209,36 @@ impl Mirror {
         }
     }
 
+    /// Appends `messages` and the marker of the state they bring the mirror to, in one write.
     async fn append(
         &mut self,
         messages: &[AgentMessage],
-        last_fingerprint: Option<String>,
+        fingerprints: &Fingerprints,
         advancement_key: Option<&str>,
     ) -> Result<()> {
-        let count = self.state.message_count + messages.len();
-        let fingerprint = if messages.is_empty() {
-            self.state.last_fingerprint.clone()
-        } else {
-            last_fingerprint
-        };
-        let data = Marker {
-            advancement_key: advancement_key.map(str::to_string),
-            message_count: count,
-            last_fingerprint: fingerprint.clone(),
-        };
+        let state = self.state.extended(messages.len(), fingerprints);
         let marker = MarkerEntry {
             custom_type: Some(MARKER.to_string()),
-            data,
+            data: Marker {
+                advancement_key: advancement_key.map(str::to_string),
+                message_count: state.message_count,
+                last_fingerprint: state.last_fingerprint.clone(),
+                chain: state.chain.clone(),
+            },
         };
         let marker = serde_json::to_value(marker).expect("a marker serializes");
         let texts: Vec<&str> = messages.iter().map(AgentMessage::json).collect();
-        let result = self
-            .session
+        let result = (self.session)
             .append_texts_with(&texts, Some(("custom", &marker)))
             .await;
         // Written (an engine that failed to ingest does not undo the record): count it.
         if result.is_ok() || matches!(result, Err(Error::Ingest { .. })) {
-            self.state = SyncState {
-                message_count: count,
-                last_fingerprint: fingerprint,
-            };
+            self.state = state;
             if let Some(key) = advancement_key {
                 self.committed.insert(key.to_string());
             }
         }
         result.map(|_| ())
-    }
-
-    /// Whether the runtime's history (its length and the fingerprint of its last message) is
-    /// the mirror's.
-    pub(crate) fn in_sync(&self, message_count: usize, last_fingerprint: Option<&str>) -> bool {
-        message_count == self.state.message_count
-            && match (last_fingerprint, self.state.last_fingerprint.as_deref()) {
-                (Some(theirs), Some(ours)) => theirs == ours,
-                _ => true,
-            }
     }
 
     /// Narrows the window to the runtime's budget (never above the configured window).

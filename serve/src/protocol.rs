@@ -247,6 +247,8 @@ pub(super) struct CommitTurnParams {
     pub(super) messages: Vec<AgentMessage>,
     /// The client's fingerprint of the last message (opaque to the server).
     pub(super) last_fingerprint: Option<String>,
+    /// The client's fingerprint of each message, in order: the server chains them.
+    pub(super) fingerprints: Option<Vec<String>>,
     pub(super) base: Option<Base>,
 }
 
@@ -268,6 +270,8 @@ pub(super) struct SyncParams {
     pub(super) messages: Vec<AgentMessage>,
     /// The client's fingerprint of the last message (opaque to the server).
     pub(super) last_fingerprint: Option<String>,
+    /// The client's fingerprint of each message, in order: the server chains them.
+    pub(super) fingerprints: Option<Vec<String>>,
     /// Replace the mirror by `messages` (the old file is kept whole).
     #[serde(default)]
     pub(super) reset: bool,
@@ -283,6 +287,9 @@ pub(super) struct AssembleParams {
     pub(super) message_count: usize,
     /// The client's fingerprint of its last message (opaque to the server).
     pub(super) last_fingerprint: Option<String>,
+    /// The chain of the fingerprints of all its messages: with it, a history rewritten in the
+    /// middle is not the mirror's.
+    pub(super) chain: Option<String>,
     /// The window for this call: the smaller of this and the configured one.
     pub(super) token_budget: Option<u32>,
     /// Names of the tools the model may call on this turn.

@@ -601,6 +601,7 @@ mod tests {
                 mirror: Some(crate::sync::SyncState {
                     message_count: 0,
                     last_fingerprint: Some(huge.clone()),
+                    chain: None,
                 }),
                 ..ErrorData::at(&huge)
             }),

@@ -129,10 +129,12 @@ mod tests {
         let base = Base {
             message_count: 2,
             last_fingerprint: None,
+            chain: None,
         };
         let mirror = SyncState {
             message_count: 3,
             last_fingerprint: Some("f3".into()),
+            chain: Some("c3".into()),
         };
         let errors = [
             RpcError::unknown_session("s"),

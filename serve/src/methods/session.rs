@@ -5,11 +5,11 @@ use ctxhost::runtime::contract::CompactionTrigger;
 use ctxhost::session::{CompactOptions, CompactOutcome, PendingCall, TurnRequest};
 
 use super::{Method, Route, SessionContext, SessionMethod, answer};
-use crate::checks::{Base, SessionKey, base_mismatch};
+use crate::checks::{Base, SessionKey, base_mismatch, check_fingerprints};
 use crate::mirror::Mirror;
 use crate::protocol::*;
 use crate::rpc::RpcError;
-use crate::sync::SyncState;
+use crate::sync::{Fingerprints, SyncState};
 
 impl Method for BootstrapParams {
     const NAME: &'static str = "session.bootstrap";
@@ -102,6 +102,14 @@ impl SessionMethod for CloseParams {
 impl Method for SyncParams {
     const NAME: &'static str = "session.sync";
     type Result = SyncState;
+
+    fn check(&self) -> Result<(), RpcError> {
+        let (each, last) = (
+            self.fingerprints.as_deref(),
+            self.last_fingerprint.as_deref(),
+        );
+        check_fingerprints(self.messages.len(), each, last)
+    }
 }
 
 impl SessionMethod for SyncParams {
@@ -114,15 +122,13 @@ impl SessionMethod for SyncParams {
             check_base(session.mirror()?, base)?;
         }
         let mirror = (session.slot.take()).ok_or_else(|| RpcError::unknown_session(session.key))?;
-        let (mirror, result) = mirror
-            .sync(
-                session.host,
-                self.from,
-                &self.messages,
-                self.last_fingerprint,
-                self.reset,
-            )
-            .await;
+        let fingerprints = Fingerprints {
+            each: self.fingerprints,
+            last: self.last_fingerprint,
+        };
+        let (host, messages) = (session.host, &self.messages);
+        let (mirror, result) =
+            (mirror.sync(host, self.from, messages, &fingerprints, self.reset)).await;
         *session.slot = mirror;
         result?;
         Ok((session.slot.as_ref()).map_or_else(Default::default, |m| m.state().clone()))
@@ -132,6 +138,14 @@ impl SessionMethod for SyncParams {
 impl Method for CommitTurnParams {
     const NAME: &'static str = "session.commitTurn";
     type Result = CommitTurnResult;
+
+    fn check(&self) -> Result<(), RpcError> {
+        let (each, last) = (
+            self.fingerprints.as_deref(),
+            self.last_fingerprint.as_deref(),
+        );
+        check_fingerprints(self.messages.len(), each, last)
+    }
 }
 
 impl SessionMethod for CommitTurnParams {
@@ -146,9 +160,11 @@ impl SessionMethod for CommitTurnParams {
         {
             check_base(mirror, base)?;
         }
-        let status = mirror
-            .commit(&self.advancement_key, &self.messages, self.last_fingerprint)
-            .await?;
+        let fingerprints = Fingerprints {
+            each: self.fingerprints,
+            last: self.last_fingerprint,
+        };
+        let status = (mirror.commit(&self.advancement_key, &self.messages, &fingerprints)).await?;
         Ok(CommitTurnResult {
             status,
             message_count: mirror.state().message_count,
@@ -169,7 +185,8 @@ impl SessionMethod for AssembleParams {
         let (host, key, notify, health) =
             (session.host, session.key, session.notify, session.health);
         let mirror = session.mirror()?;
-        if !mirror.in_sync(self.message_count, self.last_fingerprint.as_deref()) {
+        let (last, chain) = (self.last_fingerprint.as_deref(), self.chain.as_deref());
+        if !mirror.state().holds(self.message_count, last, chain) {
             return Ok(AssembleResult::Mismatch(mirror.state().clone()));
         }
         // `notifyBeforeAuto`: the client hears of an automatic compaction before the
@@ -323,7 +340,8 @@ impl SessionMethod for EndedParams {
 
 /// Refuses to extend a history other than the one the client says it extends.
 fn check_base(mirror: &Mirror, base: &Base) -> Result<(), RpcError> {
-    if mirror.in_sync(base.message_count, base.last_fingerprint.as_deref()) {
+    let (last, chain) = (base.last_fingerprint.as_deref(), base.chain.as_deref());
+    if mirror.state().holds(base.message_count, last, chain) {
         return Ok(());
     }
     Err(base_mismatch(base, mirror.state()))

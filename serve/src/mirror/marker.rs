@@ -34,14 +34,14 @@ pub(super) struct Marker {
     pub(super) message_count: usize,
     /// The fingerprint of the last of them, as the runtime computed it.
     pub(super) last_fingerprint: Option<String>,
+    /// The chain of all their fingerprints, when known (absent in markers written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) chain: Option<String>,
 }
 
 /// The mirror's position and its committed keys, from its markers.
 pub(super) fn scan(transcript: &Transcript) -> (SyncState, HashSet<String>) {
-    let mut state = SyncState {
-        message_count: 0,
-        last_fingerprint: None,
-    };
+    let mut state = SyncState::default();
     let mut committed = HashSet::new();
     for index in transcript.active_branch() {
         let entry = &transcript.entries()[index];
@@ -55,6 +55,7 @@ pub(super) fn scan(transcript: &Transcript) -> (SyncState, HashSet<String>) {
                     continue;
                 }
                 state.last_fingerprint = marker.data.last_fingerprint;
+                state.chain = marker.data.chain;
                 if let Some(key) = marker.data.advancement_key {
                     committed.insert(key);
                 }
