@@ -23,8 +23,9 @@ pub(crate) struct SyncState {
     pub(crate) message_count: usize,
     /// The client's fingerprint of the last of them (opaque to the server).
     pub(crate) last_fingerprint: Option<String>,
-    /// The chain of the fingerprints of all of them (see `chain`); null when a commit without
-    /// `fingerprints` left it unknown (it is known again after a reset that has them).
+    /// The chain of the fingerprints of all of them (see `chain`); absent while unknown: a
+    /// commit without `fingerprints` leaves it so, until a reset that has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) chain: Option<String>,
 }
 
