@@ -87,14 +87,7 @@ pub(crate) async fn run(
     if let Some(predecessor) = predecessor {
         let _ = predecessor.await;
     }
-    let mut actor = Actor {
-        shared,
-        roster,
-        mailbox,
-        key,
-        mirror: None,
-        resident: false,
-    };
+    let mut actor = Actor::new(shared, roster, mailbox, key);
     while let Some(job) = actor.next_job().await {
         if actor.serve(job).await {
             return;
@@ -104,21 +97,30 @@ pub(crate) async fn run(
 }
 
 impl Actor {
+    fn new(shared: Arc<Shared>, roster: Weak<dyn Roster>, mailbox: Mailbox, key: String) -> Self {
+        Actor {
+            shared,
+            roster,
+            mailbox,
+            key,
+            mirror: None,
+            resident: false,
+        }
+    }
+
     /// The next call, giving resources back meanwhile when asked or when idle too long; None
     /// once the session's queue is closed.
     async fn next_job(&mut self) -> Option<Job> {
         loop {
-            let message = match self.shared.idle_release.filter(|_| self.resident) {
-                Some(idle) => match tokio::time::timeout(idle, self.mailbox.queue.recv()).await {
-                    Ok(message) => message,
-                    Err(_) => {
-                        self.release().await;
-                        self.shared.health.count_idle_release();
-                        tracing::debug!(session = %self.key, "idle: engine instance released");
-                        continue;
-                    }
-                },
-                None => self.mailbox.queue.recv().await,
+            let idle = self.shared.idle_release.filter(|_| self.resident);
+            let queue = &mut self.mailbox.queue;
+            let Ok(message) =
+                tokio::time::timeout(idle.unwrap_or(Duration::MAX), queue.recv()).await
+            else {
+                self.release().await;
+                self.shared.health.count_idle_release();
+                tracing::debug!(session = %self.key, "idle: engine instance released");
+                continue;
             };
             match message? {
                 Message::Suspend(done) => {
@@ -232,16 +234,7 @@ impl Actor {
                 self.mirror = slot;
                 result
             }
-            Err(e) => {
-                let key = &self.key;
-                tracing::error!(session = %key, "a request failed inside the server: {e}");
-                Err(RpcError::new(
-                    code::HOST_ERROR,
-                    format!(
-                        "internal error in session `{key}` (the session was closed; bootstrap it again): {e}"
-                    ),
-                ))
-            }
+            Err(e) => Err(failed_inside(&self.key, &e)),
         }
     }
 
@@ -254,6 +247,17 @@ impl Actor {
             tracing::warn!(session = %self.key, "closing: {e}");
         }
     }
+}
+
+/// The answer to a call whose task failed (a bug that panicked): the session is gone.
+fn failed_inside(key: &str, error: &tokio::task::JoinError) -> RpcError {
+    tracing::error!(session = %key, "a request failed inside the server: {error}");
+    RpcError::new(
+        code::HOST_ERROR,
+        format!(
+            "internal error in session `{key}` (the session was closed; bootstrap it again): {error}"
+        ),
+    )
 }
 
 /// The refusal of a session that cannot become resident: every place of `limit` is held by a

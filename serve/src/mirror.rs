@@ -3,7 +3,7 @@
 //! and the translation of an assembly into positions of the runtime's message array.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ctxhost::auto_compaction::AutoCompaction;
 use ctxhost::error::{Error, Result};
@@ -18,7 +18,7 @@ use crate::lock::SessionLock;
 use crate::protocol::ClientItem;
 use crate::sync::{Commit, Fingerprints, SyncState};
 use hold::{FileState, Lock, Scratch};
-use marker::{MARKER, Marker, MarkerEntry, scan};
+use marker::scan;
 
 pub(crate) use inserted::inserted;
 
@@ -87,12 +87,7 @@ impl Mirror {
         scratch: Option<Scratch>,
         lock: SessionLock,
     ) -> Result<Mirror> {
-        let created = !path.exists();
-        if !created {
-            torn::set_aside_torn_commit(&path)?;
-        } else if let Some(id) = session_id {
-            Session::create_file(&path, key, id)?;
-        }
+        let created = prepare_file(&path, key, session_id)?;
         let configured = host.compaction_settings();
         let session = open_session(host, key, path, &configured).await?;
         let (state, committed) = scan(&session.transcript());
@@ -217,16 +212,7 @@ impl Mirror {
         advancement_key: Option<&str>,
     ) -> Result<()> {
         let state = self.state.extended(messages.len(), fingerprints);
-        let marker = MarkerEntry {
-            custom_type: Some(MARKER.to_string()),
-            data: Marker {
-                advancement_key: advancement_key.map(str::to_string),
-                message_count: state.message_count,
-                last_fingerprint: state.last_fingerprint.clone(),
-                chain: state.chain.clone(),
-            },
-        };
-        let marker = serde_json::to_value(marker).expect("a marker serializes");
+        let marker = marker::entry(&state, advancement_key);
         let texts: Vec<&str> = messages.iter().map(AgentMessage::json).collect();
         let result = (self.session)
             .append_texts_with(&texts, Some(("custom", &marker)))
@@ -261,21 +247,14 @@ impl Mirror {
         before_compaction: &mut (dyn FnMut(&AutoCompaction) + Send),
     ) -> Result<ClientAssembly> {
         self.set_budget(token_budget);
-        let turn = self
-            .session
-            .assemble_turn(request, before_compaction)
-            .await?;
-        let transcript = self.session.transcript();
-        let items = self.translator.translate(&transcript, &turn.assembly);
-        drop(transcript);
+        let turn = (self.session.assemble_turn(request, before_compaction)).await?;
+        let items = (self.translator).translate(&self.session.transcript(), &turn.assembly);
+        let compaction = turn.compaction.as_ref();
         Ok(ClientAssembly {
             items,
             estimated_tokens: turn.assembly.estimated_tokens,
             system_prompt_addition: turn.assembly.system_prompt_addition.clone(),
-            compaction: turn
-                .compaction
-                .as_ref()
-                .and_then(|c| c.outcome.clone().ok()),
+            compaction: compaction.and_then(|c| c.outcome.clone().ok()),
             turn,
         })
     }
@@ -344,6 +323,19 @@ impl Mirror {
         self.write_ledger();
         self.session.close().await
     }
+}
+
+/// Readies the mirror file at `path` before its session opens: a torn commit set aside, or a
+/// missing file created with the runtime's session id when it gave one; whether it was missing.
+fn prepare_file(path: &Path, key: &str, session_id: Option<&str>) -> Result<bool> {
+    if path.exists() {
+        torn::set_aside_torn_commit(path)?;
+        return Ok(false);
+    }
+    if let Some(id) = session_id {
+        Session::create_file(path, key, id)?;
+    }
+    Ok(true)
 }
 
 /// The session of the mirror at `path`, its instance deferred to the first call.

@@ -5,14 +5,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncWrite};
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, watch};
 use tokio::task::JoinSet;
 
 use ctxhost::Host;
 
 use crate::actor::{Shared, suspend_others};
 use crate::methods::{self, Call, ServerCall, answer};
-use crate::output;
+use crate::output::{self, Output, Reply};
 use crate::protocol;
 use crate::residency::{self, Residency};
 use crate::rpc::{self, Line, Request, RpcError, code};
@@ -58,16 +58,7 @@ impl Server {
         scratch::remove_abandoned();
         let (capacity, limit) = residency::capacity(host.runtime().instance_capacity());
         tracing::debug!("at most {capacity} sessions hold an instance at once ({limit})");
-        // The engine loads while the first request is read and its mirror created (a request
-        // that needs it sooner waits for this load, never starts another).
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let host = host.clone();
-            runtime.spawn(async move {
-                if let Err(e) = host.active_engine().await {
-                    tracing::debug!("loading the engine ahead of the first request: {e}");
-                }
-            });
-        }
+        preload(&host);
         let shared = Arc::new(Shared {
             host,
             health: Arc::new(health::HealthBoard::new(options.ledger)),
@@ -102,13 +93,8 @@ impl Server {
             };
             let stream = match accepted {
                 Ok((stream, _)) => stream,
-                // Out of descriptors: idle sessions give theirs back, and the client is
-                // accepted once there is one (it waits in the backlog meanwhile).
                 Err(e) if residency::out_of_descriptors(&e) => {
-                    tracing::warn!("cannot accept a client: {e}");
-                    let residency = &self.shared.residency;
-                    suspend_others(residency.short_of(residency.limit())).await;
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    self.make_room(&e).await;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -139,40 +125,12 @@ impl Server {
         let mut stop = self.stop.subscribe();
         let mut buf = Vec::new();
         let mut shutdown = None;
-        loop {
-            // Backpressure: a client that does not read its answers is not read either.
-            let permit = tokio::select! {
-                permit = out.admit() => permit,
-                _ = stop.wait_for(|stop| *stop) => break,
-            };
-            let line = tokio::select! {
-                line = rpc::read_line(&mut input, &mut buf, self.options.max_line_bytes) => line,
-                _ = stop.wait_for(|stop| *stop) => break,
-            };
-            let request = match self.request(line) {
-                Read::Request(request) => request,
-                Read::Refused(id, error) => {
-                    out.send(&id, Err(error), permit);
-                    continue;
-                }
-                Read::Nothing => continue,
-                Read::End => break,
-            };
+        while shutdown.is_none()
+            && let Some((request, permit)) =
+                (self.next_request(&mut input, &mut buf, &out, &mut stop)).await
+        {
             let reply = out.reply_to(request.id.clone(), permit);
-            match methods::parse(&request.method, &request.params) {
-                Err(error) => reply(Err(error)),
-                Ok(Call::Server(call)) => {
-                    let server = self.clone();
-                    tasks.spawn(async move { reply(server.answer(call).await) });
-                }
-                Ok(Call::Shutdown) => {
-                    shutdown = Some(reply);
-                    break;
-                }
-                Ok(Call::Session(key, call)) => {
-                    self.sessions.route(key, call, reply, out.notifier());
-                }
-            }
+            shutdown = self.dispatch(request, reply, &out, &mut tasks);
         }
         tasks.join_all().await;
         if let Some(reply) = shutdown {
@@ -184,32 +142,80 @@ impl Server {
         writer.finish().await;
     }
 
+    /// The next request of a connection and the permit its answer holds, answering at once the
+    /// lines refused; None at the connection's end or the server's stop.
+    async fn next_request<R: AsyncBufRead + Unpin>(
+        &self,
+        input: &mut R,
+        buf: &mut Vec<u8>,
+        out: &Output,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Option<(Request, OwnedSemaphorePermit)> {
+        loop {
+            // Backpressure: a client that does not read its answers is not read either.
+            let permit = tokio::select! {
+                permit = out.admit() => permit,
+                _ = stop.wait_for(|stop| *stop) => return None,
+            };
+            let line = tokio::select! {
+                line = rpc::read_line(input, buf, self.options.max_line_bytes) => line,
+                _ = stop.wait_for(|stop| *stop) => return None,
+            };
+            match self.request(line) {
+                Read::Request(request) => return Some((request, permit)),
+                Read::Refused(id, error) => out.send(&id, Err(error), permit),
+                Read::Nothing => {}
+                Read::End => return None,
+            }
+        }
+    }
+
+    /// Hands a request to what answers it: the server, or its session's actor; `shutdown`'s
+    /// reply is given back, to be sent once every session is closed.
+    fn dispatch(
+        self: &Arc<Self>,
+        request: Request,
+        reply: Reply,
+        out: &Output,
+        tasks: &mut JoinSet<()>,
+    ) -> Option<Reply> {
+        match methods::parse(&request.method, &request.params) {
+            Err(error) => reply(Err(error)),
+            Ok(Call::Server(call)) => {
+                let server = self.clone();
+                tasks.spawn(async move { reply(server.answer(call).await) });
+            }
+            Ok(Call::Shutdown) => return Some(reply),
+            Ok(Call::Session(key, call)) => {
+                self.sessions.route(key, call, reply, out.notifier());
+            }
+        }
+        None
+    }
+
     /// What a line read means: a request, a refusal to answer at once, nothing (a blank
     /// line), or the end of the connection.
     fn request(&self, line: std::io::Result<Line>) -> Read {
-        let max_line_bytes = self.options.max_line_bytes;
-        let text = match line {
-            Ok(Line::Text(text)) => text,
+        let refused = match line {
+            Ok(Line::Text(text)) => return Read::of(&text),
             Ok(Line::Eof) => return Read::End,
-            Ok(Line::TooLong(bytes)) => {
-                return Read::Refused(rpc::null_id(), too_long(bytes, max_line_bytes));
-            }
-            Ok(Line::NotUtf8) => {
-                let error = RpcError::new(code::PARSE_ERROR, "the line is not valid UTF-8");
-                return Read::Refused(rpc::null_id(), error);
-            }
+            Ok(Line::TooLong(bytes)) => too_long(bytes, self.options.max_line_bytes),
+            Ok(Line::NotUtf8) => RpcError::new(code::PARSE_ERROR, "the line is not valid UTF-8"),
             Err(e) => {
                 tracing::warn!("cannot read requests: {e}");
                 return Read::End;
             }
         };
-        if text.trim().is_empty() {
-            return Read::Nothing;
-        }
-        match rpc::parse_request(&text) {
-            Ok(request) => Read::Request(request),
-            Err(rejected) => Read::Refused(rejected.id, rejected.error),
-        }
+        Read::Refused(rpc::null_id(), refused)
+    }
+
+    /// Out of descriptors for a client: idle sessions give theirs back, and the client is
+    /// accepted once there is one (it waits in the backlog meanwhile).
+    async fn make_room(&self, error: &std::io::Error) {
+        tracing::warn!("cannot accept a client: {error}");
+        let residency = &self.shared.residency;
+        suspend_others(residency.short_of(residency.limit())).await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 
     /// Answers a method of the server's own.
@@ -253,6 +259,19 @@ enum Read {
     End,
 }
 
+impl Read {
+    /// A line of text: a request, a refused one, or nothing (a blank line).
+    fn of(text: &str) -> Read {
+        if text.trim().is_empty() {
+            return Read::Nothing;
+        }
+        match rpc::parse_request(text) {
+            Ok(request) => Read::Request(request),
+            Err(rejected) => Read::Refused(rejected.id, rejected.error),
+        }
+    }
+}
+
 /// The refusal of a line longer than the server reads.
 fn too_long(bytes: usize, max_line_bytes: usize) -> RpcError {
     RpcError::new(
@@ -266,6 +285,19 @@ fn too_long(bytes: usize, max_line_bytes: usize) -> RpcError {
         max_line_bytes: Some(max_line_bytes),
         ..Default::default()
     })
+}
+
+/// Loads the engine while the first request is read and its mirror created (a request that
+/// needs it sooner waits for this load, never starts another).
+fn preload(host: &Arc<Host>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let host = host.clone();
+        runtime.spawn(async move {
+            if let Err(e) = host.active_engine().await {
+                tracing::debug!("loading the engine ahead of the first request: {e}");
+            }
+        });
+    }
 }
 
 /// Listens on `path`, taking the place of a socket a previous server left when it died (a

@@ -33,6 +33,16 @@ struct Open {
     children: HashMap<String, String>,
 }
 
+impl Open {
+    /// Retires the actor of a closed session: later requests for its key start a new actor,
+    /// after this one has finished.
+    fn retire(&mut self, key: String) {
+        let running = self.actors.remove(&key).expect("present");
+        self.children.retain(|_, parent| *parent != key);
+        self.retiring.insert(key, running.task);
+    }
+}
+
 /// Every session open in one server, shared by its connections.
 pub(crate) struct Sessions {
     shared: Arc<Shared>,
@@ -121,10 +131,7 @@ impl Sessions {
             (job.reply)(Err(RpcError::unknown_session(&key)));
         }
         if is_close {
-            // Later requests for this key start a new actor, after this one has finished.
-            let running = open.actors.remove(&key).expect("present");
-            open.children.retain(|_, parent| *parent != key);
-            open.retiring.insert(key, running.task);
+            open.retire(key);
         }
     }
 

@@ -13,6 +13,12 @@ pub(crate) async fn initialize(
 ) -> Result<protocol::InitializeResult, RpcError> {
     let engine = shared.host.active_engine().await?;
     let limits = &engine.spec().limits;
+    let limits = protocol::Limits {
+        memory_bytes: limits.memory_bytes,
+        call_timeout_ms: u64::try_from(limits.call_timeout.as_millis()).unwrap_or(u64::MAX),
+        host_bytes_per_call: limits.host_bytes_per_call,
+        max_line_bytes,
+    };
     Ok(protocol::InitializeResult {
         protocol_version: ProtocolVersion::SPOKEN,
         host: protocol::HostInfo {
@@ -24,12 +30,7 @@ pub(crate) async fn initialize(
             contract: engine.contract_version().to_string(),
         },
         context_window: shared.host.compaction_settings().context_window,
-        limits: protocol::Limits {
-            memory_bytes: limits.memory_bytes,
-            call_timeout_ms: u64::try_from(limits.call_timeout.as_millis()).unwrap_or(u64::MAX),
-            host_bytes_per_call: limits.host_bytes_per_call,
-            max_line_bytes,
-        },
+        limits,
     })
 }
 
@@ -41,17 +42,10 @@ pub(crate) async fn health(
     open: usize,
     session_key: Option<&str>,
 ) -> protocol::HealthResult {
-    let host = &shared.host;
-    let configured = host.config().active_engine().to_string();
-    let quarantined: Vec<_> = (host.quarantined().await.into_iter())
+    let quarantined: Vec<_> = (shared.host.quarantined().await.into_iter())
         .map(|(engine, cause)| protocol::Quarantined { engine, cause })
         .collect();
-    let serving = host.loaded_engine(&configured).await;
-    let engine = protocol::EngineHealth {
-        contract: serving.as_ref().map(|e| e.contract_version().to_string()),
-        circuit_open: serving.and_then(|engine| engine.health().circuit_open),
-        configured,
-    };
+    let engine = engine_health(shared).await;
     let degraded: Vec<_> = (shared.health.degraded().into_iter())
         .map(|(session_key, health)| protocol::DegradedSession {
             session_key,
@@ -70,6 +64,17 @@ pub(crate) async fn health(
         sessions: session_counts(shared, open),
         degraded_sessions: degraded,
         session: session_key.map(|key| SessionReport::of(key, shared.health.session(key))),
+    }
+}
+
+/// The engine the config selects: its contract once loaded, and why its breaker is open.
+async fn engine_health(shared: &Shared) -> protocol::EngineHealth {
+    let configured = shared.host.config().active_engine().to_string();
+    let serving = shared.host.loaded_engine(&configured).await;
+    protocol::EngineHealth {
+        contract: serving.as_ref().map(|e| e.contract_version().to_string()),
+        circuit_open: serving.and_then(|engine| engine.health().circuit_open),
+        configured,
     }
 }
 

@@ -7,6 +7,7 @@ use ctxhost::session::{CompactOptions, CompactOutcome, PendingCall, TurnRequest}
 use super::{Method, Route, SessionContext, SessionMethod, answer};
 use crate::checks::{Base, SessionKey, base_mismatch, check_fingerprints};
 use crate::mirror::Mirror;
+use crate::output::Notify;
 use crate::protocol::*;
 use crate::rpc::RpcError;
 use crate::sync::{Fingerprints, SyncState};
@@ -181,7 +182,7 @@ impl SessionMethod for AssembleParams {
     fn session_key(&self) -> Option<&SessionKey> {
         Some(&self.session_key)
     }
-    async fn run(self, mut session: SessionContext<'_>) -> Result<AssembleResult, RpcError> {
+    async fn run(mut self, mut session: SessionContext<'_>) -> Result<AssembleResult, RpcError> {
         let (host, key, notify, health) =
             (session.host, session.key, session.notify, session.health);
         let mirror = session.mirror()?;
@@ -189,37 +190,11 @@ impl SessionMethod for AssembleParams {
         if !mirror.state().holds(self.message_count, last, chain) {
             return Ok(AssembleResult::Mismatch(mirror.state().clone()));
         }
-        // `notifyBeforeAuto`: the client hears of an automatic compaction before the
-        // assemble that runs it answers.
-        let mut before_compaction = |due: &AutoCompaction| {
-            let pending = CompactionPending {
-                session_key: due.session_key.clone(),
-                trigger: CompactionTrigger::Auto,
-                context_tokens: due.context_tokens,
-                threshold: due.threshold,
-                context_window: due.context_window,
-                message: due.to_string(),
-            };
-            notify(CompactionPending::METHOD, answer(pending));
-        };
-        let request = TurnRequest {
-            available_tools: self.available_tools,
-            pending: PendingCall {
-                model: model_id(self.model),
-                prompt: prompt_text(self.prompt),
-            },
-            runtime_tokens: 0,
-        };
+        let request = self.turn_request();
         let started = std::time::Instant::now();
-        let assembly = mirror
-            .assemble(self.token_budget, &request, &mut before_compaction)
-            .await;
-        let record = mirror.record_turn(
-            host,
-            assembly.as_ref(),
-            started.elapsed(),
-            health.writes_ledger(),
-        );
+        let assembly = (mirror.assemble(self.token_budget, &request, &mut announce(notify))).await;
+        let write = health.writes_ledger();
+        let record = mirror.record_turn(host, assembly.as_ref(), started.elapsed(), write);
         health.record(key, &record);
         let assembly = assembly?;
         let compaction =
@@ -230,6 +205,36 @@ impl SessionMethod for AssembleParams {
             system_prompt_addition: assembly.system_prompt_addition,
             compaction,
         }))
+    }
+}
+
+impl AssembleParams {
+    /// The turn the session's driver runs: the tools and the call the runtime is about to make.
+    fn turn_request(&mut self) -> TurnRequest {
+        TurnRequest {
+            available_tools: std::mem::take(&mut self.available_tools),
+            pending: PendingCall {
+                model: model_id(self.model.take()),
+                prompt: prompt_text(self.prompt.take()),
+            },
+            runtime_tokens: 0,
+        }
+    }
+}
+
+/// `notifyBeforeAuto`: the client hears of an automatic compaction before the assemble that
+/// runs it answers.
+fn announce(notify: &Notify) -> impl FnMut(&AutoCompaction) + Send + '_ {
+    move |due: &AutoCompaction| {
+        let pending = CompactionPending {
+            session_key: due.session_key.clone(),
+            trigger: CompactionTrigger::Auto,
+            context_tokens: due.context_tokens,
+            threshold: due.threshold,
+            context_window: due.context_window,
+            message: due.to_string(),
+        };
+        notify(CompactionPending::METHOD, answer(pending));
     }
 }
 

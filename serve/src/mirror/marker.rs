@@ -15,28 +15,43 @@ pub(crate) const MARKER: &str = "ctxhost.mirror";
 /// when its type is [`MARKER`].
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct MarkerEntry {
-    pub(super) custom_type: Option<String>,
+struct MarkerEntry {
+    custom_type: Option<String>,
     #[serde(default)]
-    pub(super) data: Marker,
+    data: Marker,
 }
 
 /// What a commit ends with: how far the runtime's history reached. One type written by
 /// `append` and read back by `scan`, so the two cannot drift apart.
 #[derive(Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Marker {
+struct Marker {
     /// The commit's idempotency key (a `sync` has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) advancement_key: Option<String>,
+    advancement_key: Option<String>,
     /// The runtime's messages in the mirror after the commit.
     #[serde(default)]
-    pub(super) message_count: usize,
+    message_count: usize,
     /// The fingerprint of the last of them, as the runtime computed it.
-    pub(super) last_fingerprint: Option<String>,
+    last_fingerprint: Option<String>,
     /// The chain of all their fingerprints, when known (absent in markers written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) chain: Option<String>,
+    chain: Option<String>,
+}
+
+/// The marker entry of a commit (`advancement_key`; None for a sync) that leaves the mirror at
+/// `state`.
+pub(super) fn entry(state: &SyncState, advancement_key: Option<&str>) -> serde_json::Value {
+    let marker = MarkerEntry {
+        custom_type: Some(MARKER.to_string()),
+        data: Marker {
+            advancement_key: advancement_key.map(str::to_string),
+            message_count: state.message_count,
+            last_fingerprint: state.last_fingerprint.clone(),
+            chain: state.chain.clone(),
+        },
+    };
+    serde_json::to_value(marker).expect("a marker serializes")
 }
 
 /// The mirror's position and its committed keys, from its markers.
@@ -48,12 +63,11 @@ pub(super) fn scan(transcript: &Transcript) -> (SyncState, HashSet<String>) {
         match entry.entry_type() {
             "message" => state.message_count += 1,
             "custom" => {
-                let Ok(marker) = serde_json::from_str::<MarkerEntry>(entry.line()) else {
+                let marker = serde_json::from_str::<MarkerEntry>(entry.line()).ok();
+                let Some(marker) = marker.filter(|m| m.custom_type.as_deref() == Some(MARKER))
+                else {
                     continue;
                 };
-                if marker.custom_type.as_deref() != Some(MARKER) {
-                    continue;
-                }
                 state.last_fingerprint = marker.data.last_fingerprint;
                 state.chain = marker.data.chain;
                 if let Some(key) = marker.data.advancement_key {

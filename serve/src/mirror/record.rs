@@ -3,7 +3,7 @@
 use ctxhost::Host;
 use ctxhost::error::Error;
 use ctxhost::ledger::{LedgerCompaction, LedgerRecord, TurnOutcome};
-use ctxhost::session::TurnCompaction;
+use ctxhost::session::{Turn, TurnCompaction};
 
 use super::{ClientAssembly, Mirror};
 
@@ -20,14 +20,7 @@ impl Mirror {
     ) -> LedgerRecord {
         let mut record = self.engine_record(host, bridge_time);
         match assembly {
-            Ok(assembly) => {
-                let turn = &assembly.turn;
-                record.assembled_tokens = turn.assembly.estimated_tokens;
-                record.prefix = turn.prefix;
-                record.request = Some(turn.request_digest.clone());
-                record.engine_micros = micros(turn.engine_time);
-                record.compaction = turn.compaction.as_ref().map(|c| self.ledger_compaction(c));
-            }
+            Ok(assembly) => self.record_assembly(&mut record, &assembly.turn),
             Err(e) => {
                 record.outcome = TurnOutcome::Failed;
                 record.error = Some(ctxhost::error::chain(e));
@@ -40,13 +33,22 @@ impl Mirror {
         record
     }
 
+    /// What the turn the session's driver ran leaves in its record.
+    fn record_assembly(&self, record: &mut LedgerRecord, turn: &Turn) {
+        record.assembled_tokens = turn.assembly.estimated_tokens;
+        record.prefix = turn.prefix;
+        record.request = Some(turn.request_digest.clone());
+        record.engine_micros = micros(turn.engine_time);
+        record.compaction = turn.compaction.as_ref().map(|c| self.ledger_compaction(c));
+    }
+
     /// A turn's record before its assembly is known: which engine served it (a fallback when
     /// the configured one is quarantined) and the time the bridge took.
     fn engine_record(&self, host: &Host, bridge_time: std::time::Duration) -> LedgerRecord {
         let engine = self.session.engine();
         let configured = host.config().engine_for(self.session.key()).engine;
         let fallback = (engine.id() != configured).then(|| configured.to_string());
-        let mut record = LedgerRecord {
+        let record = LedgerRecord {
             at: ctxhost::timestamp::now_iso(),
             engine: engine.id().to_string(),
             contract: engine.contract_version().to_string(),
@@ -61,14 +63,7 @@ impl Mirror {
             bridge_micros: micros(bridge_time),
             configured_engine: fallback,
         };
-        if record.configured_engine.is_some() {
-            record.outcome = TurnOutcome::Fallback;
-            record.error = Some(format!(
-                "the configured engine `{configured}` is quarantined; `{}` serves (plugins.contextEngineFallback)",
-                record.engine
-            ));
-        }
-        record
+        fallen_back(record, configured)
     }
 
     /// Appends the last turn's record to the ledger, if one is waiting (a failure to write it
@@ -116,6 +111,18 @@ impl Mirror {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
     }
+}
+
+/// A record served by another engine than the configured one says so, and why.
+fn fallen_back(mut record: LedgerRecord, configured: &str) -> LedgerRecord {
+    if record.configured_engine.is_some() {
+        record.outcome = TurnOutcome::Fallback;
+        record.error = Some(format!(
+            "the configured engine `{configured}` is quarantined; `{}` serves (plugins.contextEngineFallback)",
+            record.engine
+        ));
+    }
+    record
 }
 
 fn micros(duration: std::time::Duration) -> u64 {
