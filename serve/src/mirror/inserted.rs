@@ -16,34 +16,31 @@ pub(crate) fn inserted(json: &str) -> Value {
         .to_string();
     // A runtime prints a message's time beside it: one ctxhost made up gets the current time
     // rather than none (which shows as 1970).
-    let timestamp = Some(message.get("timestamp").cloned().unwrap_or_else(now_ms));
-    match role.as_str() {
+    let timestamp = message.get("timestamp").cloned().unwrap_or_else(now_ms);
+    let text = match role.as_str() {
         "user" | "assistant" | "toolResult" => {
-            if let Some(timestamp) = timestamp {
-                message.entry("timestamp").or_insert(timestamp);
-            }
-            message.insert(
-                "__ctxhost".into(),
-                json!({ "inserted": true, "kind": role }),
-            );
-            Value::Object(message)
+            message.entry("timestamp").or_insert(timestamp);
+            let marker = json!({ "inserted": true, "kind": role });
+            message.insert("__ctxhost".into(), marker);
+            return Value::Object(message);
         }
-        "compactionSummary" => {
-            let summary = message.get("summary").and_then(Value::as_str).unwrap_or("");
-            let text = format!(
-                "The earlier part of this conversation was compacted. Summary of it:\n\n<summary>\n{summary}\n</summary>"
-            );
-            user_text(text, &role, timestamp)
-        }
-        "branchSummary" => {
-            let summary = message.get("summary").and_then(Value::as_str).unwrap_or("");
-            let text = format!(
-                "Summary of a branch of this conversation that was left:\n\n<summary>\n{summary}\n</summary>"
-            );
-            user_text(text, &role, timestamp)
-        }
-        _ => user_text(content_text(&message), &role, timestamp),
-    }
+        "compactionSummary" => summary_text(
+            "The earlier part of this conversation was compacted. Summary of it:",
+            &message,
+        ),
+        "branchSummary" => summary_text(
+            "Summary of a branch of this conversation that was left:",
+            &message,
+        ),
+        _ => content_text(&message),
+    };
+    user_text(text, &role, Some(timestamp))
+}
+
+/// A summary message's `summary`, after the words that tell the model what it is.
+fn summary_text(lead: &str, message: &Map<String, Value>) -> String {
+    let summary = message.get("summary").and_then(Value::as_str).unwrap_or("");
+    format!("{lead}\n\n<summary>\n{summary}\n</summary>")
 }
 
 fn now_ms() -> Value {
