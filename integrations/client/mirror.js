@@ -85,8 +85,9 @@ export function summaryText(message) {
 
 /**
  * Sends `messages[from..]` to the mirror with `session.sync`, in requests of at most
- * `SYNC_CHUNK_BYTES` (or half the server's line cap); with `reset`, the first request replaces
- * the mirror (the server keeps the old file) and `from` must be 0.
+ * `SYNC_CHUNK_BYTES` (or half the server's line cap), each with its messages' fingerprints (the
+ * server chains them); with `reset`, the first request replaces the mirror (the server keeps
+ * the old file) and `from` must be 0.
  * @param {(method: string, params: Record<string, unknown>) => Promise<any>} call
  * @param {{ sessionKey: string, messages: readonly AgentMessage[], from: number, reset?: boolean,
  *   fingerprintOf?: (i: number) => string, maxLineBytes?: number }} opts
@@ -110,7 +111,10 @@ export async function syncMirror(call, opts) {
     }
     /** @type {Record<string, unknown>} */
     const params = { sessionKey, from: start, messages: messages.slice(start, end) };
-    if (end > start) params.lastFingerprint = fp(end - 1);
+    if (end > start) {
+      params.fingerprints = Array.from({ length: end - start }, (_, i) => fp(start + i));
+      params.lastFingerprint = params.fingerprints.at(-1);
+    }
     if (reset) params.reset = true;
     await call("session.sync", params);
     requests += 1;

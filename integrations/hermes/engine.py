@@ -47,6 +47,15 @@ SYNC_CHUNK_BYTES = 4 * 1024 * 1024
 TOOL_LISTING_KEY = "hermes:internal-session-effects:tool-listing"
 
 
+# The mirror as the server reports it: message count, last fingerprint, chain.
+Mirror = Tuple[int, Optional[str], Optional[str]]
+
+
+def _heard(state: Dict[str, Any]) -> Mirror:
+    """The mirror's state in a `session.bootstrap` or `session.sync` answer."""
+    return (int(state.get("messageCount") or 0), state.get("lastFingerprint"), state.get("chain"))
+
+
 def _warn(message: str) -> None:
     sys.stderr.write(f"ctxhost: {message}\n")
     sys.stderr.flush()
@@ -124,9 +133,9 @@ class CtxhostEngine(ContextEngine):
         self.protect_last_n = 6
         self._model: Dict[str, Any] = {}
         self._session_id: Optional[str] = None
-        # The mirror as last heard from the server: (message count, last fingerprint); None until
-        # the session is opened on the current sidecar (generation).
-        self._mirror: Optional[Tuple[int, Optional[str]]] = None
+        # The mirror as last heard from the server: (message count, last fingerprint, chain);
+        # None until the session is opened on the current sidecar (generation).
+        self._mirror: Optional[Mirror] = None
         self._generation = -1
         # Length of Hermes' list at the last sync in this process: its last message is the
         # mirror's, unless Hermes replaced the list since (a compaction).
@@ -177,7 +186,7 @@ class CtxhostEngine(ContextEngine):
         if key is None:
             raise RuntimeError("Hermes has not named the session yet (no on_session_start)")
         r = self.sidecar.call("session.bootstrap", {"sessionKey": key, "sessionId": self._session_id})
-        self._mirror = (int(r.get("messageCount") or 0), r.get("lastFingerprint"))
+        self._mirror = _heard(r)
         self._generation = self.sidecar.generation
 
     def _call(self, method: str, params: Dict[str, Any]) -> Any:
@@ -229,7 +238,7 @@ class CtxhostEngine(ContextEngine):
             return self._follow_once(messages)
 
     def _follow_once(self, messages: List[M.Message]) -> List[Optional[int]]:
-        count, last = self._mirror  # type: ignore[misc]
+        count, last, _ = self._mirror  # type: ignore[misc]
         fps = [M.fingerprint(m) for m in messages]
         inserted = [looks_inserted(m) for m in messages]
         positions: List[Optional[int]] = [None] * len(messages)
@@ -270,16 +279,16 @@ class CtxhostEngine(ContextEngine):
                     if isinstance(call, dict):
                         names[str(call.get("id", ""))] = str((call.get("function") or {}).get("name", ""))
             tail = M.to_agent_all([messages[i] for i in tail_index], names)
-            self._sync(count, tail, [fps[i] for i in tail_index], reset)
-            if tail_index:
-                self._mirror = (count + len(tail_index), fps[tail_index[-1]])
-            else:
-                self._mirror = (0, None)
+            self._mirror = self._sync(tail, [fps[i] for i in tail_index], reset)
         self._last_len = len(messages)
         return positions
 
-    def _sync(self, start: int, agent_messages: List[M.Message], fps: List[str], reset: bool) -> None:
-        """`session.sync` of the tail in requests of at most SYNC_CHUNK_BYTES."""
+    def _sync(self, agent_messages: List[M.Message], fps: List[str], reset: bool) -> Mirror:
+        """`session.sync` of the tail in requests of at most SYNC_CHUNK_BYTES, each with its
+        messages' fingerprints (the server chains them) and, for a tail, the mirror it extends
+        as last heard (`base`: refused, with nothing written, when the mirror moved); answers
+        the mirror as the last request left it."""
+        heard: Mirror = (0, None, None) if reset else self._mirror  # type: ignore[assignment]
         key = self.session_key
         limit = SYNC_CHUNK_BYTES
         maxline = (self.sidecar.initialized or {}).get("limits", {}).get("maxLineBytes")
@@ -295,14 +304,19 @@ class CtxhostEngine(ContextEngine):
                     break
                 size += n
                 j += 1
-            params: Dict[str, Any] = {"sessionKey": key, "from": start + i, "messages": agent_messages[i:j]}
+            params: Dict[str, Any] = {"sessionKey": key, "from": heard[0], "messages": agent_messages[i:j]}
             if j > i:
+                params["fingerprints"] = fps[i:j]
                 params["lastFingerprint"] = fps[j - 1]
             if first and reset:
                 params["reset"] = True
-            self._call("session.sync", params)
+            else:
+                base = {"messageCount": heard[0], "lastFingerprint": heard[1], "chain": heard[2]}
+                params["base"] = {k: v for k, v in base.items() if v is not None}
+            heard = _heard(self._call("session.sync", params))
             first = False
             i = j
+        return heard
 
     # --- ContextEngine: tokens and thresholds --------------------------------------------------
 
@@ -405,10 +419,10 @@ class CtxhostEngine(ContextEngine):
             # Nothing to compact: the same list, which Hermes takes as "no progress".
             self._say_once(f"ctxhost compacted nothing of {self.session_key} ({compacted.get('reason') or 'nothing to compact'}); Hermes keeps its messages")
             return messages
-        count, last = self._mirror  # type: ignore[misc]
+        count, last, chain = self._mirror  # type: ignore[misc]
         plan = self._call(
             "session.assemble",
-            {k: v for k, v in {"sessionKey": self.session_key, "messageCount": count, "lastFingerprint": last,
+            {k: v for k, v in {"sessionKey": self.session_key, "messageCount": count, "lastFingerprint": last, "chain": chain,
                                "tokenBudget": budget or None, "model": self._model.get("model") or None}.items() if v is not None},
         )
         if plan.get("status") != "ok":

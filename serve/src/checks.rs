@@ -9,8 +9,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-use super::rpc::{ErrorData, RpcError, code};
-use super::sync::SyncState;
+use crate::rpc::{ErrorData, RpcError, code};
+use crate::sync::SyncState;
 
 /// The longest key or `sessionId` taken, in bytes.
 const MAX_ID_BYTES: usize = 200;
@@ -135,14 +135,17 @@ impl JsonSchema for AgentMessage {
     }
 }
 
-/// The version of this protocol: an integer, the one [`super::PROTOCOL_VERSION`].
+/// The protocol version `initialize` reports.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The version of this protocol: an integer, the one [`PROTOCOL_VERSION`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub(super) struct ProtocolVersion(pub(super) u32);
 
 impl ProtocolVersion {
     /// The version this server speaks.
-    pub(super) const SPOKEN: Self = Self(super::PROTOCOL_VERSION);
+    pub(super) const SPOKEN: Self = Self(PROTOCOL_VERSION);
 
     /// Refuses a version this server does not speak (with the one it does in `data`).
     pub(super) fn check(self) -> Result<(), RpcError> {
@@ -174,14 +177,14 @@ impl JsonSchema for ProtocolVersion {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "const": super::PROTOCOL_VERSION })
+        json_schema!({ "const": PROTOCOL_VERSION })
     }
 }
 
-/// The history a commit or a tail sync extends, as the client has it: its length and its last
-/// message's fingerprint. When given, the server refuses to extend anything else, so commits
-/// sent out of order (or a sync over a history the mirror does not hold) are caught; with
-/// fingerprints that chain (each one hashes the previous), a rewritten middle is caught too.
+/// The history a commit or a tail sync extends, as the client has it: its length, its last
+/// message's fingerprint and the chain of all of them. When given, the server refuses to extend
+/// anything else, so commits sent out of order (or a sync over a history the mirror does not
+/// hold) are caught when they arrive; with `chain`, a rewritten middle is caught too.
 /// Refused (-32602, `data.path` "base") when it is not the mirror's.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -190,6 +193,34 @@ pub(super) struct Base {
     pub(super) message_count: usize,
     /// The client's fingerprint of its last message.
     pub(super) last_fingerprint: Option<String>,
+    /// The chain of the fingerprints of all its messages.
+    pub(super) chain: Option<String>,
+}
+
+/// Refuses `fingerprints` that are not one for each message, or whose last is not the
+/// `lastFingerprint` sent beside them.
+pub(super) fn check_fingerprints(
+    messages: usize,
+    fingerprints: Option<&[String]>,
+    last_fingerprint: Option<&str>,
+) -> Result<(), RpcError> {
+    let Some(fingerprints) = fingerprints else {
+        return Ok(());
+    };
+    let problem = if fingerprints.len() != messages {
+        format!(
+            "`fingerprints` has {} entries for {messages} messages; send one for each message",
+            fingerprints.len()
+        )
+    } else if last_fingerprint
+        .is_some_and(|last| fingerprints.last().map(String::as_str) != Some(last))
+    {
+        "`lastFingerprint` is not the last of `fingerprints`; send either, or both alike"
+            .to_string()
+    } else {
+        return Ok(());
+    };
+    Err(RpcError::new(code::INVALID_PARAMS, problem).with_data(ErrorData::at("fingerprints")))
 }
 
 /// The error for a `base` that is not the mirror's history.
@@ -211,7 +242,7 @@ pub(super) fn base_mismatch(base: &Base, mirror: &SyncState) -> RpcError {
 mod tests {
     use serde_json::value::RawValue;
 
-    use super::super::methods::parse;
+    use crate::methods::parse;
 
     fn parsed(method: &str, params: &str) -> Result<(), String> {
         let raw = RawValue::from_string(params.into()).unwrap();

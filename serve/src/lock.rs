@@ -55,20 +55,7 @@ impl SessionLock {
                 .map_err(io)?;
             match file.try_lock() {
                 Ok(()) => {}
-                Err(TryLockError::WouldBlock) => {
-                    let mut holder = String::new();
-                    let _ = file.read_to_string(&mut holder);
-                    let holder = holder.trim();
-                    return Err(Error::SessionInUse {
-                        key: excerpt(key, QUOTE_BYTES).into_owned(),
-                        lock: path,
-                        holder: if holder.is_empty() {
-                            "a process that has not said who it is yet".into()
-                        } else {
-                            excerpt(holder, QUOTE_BYTES).into_owned()
-                        },
-                    });
-                }
+                Err(TryLockError::WouldBlock) => return Err(in_use(key, path, &mut file)),
                 Err(TryLockError::Error(e)) => return Err(io(e)),
             }
             // The holder we waited on removed the file before letting go: our lock is on a
@@ -78,21 +65,42 @@ impl SessionLock {
             if !current.is_ok_and(|now| now.ino() == ours.ino() && now.dev() == ours.dev()) {
                 continue;
             }
-            let me = format!(
-                "pid {}, `ctxhost serve`, since {}",
-                std::process::id(),
-                ctxhost::timestamp::now_iso()
-            );
-            file.set_len(0)
-                .and_then(|()| file.rewind())
-                .and_then(|()| file.write_all(me.as_bytes()))
-                .map_err(io)?;
+            say_who(&mut file).map_err(io)?;
             return Ok(SessionLock { path, _file: file });
         }
         Err(io(std::io::Error::other(format!(
             "the lock file was removed {ATTEMPTS} times while it was being taken"
         ))))
     }
+}
+
+/// The refusal of session `key` while another process holds its lock `file`, named as it
+/// wrote itself there.
+fn in_use(key: &str, lock: PathBuf, file: &mut File) -> Error {
+    let mut holder = String::new();
+    let _ = file.read_to_string(&mut holder);
+    let holder = holder.trim();
+    Error::SessionInUse {
+        key: excerpt(key, QUOTE_BYTES).into_owned(),
+        lock,
+        holder: if holder.is_empty() {
+            "a process that has not said who it is yet".into()
+        } else {
+            excerpt(holder, QUOTE_BYTES).into_owned()
+        },
+    }
+}
+
+/// Writes who holds the lock into its file, for a process refused it to name.
+fn say_who(file: &mut File) -> std::io::Result<()> {
+    let me = format!(
+        "pid {}, `ctxhost serve`, since {}",
+        std::process::id(),
+        ctxhost::timestamp::now_iso()
+    );
+    file.set_len(0)?;
+    file.rewind()?;
+    file.write_all(me.as_bytes())
 }
 
 impl Drop for SessionLock {

@@ -14,8 +14,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::rpc::{self, RpcError};
-use super::{Notify, Reply};
+use crate::rpc::{self, RpcError};
+
+/// Sends a response line to the connection a request came from (nothing for notifications).
+pub(crate) type Reply = Box<dyn FnOnce(Result<Value, RpcError>) + Send>;
+
+/// Sends a notification (method, params) to the connection a request came from.
+pub type Notify = Arc<dyn Fn(&str, Value) + Send + Sync>;
 
 /// Requests of one connection read but not yet answered on the wire.
 pub(super) const MAX_UNANSWERED: usize = 256;

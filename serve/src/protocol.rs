@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::checks::{AgentMessage, Base, ProtocolVersion, SessionId, SessionKey};
-use super::health::SessionHealth;
-use super::sync::{Commit, SyncState};
+use crate::checks::{AgentMessage, Base, ProtocolVersion, SessionId, SessionKey};
+use crate::health::SessionHealth;
+use crate::sync::{Commit, SyncState};
 use ctxhost::runtime::contract::{CompactionTrigger, ContextMode, EngineInfo, SubagentEndReason};
 use ctxhost::session::AgentTool;
 
@@ -247,6 +247,8 @@ pub(super) struct CommitTurnParams {
     pub(super) messages: Vec<AgentMessage>,
     /// The client's fingerprint of the last message (opaque to the server).
     pub(super) last_fingerprint: Option<String>,
+    /// The client's fingerprint of each message, in order: the server chains them.
+    pub(super) fingerprints: Option<Vec<String>>,
     pub(super) base: Option<Base>,
 }
 
@@ -268,6 +270,8 @@ pub(super) struct SyncParams {
     pub(super) messages: Vec<AgentMessage>,
     /// The client's fingerprint of the last message (opaque to the server).
     pub(super) last_fingerprint: Option<String>,
+    /// The client's fingerprint of each message, in order: the server chains them.
+    pub(super) fingerprints: Option<Vec<String>>,
     /// Replace the mirror by `messages` (the old file is kept whole).
     #[serde(default)]
     pub(super) reset: bool,
@@ -283,6 +287,9 @@ pub(super) struct AssembleParams {
     pub(super) message_count: usize,
     /// The client's fingerprint of its last message (opaque to the server).
     pub(super) last_fingerprint: Option<String>,
+    /// The chain of the fingerprints of all its messages: with it, a history rewritten in the
+    /// middle is not the mirror's.
+    pub(super) chain: Option<String>,
     /// The window for this call: the smaller of this and the configured one.
     pub(super) token_budget: Option<u32>,
     /// Names of the tools the model may call on this turn.
@@ -563,7 +570,7 @@ mod tests {
             r#"{"sessionKey":"s","messageCount":3,"prompt":"go","model":"p/m"}"#.into(),
         )
         .unwrap();
-        let p: AssembleParams = super::super::rpc::params("session.assemble", &raw).unwrap();
+        let p: AssembleParams = crate::rpc::params("session.assemble", &raw).unwrap();
         assert_eq!((p.session_key.as_str(), p.message_count), ("s", 3));
         assert_eq!(prompt_text(p.prompt).as_deref(), Some("go"));
         assert_eq!(model_id(p.model).as_deref(), Some("p/m"));

@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ctxhost_transcript::TranscriptError;
+use ctxhost::transcript::TranscriptError;
 
 use ctxhost::error::Error;
 use ctxhost::runtime::{EngineError, FaultKind};

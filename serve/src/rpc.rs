@@ -98,7 +98,7 @@ pub(crate) struct ErrorData {
     pub(crate) max_line_bytes: Option<usize>,
     /// The history the mirror holds, when a `base` is not it.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub(crate) mirror: Option<super::sync::SyncState>,
+    pub(crate) mirror: Option<crate::sync::SyncState>,
 }
 
 impl ErrorData {
@@ -290,83 +290,78 @@ fn rejected(id: Id, error: RpcError) -> Box<Rejected> {
 
 /// Parses one line into a request, or the error response to send.
 pub(crate) fn parse_request(line: &str) -> Result<Request, Box<Rejected>> {
-    // Checked as JSON without building it: `params` must reach the methods as the client's
-    // own text (messages are kept byte for byte).
-    let value: &RawValue = serde_json::from_str(line).map_err(|e| {
-        rejected(
-            null_id(),
-            RpcError::new(code::PARSE_ERROR, format!("the line is not JSON: {e}")).with_data(
-                ErrorData {
-                    column: Some(e.column()),
-                    ..ErrorData::default()
-                },
-            ),
-        )
-    })?;
-    let first = value.get().trim_start().as_bytes().first().copied();
-    if first != Some(b'{') {
-        let is_array = first == Some(b'[');
-        let what = if is_array {
-            "a batch (JSON array); batches are not supported, send one request per line"
-        } else {
-            "not a JSON-RPC request object"
-        };
-        return Err(rejected(
-            null_id(),
-            RpcError::new(code::INVALID_REQUEST, format!("the line is {what}")),
-        ));
-    }
-    let envelope: Envelope = serde_json::from_str(value.get()).map_err(|e| {
-        rejected(
-            null_id(),
-            RpcError::new(code::INVALID_REQUEST, format!("bad request object: {e}")),
-        )
-    })?;
-    if let Some(id) = &envelope.id
-        && !matches!(first_byte(id), b'"' | b'-' | b'0'..=b'9' | b'n')
-    {
-        return Err(rejected(
-            null_id(),
-            RpcError::new(code::INVALID_REQUEST, "`id` must be a string or a number"),
-        ));
-    }
+    let envelope = envelope(line)?;
     let id = envelope.id.clone().unwrap_or_else(null_id);
     let invalid = |kind: i64, message: &str| rejected(id.clone(), RpcError::new(kind, message));
     let version = envelope.jsonrpc.as_ref();
     if version.and_then(|v| serde_json::from_str::<String>(v.get()).ok()) != Some("2.0".into()) {
         return Err(invalid(code::INVALID_REQUEST, "`jsonrpc` must be \"2.0\""));
     }
-    let method = match &envelope.method {
-        Some(raw) => serde_json::from_str::<String>(raw.get())
-            .map_err(|_| invalid(code::INVALID_REQUEST, "`method` must be a string"))?,
-        None => {
-            return Err(invalid(
-                code::INVALID_REQUEST,
-                "the request has no `method`",
-            ));
-        }
-    };
-    let params = match envelope.params {
-        Some(params) if first_byte(&params) == b'{' => params,
-        Some(params) if first_byte(&params) == b'[' => {
-            return Err(invalid(
-                code::INVALID_PARAMS,
-                "positional `params` (an array) are not supported; pass an object of named members",
-            ));
-        }
-        Some(_) => {
-            return Err(invalid(
-                code::INVALID_REQUEST,
-                "`params` must be an object (or left out)",
-            ));
-        }
-        None => RawValue::from_string("{}".into()).expect("valid JSON"),
-    };
+    let method = (envelope.method.as_ref())
+        .ok_or_else(|| invalid(code::INVALID_REQUEST, "the request has no `method`"))?;
+    let method = serde_json::from_str::<String>(method.get())
+        .map_err(|_| invalid(code::INVALID_REQUEST, "`method` must be a string"))?;
+    let params = request_params(envelope.params).map_err(|(kind, why)| invalid(kind, why))?;
     Ok(Request {
         id: envelope.id,
         method,
         params,
     })
+}
+
+/// A line's request object with its members raw and its `id` checked; what is not one is
+/// refused with a null id.
+fn envelope(line: &str) -> Result<Envelope, Box<Rejected>> {
+    let refused = |kind: i64, message: String| rejected(null_id(), RpcError::new(kind, message));
+    // Checked as JSON without building it: `params` must reach the methods as the client's
+    // own text (messages are kept byte for byte).
+    let value: &RawValue = serde_json::from_str(line).map_err(not_json)?;
+    let first = value.get().trim_start().as_bytes().first().copied();
+    if first != Some(b'{') {
+        let what = match first == Some(b'[') {
+            true => "a batch (JSON array); batches are not supported, send one request per line",
+            false => "not a JSON-RPC request object",
+        };
+        return Err(refused(
+            code::INVALID_REQUEST,
+            format!("the line is {what}"),
+        ));
+    }
+    let envelope: Envelope = serde_json::from_str(value.get())
+        .map_err(|e| refused(code::INVALID_REQUEST, format!("bad request object: {e}")))?;
+    if let Some(id) = &envelope.id
+        && !matches!(first_byte(id), b'"' | b'-' | b'0'..=b'9' | b'n')
+    {
+        let message = "`id` must be a string or a number".to_string();
+        return Err(refused(code::INVALID_REQUEST, message));
+    }
+    Ok(envelope)
+}
+
+/// The refusal of a line that is not JSON, with the column where it stops being so.
+fn not_json(error: serde_json::Error) -> Box<Rejected> {
+    let message = format!("the line is not JSON: {error}");
+    let error = RpcError::new(code::PARSE_ERROR, message).with_data(ErrorData {
+        column: Some(error.column()),
+        ..ErrorData::default()
+    });
+    rejected(null_id(), error)
+}
+
+/// A request's `params`: an object, or `{}` when left out; else the code and why not.
+fn request_params(params: Option<Box<RawValue>>) -> Result<Box<RawValue>, (i64, &'static str)> {
+    match params {
+        Some(params) if first_byte(&params) == b'{' => Ok(params),
+        Some(params) if first_byte(&params) == b'[' => Err((
+            code::INVALID_PARAMS,
+            "positional `params` (an array) are not supported; pass an object of named members",
+        )),
+        Some(_) => Err((
+            code::INVALID_REQUEST,
+            "`params` must be an object (or left out)",
+        )),
+        None => Ok(RawValue::from_string("{}".into()).expect("valid JSON")),
+    }
 }
 
 /// Decodes a method's params, naming the field path of a mismatch.
@@ -598,9 +593,10 @@ mod tests {
             RpcError::unknown_session(&huge),
             RpcError::new(code::INVALID_PARAMS, format!("bad `{huge}`")).with_data(ErrorData {
                 method: Some(huge.clone()),
-                mirror: Some(super::super::sync::SyncState {
+                mirror: Some(crate::sync::SyncState {
                     message_count: 0,
                     last_fingerprint: Some(huge.clone()),
+                    chain: None,
                 }),
                 ..ErrorData::at(&huge)
             }),

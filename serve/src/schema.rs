@@ -6,9 +6,9 @@ use schemars::generate::{Contract, SchemaSettings};
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use super::methods::METHODS;
-use super::protocol::CompactionPending;
-use super::rpc::ErrorObject;
+use crate::methods::METHODS;
+use crate::protocol::CompactionPending;
+use crate::rpc::ErrorObject;
 
 /// The command that writes the schema file from the types.
 pub const REGENERATE: &str =
@@ -59,8 +59,8 @@ pub fn protocol_schema() -> Value {
     definitions.sort_keys();
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": format!("https://ctxhost.dev/schemas/serve-protocol-{}.json", super::PROTOCOL_VERSION),
-        "title": format!("ctxhost serve protocol, version {}", super::PROTOCOL_VERSION),
+        "$id": format!("https://ctxhost.dev/schemas/serve-protocol-{}.json", crate::checks::PROTOCOL_VERSION),
+        "title": format!("ctxhost serve protocol, version {}", crate::checks::PROTOCOL_VERSION),
         "description": "Params and results of every method of `ctxhost serve` (see serve-protocol.md), generated from the server's types (do not edit: regenerate it). Requests and responses are JSON-RPC 2.0 envelopes around these; `error` is the error object of a response that failed; `notifications` are the server's own messages to the client (JSON-RPC notifications: no id, not answered).",
         "$defs": definitions,
         "methods": methods,
@@ -117,9 +117,9 @@ mod tests {
 
     #[test]
     fn errors_as_sent_match_the_error_schema() {
-        use super::super::checks::{Base, base_mismatch};
-        use super::super::rpc::{RpcError, response};
-        use super::super::sync::SyncState;
+        use crate::checks::{Base, base_mismatch};
+        use crate::rpc::{RpcError, response};
+        use crate::sync::SyncState;
         use serde_json::value::RawValue;
 
         let schema = protocol_schema();
@@ -129,20 +129,19 @@ mod tests {
         let base = Base {
             message_count: 2,
             last_fingerprint: None,
+            chain: None,
         };
         let mirror = SyncState {
             message_count: 3,
             last_fingerprint: Some("f3".into()),
+            chain: Some("c3".into()),
         };
         let errors = [
             RpcError::unknown_session("s"),
             base_mismatch(&base, &mirror),
-            super::super::methods::parse(
-                "session.sync",
-                &RawValue::from_string("{}".into()).unwrap(),
-            )
-            .err()
-            .unwrap(),
+            crate::methods::parse("session.sync", &RawValue::from_string("{}".into()).unwrap())
+                .err()
+                .unwrap(),
             RpcError::from(ctxhost::Error::ToolCall {
                 tool: "ctx_search".into(),
                 problem: "`query` is required".into(),

@@ -3,6 +3,7 @@
 
 mod compact;
 mod convert;
+mod file;
 mod prefix;
 mod request;
 mod shared;
@@ -191,15 +192,7 @@ impl Session {
         let (file, transcript) = if path.exists() {
             TranscriptFile::open(path)?
         } else {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|source| Error::Io {
-                    path: parent.to_path_buf(),
-                    source,
-                })?;
-            }
-            let id = uuid::Uuid::new_v4().to_string();
-            let transcript = crate::session_file::new_transcript(&id, key, path)?;
-            (TranscriptFile::create(path, &transcript)?, transcript)
+            file::create(path, key, &uuid::Uuid::new_v4().to_string())?
         };
         if report_load {
             for warning in transcript.warnings() {

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import test from "node:test";
-import { fingerprint } from "../fingerprint.js";
+import { chain, chainOf, fingerprint } from "../fingerprint.js";
 import { fromItems, summaryText, syncMirror } from "../mirror.js";
 
 const history = ["a", "b", "c", "d"].map((t, i) => ({ role: i % 2 ? "assistant" : "user", content: t, timestamp: 1000 + i }));
@@ -58,6 +58,25 @@ test("syncMirror: the tail from `from`, in requests under half the line cap, eac
   );
   assert.equal(sent[0].lastFingerprint, fingerprint(big[2]));
   assert.equal(sent[2].lastFingerprint, fingerprint(big[5]));
+  assert.deepEqual(sent[0].fingerprints, [fingerprint(big[1]), fingerprint(big[2])]);
+  assert.deepEqual(sent[2].fingerprints, [fingerprint(big[5])]);
+});
+
+test("chain: the server's vector, and a middle rewritten changes the chain but not the last fingerprint", () => {
+  // The same vector as the server's test (serve/src/sync.rs) and Hermes' (tests/test_messages.py).
+  const first = chain(undefined, "0123456789abcdef");
+  assert.equal(first, "9f9f5111f7b27a78");
+  assert.equal(chain(first, "fedcba9876543210"), "6b2e2b6c22881712");
+  const rewritten = history.map((m, i) => (i === 1 ? { ...m, content: "rewritten" } : m));
+  const of = (/** @type {any[]} */ messages) => (/** @type {number} */ i) => fingerprint(messages[i]);
+  assert.equal(fingerprint(rewritten.at(-1)), fingerprint(history.at(-1)));
+  assert.notEqual(chainOf(4, of(rewritten)), chainOf(4, of(history)));
+  assert.equal(chainOf(1, of(rewritten)), chainOf(1, of(history)));
+  assert.equal(chainOf(0, of(history)), undefined);
+  // Extended a message at a time, the same chain as computed whole.
+  const chains = /** @type {string[]} */ ([]);
+  chainOf(2, of(history), chains);
+  assert.equal(chainOf(4, of(history), chains), chainOf(4, of(history)));
 });
 
 test("syncMirror: a reset starts at 0 and is sent even for an empty history", async () => {

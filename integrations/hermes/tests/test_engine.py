@@ -94,7 +94,8 @@ def test_a_resumed_session_lines_up_with_the_mirror(ctxhost_bin, ctxhost_home, c
     positions = second._follow(resumed)
     assert positions[0] is None  # ctxhost's summary
     assert positions[-1] == mirror[0] + 3
-    assert second._mirror == (mirror[0] + 4, M.fingerprint(resumed[-1]))
+    assert second._mirror[:2] == (mirror[0] + 4, M.fingerprint(resumed[-1]))
+    assert second._mirror[2] is not None, "every sync sent its fingerprints: the chain is known"
     assert "starting it again" not in capsys.readouterr().err
     again = second.compress(resumed, current_tokens=5000)
     assert M.is_inserted(again[0]) and again[-1] is resumed[-1]
@@ -105,7 +106,7 @@ def test_a_history_that_does_not_hold_the_mirror_starts_it_again(ctxhost_bin, ct
     engine._follow(conversation(2))
     other = conversation(1, start=50)
     assert engine._follow(other) == [0, 1]
-    assert engine._mirror == (2, M.fingerprint(other[-1]))
+    assert engine._mirror[:2] == (2, M.fingerprint(other[-1]))
     assert "starting it again from Hermes' history" in capsys.readouterr().err
 
 
@@ -168,6 +169,27 @@ def test_a_new_message_equal_to_the_mirror_last_is_still_new(ctxhost_bin, ctxhos
     assert engine._mirror[0] == 3
 
 
+def test_a_mirror_rewritten_in_the_middle_under_hermes_is_noticed_by_the_syncs_base(ctxhost_bin, ctxhost_home, capsys):
+    engine = started(ctxhost_bin, ctxhost_home)
+    history = conversation(2)
+    engine._follow(history)
+    heard = engine._mirror
+    # Another writer replaces the mirror with a history of the same length and the same last
+    # message, other in the middle: only the chain tells the two apart.
+    other = [M.to_agent(m) for m in history]
+    other[1] = {"role": "assistant", "content": [{"type": "text", "text": "another reply"}]}
+    fps = [M.fingerprint(m) for m in history]
+    fps[1] = "another"
+    rewritten = engine.sidecar.call("session.sync", {"sessionKey": engine.session_key, "from": 0, "messages": other,
+                                                    "reset": True, "fingerprints": fps})
+    assert rewritten["messageCount"] == heard[0] and rewritten["lastFingerprint"] == heard[1]
+    assert rewritten["chain"] != heard[2]
+    more = history + conversation(1, start=2)
+    assert engine._follow(more)[-1] == heard[0] + 1
+    assert "moved" in capsys.readouterr().err, "the tail's base named the history it extended"
+    assert engine._mirror[0] == heard[0] + 2
+
+
 def test_a_compaction_boundary_keeps_the_session_in_its_mirror(ctxhost_bin, ctxhost_home):
     engine = started(ctxhost_bin, ctxhost_home, session="s-old")
     engine.on_session_end("s-old", conversation(1))
@@ -191,7 +213,7 @@ def test_a_sidecar_killed_between_calls_is_started_again_with_the_session(ctxhos
     hits = engine.handle_tool_call("ctx_search", {"query": "END-OF-PROMPT-2"}, messages=history)
     assert "END-OF-PROMPT-2" in hits, hits
     assert engine.sidecar.pid != old
-    assert engine._mirror == (6, M.fingerprint(history[-1]))
+    assert engine._mirror[:2] == (6, M.fingerprint(history[-1]))
     assert "the next call restarts it" in capsys.readouterr().err
 
 

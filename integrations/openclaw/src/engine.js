@@ -11,7 +11,7 @@
 
 import { performance } from "node:perf_hooks";
 import { abortable } from "../client/abort.js";
-import { fingerprint, lastFingerprint } from "../client/fingerprint.js";
+import { chainOf, fingerprint } from "../client/fingerprint.js";
 import { fromItems, isInserted, syncMirror, withTimestamps } from "../client/mirror.js";
 import { codes, isRpcError, isSidecarError } from "../client/sidecar.js";
 import { FailureLog } from "./health.js";
@@ -242,6 +242,7 @@ export class CtxhostContextEngine {
     return this.#timed("commitTurn", async () => {
       const key = this.#key(params);
       const messages = params.messages ?? [];
+      const fingerprints = messages.map(fingerprint);
       let r;
       try {
         r = await this.#session(
@@ -251,7 +252,8 @@ export class CtxhostContextEngine {
             sessionKey: key,
             advancementKey: params.advancementKey,
             messages,
-            lastFingerprint: lastFingerprint(messages),
+            fingerprints,
+            lastFingerprint: fingerprints.at(-1),
           }),
         );
       } catch (err) {
@@ -379,10 +381,11 @@ export class CtxhostContextEngine {
    * @param {Record<string, unknown>} request
    */
   async #assembleOnce(key, messages, request) {
+    const fps = messages.map(fingerprint);
     return this.#session(key, "session.assemble", {
       ...request,
       messageCount: messages.length,
-      ...(messages.length ? { lastFingerprint: lastFingerprint(messages) } : {}),
+      ...(messages.length ? { lastFingerprint: fps.at(-1), chain: chainOf(fps.length, (i) => fps[i]) } : {}),
     });
   }
 
@@ -391,12 +394,16 @@ export class CtxhostContextEngine {
    * starts with the mirror, else a reset with the whole history (the server keeps the old file).
    * @param {string} key
    * @param {AgentMessage[]} messages
-   * @param {{ messageCount: number, lastFingerprint?: string | null }} mirror
+   * @param {{ messageCount: number, lastFingerprint?: string | null, chain?: string | null }} mirror
    */
   async #resync(key, messages, mirror) {
     const m = mirror.messageCount;
-    const extends_ =
-      m === 0 || (m <= messages.length && fingerprint(messages[m - 1]) === mirror.lastFingerprint);
+    const fps = messages.map(fingerprint);
+    // By the chain when the mirror knows it (a middle rewritten is not a start), else by the
+    // last message alone.
+    const starts = () =>
+      mirror.chain ? chainOf(m, (i) => fps[i]) === mirror.chain : fps[m - 1] === mirror.lastFingerprint;
+    const extends_ = m === 0 || (m <= messages.length && starts());
     const from = extends_ ? m : 0;
     this.#log.info(
       extends_
@@ -408,6 +415,7 @@ export class CtxhostContextEngine {
       messages,
       from,
       reset: !extends_,
+      fingerprintOf: (i) => fps[i],
       maxLineBytes: this.#sidecar.initialized?.limits?.maxLineBytes,
     });
   }

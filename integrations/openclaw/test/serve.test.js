@@ -158,6 +158,24 @@ describe("ctxhost serve behind the OpenClaw engine", { skip, concurrency: false 
     assert.deepEqual(stored, rewritten);
   });
 
+  test("a history rewritten only in the middle (same length, same last message) resets the mirror; the old one is kept", async (t) => {
+    const home = tempHome();
+    const s = setup({ home });
+    t.after(s.cleanup);
+    await s.engine.bootstrap({ sessionId: SID, sessionKey: KEY, sessionFile: KEY });
+    const turns = [[user("q1"), assistant("a1")], [user("q2"), assistant("a2")], [user("q3"), assistant("done")]];
+    const history = await commitAll(s.engine, turns);
+    const rewritten = history.map((m, i) => (i === 2 ? user("q2, as the runtime rewrote it") : m));
+    s.reset();
+    const out = await s.engine.assemble({ sessionId: SID, sessionKey: KEY, messages: rewritten, tokenBudget: 50_000 });
+    assert.deepEqual(s.methods(), ["session.assemble", "session.sync", "session.assemble"]);
+    assert.deepEqual(out.messages, rewritten);
+    assert.ok(s.logs.some((l) => /resetting it/.test(l)), s.logs.join("\n"));
+    assert.equal(sessionFiles(s, home).filter((f) => f.includes(".reset-")).length, 1, "the old mirror is kept");
+    const stored = readMirror(mirrorOf(home)).filter((e) => e.type === "message").map((e) => e.message);
+    assert.deepEqual(stored, rewritten);
+  });
+
   test("compaction inserts a marked summary; the second assemble of the turn gets its own output back and does not resync", async (t) => {
     const home = tempHome(smallWindow("legacy", 4000));
     const s = setup({ home });

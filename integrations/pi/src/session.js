@@ -13,7 +13,7 @@
 //   engine's summary and the entry id of the first message it kept, so pi writes a normal
 //   compaction entry that it reloads itself (with or without ctxhost).
 
-import { fingerprint } from "../client/fingerprint.js";
+import { chainOf, fingerprint } from "../client/fingerprint.js";
 import { mayReuseCompaction } from "./compaction.js";
 import { fromItems, summaryText, syncMirror, withTimestamps } from "../client/mirror.js";
 import { codes, isRpcError, isSidecarError } from "../client/sidecar.js";
@@ -49,10 +49,12 @@ export class PiSession {
   #messages = [];
   /** @type {(string | undefined)[]} */
   #fingerprints = [];
+  /** @type {string[]} the chains of the history's first 1, 2, … messages, as far as computed */
+  #chains = [];
   /** @type {(string | undefined)[]} */
   #entryIds = [];
   #loaded = false;
-  /** What the server's mirror holds, as last heard. @type {{ count: number, fp: string | null } | null} */
+  /** What the server's mirror holds, as last heard. @type {{ count: number, fp: string | null, chain: string | null } | null} */
   #mirror = null;
   /**
    * The operation running on this session: pi does not wait for one handler before firing the
@@ -90,6 +92,14 @@ export class PiSession {
   #fp(i) {
     return (this.#fingerprints[i] ??= fingerprint(this.#messages[i]));
   }
+  /**
+   * The chain of the history's first `n` messages (undefined for none).
+   * @param {number} n
+   */
+  #chain(n) {
+    return chainOf(n, (i) => this.#fp(i), this.#chains);
+  }
+
 
   /**
    * Runs `operation` after the operations before it on this session.
@@ -114,7 +124,7 @@ export class PiSession {
   /** @param {string} [sessionId] */
   async #open(sessionId) {
     const r = await this.#sidecar.call("session.bootstrap", compactParams({ sessionKey: this.key, sessionId }));
-    this.#mirror = { count: r.messageCount ?? 0, fp: r.lastFingerprint ?? null };
+    this.#mirror = { count: r.messageCount ?? 0, fp: r.lastFingerprint ?? null, chain: r.chain ?? null };
     return r;
   }
 
@@ -140,6 +150,7 @@ export class PiSession {
     this.#messages = messages;
     this.#entryIds = entryIds;
     this.#fingerprints = [];
+    this.#chains = [];
     this.#loaded = true;
   }
 
@@ -185,11 +196,15 @@ export class PiSession {
   /** Syncs the mirror with the history when it is out of step. */
   async #syncMirror(retried = false) {
     if (!this.#mirror) await this.#open();
-    const mirror = /** @type {{ count: number, fp: string | null }} */ (this.#mirror);
+    const mirror = /** @type {{ count: number, fp: string | null, chain: string | null }} */ (this.#mirror);
     const n = this.#messages.length;
     const last = n ? this.#fp(n - 1) : null;
-    if (mirror.count === n && mirror.fp === last) return;
-    const extends_ = mirror.count <= n && (mirror.count === 0 || this.#fp(mirror.count - 1) === mirror.fp);
+    // By the chain when the mirror knows it (a middle rewritten is another history), else by
+    // the last message alone.
+    const holds = (/** @type {number} */ m, /** @type {string | null} */ fp) =>
+      m === 0 || (mirror.chain ? this.#chain(m) === mirror.chain : this.#fp(m - 1) === fp);
+    if (mirror.count === n && holds(n, last) && mirror.fp === last) return;
+    const extends_ = mirror.count <= n && holds(mirror.count, mirror.fp);
     if (!extends_) {
       this.#log.info(
         `ctxhost: the mirror of ${this.key} (${mirror.count} messages) does not start the branch pi is on (${n}); resetting it (the server keeps the old file)`,
@@ -212,7 +227,7 @@ export class PiSession {
       await this.#open();
       return this.#syncMirror(true);
     }
-    this.#mirror = { count: n, fp: last };
+    this.#mirror = { count: n, fp: last, chain: this.#chain(n) ?? null };
   }
 
   /**
@@ -230,6 +245,7 @@ export class PiSession {
           sessionKey: this.key,
           messageCount: n,
           lastFingerprint: n ? this.#fp(n - 1) : undefined,
+          chain: this.#chain(n),
           tokenBudget: opts.tokenBudget,
           model: opts.model,
         }),
@@ -237,7 +253,7 @@ export class PiSession {
     };
     let r = await request();
     if (r.status === "mismatch") {
-      this.#mirror = { count: r.messageCount, fp: r.lastFingerprint ?? null };
+      this.#mirror = { count: r.messageCount, fp: r.lastFingerprint ?? null, chain: r.chain ?? null };
       await this.#syncMirror();
       r = await request();
       if (r.status === "mismatch") {

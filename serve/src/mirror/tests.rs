@@ -1,4 +1,7 @@
 use super::*;
+use serde_json::json;
+use std::path::Path;
+use torn::torn_commit_start;
 
 #[test]
 fn session_files_group_by_agent_and_encode_keys() {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use ctxhost::session::{AssembledItem, Assembly, AssemblyShape};
-use ctxhost_transcript::Transcript;
+use ctxhost::transcript::Transcript;
 
 use super::inserted;
 use crate::protocol::ClientItem;
