@@ -227,15 +227,18 @@ impl Mirror {
         result.map(|_| ())
     }
 
-    /// Narrows the window to the runtime's budget (never above the configured window).
-    pub(crate) fn set_budget(&mut self, token_budget: Option<u32>) {
-        let window = token_budget.map_or(self.configured.context_window, |budget| {
-            self.configured.context_window.min(u64::from(budget))
-        });
+    /// Narrows the window to the runtime's budget (never above the configured window); returns
+    /// the budget an engine is given, narrowed the same way, so a compaction aims at the window
+    /// the turns are assembled for.
+    pub(crate) fn set_budget(&mut self, token_budget: Option<u32>) -> Option<u32> {
+        let configured = self.configured.context_window;
+        let budget = narrowed_budget(configured, token_budget);
+        let window = budget.map_or(configured, u64::from);
         if window != self.session.context_window() {
             self.session
                 .set_settings(self.configured.for_window(window));
         }
+        budget
     }
 
     /// One turn through the session's turn driver (assemble, and compact first when the context
@@ -378,6 +381,12 @@ fn message_positions(transcript: &Transcript) -> Vec<Option<usize>> {
         }
     }
     positions
+}
+
+/// The runtime's budget, never above the configured window.
+fn narrowed_budget(configured_window: u64, token_budget: Option<u32>) -> Option<u32> {
+    token_budget
+        .map(|budget| u32::try_from(configured_window.min(u64::from(budget))).unwrap_or(budget))
 }
 
 mod hold;

@@ -249,11 +249,11 @@ impl SessionMethod for CompactParams {
     }
     async fn run(self, mut session: SessionContext<'_>) -> Result<CompactResult, RpcError> {
         let mirror = session.mirror()?;
-        mirror.set_budget(self.token_budget);
+        let token_budget = mirror.set_budget(self.token_budget);
         let options = CompactOptions {
             force: self.force,
             trigger: self.trigger.unwrap_or(CompactionTrigger::Manual),
-            token_budget: self.token_budget,
+            token_budget,
             custom_instructions: self.custom_instructions,
         };
         let outcome = mirror.session_mut().compact(&options).await?;

@@ -76,3 +76,10 @@ fn inserted_messages_are_sendable_and_marked() {
     assert_eq!(user["content"], "hi");
     assert_eq!(user["__ctxhost"]["inserted"], true);
 }
+
+#[test]
+fn an_engine_is_given_the_budget_narrowed_to_the_configured_window() {
+    assert_eq!(narrowed_budget(32_000, Some(128_000)), Some(32_000));
+    assert_eq!(narrowed_budget(32_000, Some(8_000)), Some(8_000));
+    assert_eq!(narrowed_budget(32_000, None), None);
+}
