@@ -248,7 +248,7 @@ fn replay_run(replay: &ReplayReport, contract: String) -> Run {
                 message: c.at_message,
                 tokens_before: c.tokens_before,
                 tokens_after: c.tokens_after,
-                layer: None,
+                layer: c.layer.clone(),
             })
             .collect(),
         probes: None,
