@@ -43,9 +43,14 @@ fn two_engines_replayed_side_by_side_plot_every_turn() {
     assert_eq!(runs.len(), 2);
     let turns = runs[0]["turns"].as_array().unwrap().len();
     assert!(turns > 100, "{turns} turns");
+    let compactions = runs[0]["compactions"].as_array().unwrap();
+    assert!(!compactions.is_empty(), "16k compacts");
+    // legacy compacts through the runtime compaction, whose records name their layer.
     assert!(
-        !runs[0]["compactions"].as_array().unwrap().is_empty(),
-        "16k compacts"
+        compactions
+            .iter()
+            .all(|c| ["prune", "summarize", "full"].contains(&c["layer"].as_str().unwrap_or(""))),
+        "{compactions:?}"
     );
     assert_eq!(
         runs[1]["turns"].as_array().unwrap().len(),
@@ -181,5 +186,24 @@ fn a_replay_report_under_an_ungranted_bundled_engine_warns_of_nothing() {
     assert!(
         stdout.contains("degradation  legacy: ") && stdout.contains("risk of degraded context"),
         "{stdout}"
+    );
+    // lossless cuts its own context, which the host never compacts: the summary counts those
+    // cuts as re-cuts (legacy column first, lossless second).
+    let row = |label: &str| -> Vec<u64> {
+        let line = (stdout.lines())
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row in\n{stdout}"));
+        line[label.len()..]
+            .split_whitespace()
+            .map(|n| n.replace(',', "").parse().expect("a count"))
+            .collect()
+    };
+    let (compactions, recuts) = (row("compactions"), row("engine re-cuts"));
+    assert!(compactions[0] > 0 && compactions[1] == 0, "{stdout}");
+    assert!(recuts[0] == 0 && recuts[1] > 0, "{stdout}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(r#"<g class="recuts s1" data-run="lossless">"#),
+        "re-cuts are marked in the tokens plot"
     );
 }

@@ -28,6 +28,9 @@ pub struct CompactionEvent {
     pub tokens_before: u64,
     /// The context after it, in tokens.
     pub tokens_after: u64,
+    /// The layer of the runtime compaction its record names (prune, summarize, full), when it
+    /// names one.
+    pub layer: Option<String>,
     /// What its record warns of (the degradation guard past `warnAtCompaction`), for the
     /// report to show beside it.
     pub warnings: Vec<String>,
@@ -148,9 +151,8 @@ struct Measured {
     tokens: u32,
     inserted: usize,
     addition: Option<String>,
-    /// A compaction the request path ran because the request overflowed: (before, after,
-    /// its warnings).
-    overflow_compaction: Option<(u64, u64, Vec<String>)>,
+    /// A compaction the request path ran because the request overflowed.
+    overflow_compaction: Option<CompactionEvent>,
 }
 
 /// The engine's assembly alone, or — with prompt settings — the whole model request around it
@@ -180,7 +182,13 @@ async fn measure(
                     .overflow_compaction
                     .filter(|c| c.compacted)
                     .zip(request.total_before_compaction)
-                    .map(|(c, before)| (before, request.breakdown.total, c.warnings)),
+                    .map(|(c, before)| CompactionEvent {
+                        at_message: 0,
+                        tokens_before: before,
+                        tokens_after: request.breakdown.total,
+                        layer: newest_compaction_layer(session),
+                        warnings: c.warnings,
+                    }),
             }
         }
     })
@@ -228,8 +236,11 @@ pub async fn replay_with(
                 progress.before_auto_compaction(due);
             }
             tally.auto_notices += notices.len();
+            let auto_layer = (turn.compaction.as_ref())
+                .and_then(|c| c.compacted())
+                .and_then(|_| newest_compaction_layer(&session));
             let measured = measure(&mut session, &turn, prompt).await?;
-            let compaction = tally.count(n + 1, &turn, measured);
+            let compaction = tally.count(n + 1, &turn, auto_layer, measured);
             let record = LedgerRecord {
                 at: crate::timestamp::now_iso(),
                 engine: engine.id().to_string(),
@@ -320,12 +331,14 @@ impl Tally {
         }
     }
 
-    /// Counts the turn before message `message` (1-based); returns its compaction as the
-    /// ledger keeps it, when it compacted.
+    /// Counts the turn before message `message` (1-based), whose automatic compaction (when
+    /// it ran) was of `auto_layer`; returns its compaction as the ledger keeps it, when it
+    /// compacted.
     fn count(
         &mut self,
         message: usize,
         turn: &Turn,
+        auto_layer: Option<String>,
         measured: Measured,
     ) -> Option<LedgerCompaction> {
         let compacted = turn.compaction.as_ref().filter(|c| c.compacted().is_some());
@@ -334,16 +347,15 @@ impl Tally {
                 at_message: message,
                 tokens_before: compaction.measured_tokens,
                 tokens_after: u64::from(measured.tokens),
+                layer: auto_layer,
                 warnings: (compaction.compacted()).map_or_else(Vec::new, |c| c.warnings.clone()),
             });
         }
         let overflowed = measured.overflow_compaction.is_some();
-        if let Some((before, after, warnings)) = measured.overflow_compaction {
+        if let Some(overflow) = measured.overflow_compaction {
             self.compactions.push(CompactionEvent {
                 at_message: message,
-                tokens_before: before,
-                tokens_after: after,
-                warnings,
+                ..overflow
             });
         }
         let compacted_now = compacted.is_some() || overflowed;
@@ -377,7 +389,7 @@ impl Tally {
             .filter(|c| compacted_now && c.at_message == message)
             .map(|c| LedgerCompaction {
                 compacted: true,
-                layer: None,
+                layer: c.layer.clone(),
                 tokens_before: c.tokens_before,
                 tokens_after: c.tokens_after,
                 reason: None,
@@ -424,6 +436,16 @@ impl Tally {
 /// so are branch summaries.
 fn replayed(entry_type: &str) -> bool {
     matches!(entry_type, "message" | "custom_message" | "branch_summary")
+}
+
+/// The layer the newest compaction entry's record names, as its JSON spells it.
+fn newest_compaction_layer(session: &crate::Session) -> Option<String> {
+    let transcript = session.transcript();
+    let newest = (transcript.entries().iter().rev()).find(|e| e.entry_type() == "compaction")?;
+    newest
+        .compaction_record()?
+        .layer
+        .map(|layer| layer.to_string())
 }
 
 /// The median prefix share over the turns after the first.

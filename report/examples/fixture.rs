@@ -1,10 +1,12 @@
-//! Writes a generated two-engine report, for looking at the page and for the browser test.
+//! Writes a generated two-engine report, for looking at the page and for the browser test: legacy,
+//! which the host compacts, and lossless, which re-cuts its own context.
 //!
 //!   cargo run -p ctxhost-report --example fixture -- OUT.html [--turns N]
 //!
-//! Beside OUT.html it writes OUT.json: the point count each plot's series must hold, counted
-//! from the generated data (not from the page), plus the page's size. The data is
-//! pseudo-random from a fixed seed, so the same arguments give the same bytes.
+//! Beside OUT.html it writes OUT.json, counted from the generated data (not from the page): per
+//! plot and run the points its series must hold, the stretches its line may not join across,
+//! the compactions and the re-cuts of each run, and the page's size. The data is pseudo-random
+//! from a fixed seed, so the same arguments give the same bytes.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,7 +47,9 @@ struct Profile {
     system_tokens: u64,
     /// Share of the context a compaction keeps.
     keeps: f64,
-    layer: &'static str,
+    /// Who cuts: the host (a compaction of this layer), or the engine on its own (None: the host
+    /// never hears of it, only the turns show it).
+    layer: Option<&'static str>,
     /// Engine time per turn, in microseconds (a range).
     micros: (u64, u64),
     /// From this share of the window on, a gauge in the system prompt changes every turn.
@@ -58,8 +62,13 @@ struct Profile {
 
 const WINDOW: u64 = 32_000;
 
-/// One engine's run over the session whose message sizes `growth` gives.
-fn simulate(profile: &Profile, growth: &[u64], seed: u64) -> Run {
+/// The session: per turn the message it runs before and the tokens it adds.
+struct Session {
+    turns: Vec<(usize, u64)>,
+}
+
+/// One engine's run over the session, and how many times it re-cut its own context.
+fn simulate(profile: &Profile, session: &Session, seed: u64) -> (Run, usize) {
     let mut rng = Rng(seed);
     let mut run = Run {
         engine: profile.engine.to_owned(),
@@ -69,27 +78,31 @@ fn simulate(profile: &Profile, growth: &[u64], seed: u64) -> Run {
         ..Run::default()
     };
     let mut context = 0u64;
-    let quarantine_at = growth.len() * 3 / 5;
-    for (k, &grow) in growth.iter().enumerate() {
-        // Turn k runs before message 2k+2: each turn is a user message then the reply.
-        let message = 2 * k + 2;
+    let mut recuts = 0;
+    let quarantine_at = session.turns.len() * 3 / 5;
+    for (k, &(message, grow)) in session.turns.iter().enumerate() {
         context += grow;
+        let quarantined = profile.quarantines && (quarantine_at..quarantine_at + 3).contains(&k);
+        let fallback = !quarantined && rng.one_in(profile.fallback_one_in);
+        // An engine that did not run this turn cannot cut its context; the host still can.
+        let cuts_now = profile.layer.is_some() || !(quarantined || fallback);
         let mut compacted = false;
-        if profile.system_tokens + context > profile.threshold {
+        if profile.system_tokens + context > profile.threshold && cuts_now {
             let before = profile.system_tokens + context;
             context = (context as f64 * profile.keeps) as u64;
             let after = profile.system_tokens + context;
-            run.compactions.push(Compaction {
-                message,
-                tokens_before: before,
-                tokens_after: after,
-                layer: Some(profile.layer.to_owned()),
-            });
+            match profile.layer {
+                Some(layer) => run.compactions.push(Compaction {
+                    message,
+                    tokens_before: before,
+                    tokens_after: after,
+                    layer: Some(layer.to_owned()),
+                }),
+                None => recuts += 1,
+            }
             compacted = true;
         }
         let tokens = profile.system_tokens + context;
-        let quarantined = profile.quarantines && (quarantine_at..quarantine_at + 3).contains(&k);
-        let fallback = !quarantined && rng.one_in(profile.fallback_one_in);
         let gauge = profile
             .gauge_from
             .is_some_and(|from| tokens as f64 >= from * WINDOW as f64);
@@ -132,7 +145,7 @@ fn simulate(profile: &Profile, growth: &[u64], seed: u64) -> Run {
             note,
         });
     }
-    let lost = run.compactions.len() as u32;
+    let lost = (run.compactions.len() + recuts) as u32;
     run.probes = Some(ProbeSummary {
         rows: vec![
             ProbeRow {
@@ -152,21 +165,38 @@ fn simulate(profile: &Profile, growth: &[u64], seed: u64) -> Run {
             },
         ],
     });
-    run
+    (run, recuts)
 }
 
-fn report(turns: usize) -> Report {
+/// Messages in the stretch without turns two fifths of the way in (a sub-agent's transcript
+/// pasted in, say): no line may cross it.
+const STRETCH: usize = 400;
+
+/// The session both runs go over: a turn before each reply, after one to four tool results
+/// (or a user message), a big tool result now and then, and one long stretch without turns.
+fn session(turns: usize) -> Session {
     let mut rng = Rng(0x5e1f);
-    // The session: what each turn adds, shared by both runs (a big tool result now and then).
-    let growth: Vec<u64> = (0..turns)
-        .map(|_| {
-            if rng.one_in(25) {
+    let mut message = 0;
+    let turns = (0..turns)
+        .map(|k| {
+            message += 1 + rng.range(1, 5) as usize;
+            if k == turns * 2 / 5 {
+                message += STRETCH;
+            }
+            let grow = if rng.one_in(25) {
                 rng.range(3_000, 6_000)
             } else {
                 rng.range(120, 900)
-            }
+            };
+            (message, grow)
         })
         .collect();
+    Session { turns }
+}
+
+/// The generated report, and per run how many times its engine re-cut its own context.
+fn report(turns: usize) -> (Report, Vec<usize>) {
+    let session = session(turns);
     let profiles = [
         Profile {
             engine: "legacy",
@@ -174,35 +204,58 @@ fn report(turns: usize) -> Report {
             threshold: 24_000,
             system_tokens: 1_800,
             keeps: 0.3,
-            layer: "runtime",
+            layer: Some("summarize"),
             micros: (90, 400),
             gauge_from: None,
             fallback_one_in: 1_000_000,
             quarantines: false,
         },
         Profile {
-            engine: "checkpoint-manager",
+            engine: "lossless",
             contract: "0.3.0",
             threshold: 25_600,
             system_tokens: 2_300,
             keeps: 0.4,
-            layer: "engine",
+            layer: None,
             micros: (600, 2_500),
             gauge_from: Some(0.7),
             fallback_one_in: 300,
             quarantines: true,
         },
     ];
-    Report {
-        title: format!("Generated session: legacy vs checkpoint-manager, {turns} turns"),
+    let (runs, recuts) = (profiles.iter().enumerate())
+        .map(|(i, p)| simulate(p, &session, 0xc0ffee + i as u64))
+        .unzip();
+    let report = Report {
+        title: format!("Generated session: legacy vs lossless, {turns} turns"),
         session: "generated/fixture.jsonl".into(),
         generated_at: "2026-11-26 00:00 UTC (fixture)".into(),
-        runs: profiles
-            .iter()
-            .enumerate()
-            .map(|(i, p)| simulate(p, &growth, 0xc0ffee + i as u64))
-            .collect(),
+        runs,
+    };
+    (report, recuts)
+}
+
+/// The pairs of neighbouring points (as messages) of one plot's series that its line may not
+/// join: a turn without the figure lies between them, or the stretch without turns does.
+fn gaps(run: &Run, has: &dyn Fn(&Turn) -> bool) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let mut last_point: Option<usize> = None;
+    let mut broken = false;
+    let mut previous_turn = 0;
+    for turn in &run.turns {
+        broken |= turn.message - previous_turn > STRETCH;
+        previous_turn = turn.message;
+        if !has(turn) {
+            broken = true;
+            continue;
+        }
+        if let (Some(before), true) = (last_point, broken) {
+            found.push((before, turn.message));
+        }
+        last_point = Some(turn.message);
+        broken = false;
     }
+    found
 }
 
 fn main() -> ExitCode {
@@ -222,29 +275,35 @@ fn main() -> ExitCode {
     let Some(out) = out else {
         return usage("name the HTML file to write");
     };
-    let report = report(turns);
+    let (report, recuts) = report(turns);
     let html = render_html(&report);
-    let count = |f: &dyn Fn(&Turn) -> bool| -> serde_json::Map<String, serde_json::Value> {
-        report
-            .runs
-            .iter()
+    let plot = |has: &dyn Fn(&Turn) -> bool| -> serde_json::Map<String, serde_json::Value> {
+        (report.runs.iter())
             .map(|r| {
-                (
-                    r.engine.clone(),
-                    json!(r.turns.iter().filter(|t| f(t)).count()),
-                )
+                let points = r.turns.iter().filter(|t| has(t)).count();
+                let gaps = gaps(r, has);
+                let series = json!({"points": points, "lines": gaps.len() + 1, "gaps": gaps});
+                (r.engine.clone(), series)
             })
             .collect()
     };
+    let per_run =
+        |of: &dyn Fn(usize, &Run) -> usize| -> serde_json::Map<String, serde_json::Value> {
+            (report.runs.iter().enumerate())
+                .map(|(i, r)| (r.engine.clone(), json!(of(i, r))))
+                .collect()
+        };
     let expected = json!({
         "turns": turns,
         "bytes": html.len(),
         "runs": report.runs.iter().map(|r| r.engine.clone()).collect::<Vec<_>>(),
         "plots": {
-            "tokens": count(&|_| true),
-            "prefix": count(&|t| t.prefix_share.is_some()),
-            "engine-time": count(&|t| t.engine_micros.is_some()),
+            "tokens": plot(&|_| true),
+            "prefix": plot(&|t| t.prefix_share.is_some()),
+            "engine-time": plot(&|t| t.engine_micros.is_some()),
         },
+        "compactions": per_run(&|_, r| r.compactions.len()),
+        "recuts": per_run(&|i, _| recuts[i]),
     });
     let json_path = out.with_extension("json");
     if let Err(e) = std::fs::write(&out, &html).and_then(|()| {

@@ -5,15 +5,18 @@
 use std::fmt::Write as _;
 
 use crate::model::{Report, Run, Turn};
+use crate::recut::recuts;
+use crate::segments::segments;
 use crate::stats::{PREFIX_KEPT, RunStats, clean_share, figure_rows};
 use crate::svg::{Plot, ticks_from_zero};
-use crate::text::{escape, json_string, percent, thousands, tick};
+use crate::text::{escape, json_string, thousands, tick};
 
 /// How many series colours the stylesheet defines; more runs than this reuse them.
 const COLOURS: usize = 6;
 
-/// Degraded turns listed per run in the table; the plot marks all of them.
-const DEGRADED_ROWS: usize = 100;
+/// Degraded turns and engine re-cuts listed (and titled one by one in the plot) per run; the
+/// plot marks all of them.
+const LISTED_ROWS: usize = 100;
 
 /// Tables longer than this start folded, so the plots stay near each other.
 const FOLD_ROWS: usize = 30;
@@ -21,9 +24,11 @@ const FOLD_ROWS: usize = 30;
 /// Renders the report as one self-contained HTML page.
 ///
 /// The page holds three plots, each an `<svg data-plot="tokens|prefix|engine-time">` with one
-/// `<polyline data-run="{engine}" data-points="{n}">` per run (every turn is drawn, none is
-/// sampled away), then the compactions, the recall probes when any run has them, and the
-/// degraded turns. The output depends only on `report`, so the same report gives the same bytes.
+/// `<g class="series" data-run="{engine}" data-points="{n}">` per run (every turn is drawn, none
+/// is sampled away; its line breaks where the run had no turn for a stretch of messages or a
+/// turn lacks the figure), then the compactions, the engine re-cuts, the recall probes when any
+/// run has them, and the degraded turns. The output depends only on `report`, so the same report
+/// gives the same bytes.
 pub fn render_html(report: &Report) -> String {
     let stats: Vec<RunStats> = report.runs.iter().map(RunStats::of).collect();
     let turns: usize = report.runs.iter().map(|r| r.turns.len()).sum();
@@ -55,13 +60,14 @@ pub fn render_html(report: &Report) -> String {
     figure(
         &mut page,
         "Tokens per turn",
-        "Tokens in each assembled request, against the context window (dashed) and the compaction threshold (dotted). A vertical bar is a compaction, from the tokens before it down to the crossbar after it; ticks on the x axis are turns where the engine did not answer (fallback or quarantine).",
+        "Tokens in each assembled request, against the context window (dashed) and the compaction threshold (dotted). A vertical bar is a compaction, from the tokens before it down to the crossbar after it; a dashed bar is the engine re-cutting its context on its own (the request shrank with no compaction). Ticks on the x axis are turns where the engine did not answer (fallback or quarantine). A line breaks where the run had no turn for a stretch of messages far longer than its usual rhythm.",
         &tokens_plot(report),
         report,
         &[
             "dashed: window",
             "dotted: threshold",
             "bar: compaction",
+            "dashed bar: engine re-cut",
             "axis tick: degraded turn",
         ],
     );
@@ -76,14 +82,15 @@ pub fn render_html(report: &Report) -> String {
     figure(
         &mut page,
         "Engine time per turn",
-        "Time spent inside the engine for each turn.",
+        "Time spent inside the engine for each turn; the line breaks at turns the engine did not serve.",
         &engine_time_plot(report),
         report,
         &[],
     );
-    compactions_section(&mut page, report);
-    probes_section(&mut page, report);
-    degraded_section(&mut page, report);
+    tables::compactions_section(&mut page, report);
+    tables::recuts_section(&mut page, report);
+    tables::probes_section(&mut page, report);
+    tables::degraded_section(&mut page, report);
     page.push_str(
         "<div id=\"tip\" hidden></div>\n<script type=\"application/json\" id=\"report-data\">",
     );
@@ -245,13 +252,8 @@ fn tokens_plot(report: &Report) -> String {
         }
     }
     for (i, run) in runs.iter().enumerate() {
-        plot.series(
-            &colour(i),
-            &run.engine,
-            run.turns
-                .iter()
-                .map(|t| (t.message as f64, t.tokens as f64)),
-        );
+        let drawn = segments(run, |t| Some(t.tokens as f64));
+        plot.series(&colour(i), &run.engine, &drawn);
     }
     for (i, run) in runs.iter().enumerate() {
         let marks: Vec<_> = run
@@ -280,6 +282,7 @@ fn tokens_plot(report: &Report) -> String {
         if !marks.is_empty() {
             plot.strokes(&format!("cuts {}", colour(i)), &run.engine, &marks);
         }
+        recut_marks(&mut plot, i, run);
         let degraded: Vec<f64> = run
             .turns
             .iter()
@@ -296,6 +299,43 @@ fn tokens_plot(report: &Report) -> String {
     }
     missing_note(&mut plot, report, "turns", |_| true);
     plot.finish()
+}
+
+/// The engine's re-cuts as dashed bars, each titled while they are few enough to list.
+fn recut_marks(plot: &mut Plot, index: usize, run: &Run) {
+    let found = recuts(run);
+    let class = format!("recuts {}", colour(index));
+    if found.is_empty() {
+        return;
+    }
+    if found.len() > LISTED_ROWS {
+        let marks: Vec<_> = (found.iter())
+            .map(|r| {
+                (
+                    r.message as f64,
+                    r.tokens_before as f64,
+                    r.tokens_after as f64,
+                )
+            })
+            .collect();
+        let title = format!("{}: {} engine re-cuts", run.engine, found.len());
+        plot.strokes_as_one(&class, &run.engine, &marks, &title);
+        return;
+    }
+    let marks: Vec<_> = (found.iter())
+        .map(|r| {
+            let title = format!(
+                "{}: the engine re-cut its context before message {}: {} → {} tokens",
+                run.engine,
+                r.message,
+                thousands(r.tokens_before),
+                thousands(r.tokens_after),
+            );
+            let (x, before, after) = (r.message as f64, r.tokens_before, r.tokens_after);
+            (x, before as f64, after as f64, title)
+        })
+        .collect();
+    plot.strokes(&class, &run.engine, &marks);
 }
 
 /// Reads one per-run number (the window or the threshold).
@@ -331,11 +371,8 @@ fn prefix_plot(report: &Report) -> String {
     });
     plot.rule(PREFIX_KEPT, "kept", "99%");
     for (i, run) in report.runs.iter().enumerate() {
-        let points = run
-            .turns
-            .iter()
-            .filter_map(|t| clean_share(t.prefix_share).map(|s| (t.message as f64, s)));
-        plot.series(&colour(i), &run.engine, points);
+        let drawn = segments(run, |t| clean_share(t.prefix_share));
+        plot.series(&colour(i), &run.engine, &drawn);
     }
     missing_note(&mut plot, report, "prefix shares", |t| {
         clean_share(t.prefix_share).is_some()
@@ -353,194 +390,12 @@ fn engine_time_plot(report: &Report) -> String {
     let y_ticks = ticks_from_zero(highest, 6);
     let mut plot = open_plot(report, "engine-time", &y_ticks, "engine time (ms)", tick);
     for (i, run) in report.runs.iter().enumerate() {
-        let points = run
-            .turns
-            .iter()
-            .filter_map(|t| millis(t).map(|ms| (t.message as f64, ms)));
-        plot.series(&colour(i), &run.engine, points);
+        plot.series(&colour(i), &run.engine, &segments(run, millis));
     }
     missing_note(&mut plot, report, "engine times", |t| {
         t.engine_micros.is_some()
     });
     plot.finish()
-}
-
-fn table_open(page: &mut String, rows: usize, what: &str, head: &[&str]) {
-    if rows > FOLD_ROWS {
-        let _ = write!(
-            page,
-            "<details><summary>{} {what}</summary>",
-            thousands(rows as u64)
-        );
-    }
-    let _ = write!(
-        page,
-        "<table class=\"{}\"><thead><tr>",
-        what.replace(' ', "-")
-    );
-    for h in head {
-        let _ = write!(page, "<th>{}</th>", escape(h));
-    }
-    page.push_str("</tr></thead><tbody>");
-}
-
-fn table_close(page: &mut String, rows: usize) {
-    page.push_str("</tbody></table>");
-    if rows > FOLD_ROWS {
-        page.push_str("</details>");
-    }
-}
-
-fn compactions_section(page: &mut String, report: &Report) {
-    page.push_str("<section><h2>Compactions</h2>");
-    let rows: usize = report.runs.iter().map(|r| r.compactions.len()).sum();
-    if rows == 0 {
-        page.push_str("<p class=\"empty\">No compactions.</p></section>\n");
-        return;
-    }
-    table_open(
-        page,
-        rows,
-        "compactions",
-        &[
-            "run",
-            "before message",
-            "tokens before",
-            "after",
-            "cut",
-            "layer",
-        ],
-    );
-    for (i, run) in report.runs.iter().enumerate() {
-        for c in &run.compactions {
-            let cut = c.tokens_before.saturating_sub(c.tokens_after);
-            let share = if c.tokens_before > 0 {
-                percent(cut as f64 / c.tokens_before as f64)
-            } else {
-                "n/a".into()
-            };
-            let _ = write!(
-                page,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ({share})</td><td>{}</td></tr>",
-                run_label(i, run),
-                c.message,
-                thousands(c.tokens_before),
-                thousands(c.tokens_after),
-                thousands(cut),
-                escape(c.layer.as_deref().unwrap_or("")),
-            );
-        }
-    }
-    table_close(page, rows);
-    page.push_str("</section>\n");
-}
-
-/// The probe rows side by side: one row per label (in the order first seen), one column per run
-/// that has probes.
-fn probes_section(page: &mut String, report: &Report) {
-    let probed: Vec<(usize, &Run)> = report
-        .runs
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.probes.is_some())
-        .collect();
-    if probed.is_empty() {
-        return;
-    }
-    let mut labels: Vec<&str> = Vec::new();
-    for (_, run) in &probed {
-        for row in run.probes.iter().flat_map(|p| &p.rows) {
-            if !labels.contains(&row.label.as_str()) {
-                labels.push(&row.label);
-            }
-        }
-    }
-    page.push_str("<section><h2>Recall probes</h2><table><thead><tr><th>probe</th>");
-    for (i, run) in &probed {
-        let _ = write!(page, "<th>{}</th>", run_label(*i, run));
-    }
-    page.push_str("</tr></thead><tbody>");
-    for label in &labels {
-        let _ = write!(page, "<tr><td>{}</td>", escape(label));
-        for (_, run) in &probed {
-            let row = run
-                .probes
-                .iter()
-                .flat_map(|p| &p.rows)
-                .find(|r| r.label == *label);
-            let cell = match row {
-                Some(r) if r.total > 0 => format!(
-                    "{} / {} ({})",
-                    r.reachable,
-                    r.total,
-                    percent(f64::from(r.reachable) / f64::from(r.total))
-                ),
-                Some(r) => format!("{} / {}", r.reachable, r.total),
-                None => "n/a".to_owned(),
-            };
-            let _ = write!(page, "<td>{cell}</td>");
-        }
-        page.push_str("</tr>");
-    }
-    page.push_str("</tbody></table></section>\n");
-}
-
-fn degraded_section(page: &mut String, report: &Report) {
-    let rows: usize = report
-        .runs
-        .iter()
-        .map(|r| {
-            r.turns
-                .iter()
-                .filter(|t| t.outcome.is_degraded())
-                .count()
-                .min(DEGRADED_ROWS)
-        })
-        .sum();
-    if rows == 0 {
-        return;
-    }
-    page.push_str("<section><h2>Degraded turns</h2>");
-    table_open(
-        page,
-        rows,
-        "degraded turns",
-        &["run", "message", "outcome", "why"],
-    );
-    let mut more = Vec::new();
-    for (i, run) in report.runs.iter().enumerate() {
-        let degraded: Vec<&Turn> = run
-            .turns
-            .iter()
-            .filter(|t| t.outcome.is_degraded())
-            .collect();
-        for t in degraded.iter().take(DEGRADED_ROWS) {
-            let _ = write!(
-                page,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"why\">{}</td></tr>",
-                run_label(i, run),
-                t.message,
-                escape(t.outcome.as_str()),
-                escape(t.note.as_deref().unwrap_or("")),
-            );
-        }
-        if degraded.len() > DEGRADED_ROWS {
-            more.push(format!(
-                "{} more for {}",
-                thousands((degraded.len() - DEGRADED_ROWS) as u64),
-                run.engine
-            ));
-        }
-    }
-    table_close(page, rows);
-    if !more.is_empty() {
-        let _ = write!(
-            page,
-            "<p class=\"empty\">Not listed: {} (all are marked in the tokens plot).</p>",
-            escape(&more.join("; "))
-        );
-    }
-    page.push_str("</section>\n");
 }
 
 /// The per-turn numbers the hover shows, as JSON: per run its name and parallel arrays sorted by
@@ -595,6 +450,8 @@ fn hover_data(page: &mut String, report: &Report) {
 
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
+
+mod tables;
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! never disagree.
 
 use crate::model::{Report, Run};
+use crate::recut::{CompactedAt, recuts};
 use crate::text::{duration, percent, thousands};
 
 /// The share at or above which a turn counts as keeping the previous request as its prefix,
@@ -13,11 +14,13 @@ pub const PREFIX_KEPT: f64 = 0.99;
 pub struct RunStats {
     /// How many turns ran.
     pub turns: usize,
-    /// How many compactions happened.
+    /// How many compactions the host ran.
     pub compactions: usize,
+    /// How many times the engine shrank its context on its own ([`crate::recuts`]).
+    pub recuts: usize,
     /// The largest assembled request, in tokens (0 without turns).
     pub peak_tokens: u64,
-    /// Tokens all compactions took out together (before minus after, summed).
+    /// Tokens all compactions and re-cuts took out together (before minus after, summed).
     pub tokens_cut: u64,
     /// The median prefix share over the turns that measured one.
     pub median_prefix_share: Option<f64>,
@@ -41,15 +44,13 @@ impl RunStats {
             .filter_map(|t| clean_share(t.prefix_share))
             .collect();
         let kept: Vec<bool> = run.turns.iter().filter_map(kept_previous).collect();
-        let mut cut_at: Vec<usize> = run.compactions.iter().map(|c| c.message).collect();
-        cut_at.sort_unstable();
+        let compacted = CompactedAt::of(run);
         let mut between = Vec::new();
         let mut previous_message = 0;
         for turn in &run.turns {
-            // A compaction before this turn's message and after the previous turn's breaks
-            // the prefix on purpose; leave that one turn out.
-            let first_after = cut_at.partition_point(|&m| m <= previous_message);
-            let after_compaction = cut_at.get(first_after).is_some_and(|&m| m <= turn.message);
+            // A compaction between the previous turn and this one breaks the prefix on
+            // purpose; leave this turn out.
+            let after_compaction = compacted.between(previous_message, turn.message);
             previous_message = turn.message;
             if let (false, Some(kept)) = (after_compaction, kept_previous(turn)) {
                 between.push(kept);
@@ -61,14 +62,17 @@ impl RunStats {
             .filter_map(|t| t.engine_micros)
             .map(|m| m as f64)
             .collect();
+        let recuts = recuts(run);
+        let cuts = (run.compactions.iter())
+            .map(|c| (c.tokens_before, c.tokens_after))
+            .chain(recuts.iter().map(|r| (r.tokens_before, r.tokens_after)));
         RunStats {
             turns: run.turns.len(),
             compactions: run.compactions.len(),
+            recuts: recuts.len(),
             peak_tokens: run.turns.iter().map(|t| t.tokens).max().unwrap_or(0),
-            tokens_cut: run
-                .compactions
-                .iter()
-                .map(|c| c.tokens_before.saturating_sub(c.tokens_after))
+            tokens_cut: cuts
+                .map(|(before, after)| before.saturating_sub(after))
                 .sum(),
             median_prefix_share: median(shares.clone()),
             prefix_kept: kept_share(&kept),
@@ -110,6 +114,7 @@ pub(crate) fn figure_rows(report: &Report, stats: &[RunStats]) -> Vec<FigureRow>
         }),
         row("turns", &|_, s| thousands(s.turns as u64)),
         row("compactions", &|_, s| thousands(s.compactions as u64)),
+        row("engine re-cuts", &|_, s| thousands(s.recuts as u64)),
         row("tokens cut", &|_, s| thousands(s.tokens_cut)),
         row("peak tokens", &|r, s| match r.context_window {
             0 => thousands(s.peak_tokens),
@@ -215,6 +220,8 @@ mod tests {
         let stats = RunStats::of(&run);
         assert_eq!(stats.turns, 4);
         assert_eq!(stats.compactions, 1);
+        // 300 → 120 follows the compaction; the fallback's 200 is the host's, not compared.
+        assert_eq!(stats.recuts, 0);
         assert_eq!(stats.peak_tokens, 300);
         assert_eq!(stats.tokens_cut, 220);
         assert_eq!(stats.median_prefix_share, Some(0.995));
@@ -223,6 +230,28 @@ mod tests {
         assert_eq!(stats.prefix_kept_between_compactions, Some(1.0));
         assert_eq!(stats.median_engine_micros, Some(20.0));
         assert_eq!(stats.degraded_turns, 1);
+    }
+
+    #[test]
+    fn tokens_cut_counts_compactions_and_recuts() {
+        let run = Run {
+            turns: vec![
+                turn(2, 900, None, None),
+                turn(4, 250, None, None),
+                turn(6, 400, None, None),
+                turn(8, 100, None, None),
+            ],
+            compactions: vec![Compaction {
+                message: 4,
+                tokens_before: 1_000,
+                tokens_after: 250,
+                layer: None,
+            }],
+            ..Run::default()
+        };
+        let stats = RunStats::of(&run);
+        assert_eq!((stats.compactions, stats.recuts), (1, 1));
+        assert_eq!(stats.tokens_cut, 750 + 300);
     }
 
     #[test]

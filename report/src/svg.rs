@@ -201,34 +201,42 @@ impl Plot {
         let _ = write!(svg, r#"">{}</text></g>"#, escape(label));
     }
 
-    /// One series as a `<polyline>` carrying its run's name and its true point count, so a
-    /// test (or a reader of the source) can check what was drawn.
-    pub(crate) fn series(
-        &mut self,
-        class: &str,
-        run: &str,
-        points: impl IntoIterator<Item = (f64, f64)>,
-    ) {
-        let mut coords = String::new();
-        let mut count = 0usize;
-        for (x, y) in points {
-            if count > 0 {
-                coords.push(' ');
-            }
-            coord(&mut coords, self.x.at(x));
-            coords.push(',');
-            coord(&mut coords, self.y.at(y));
-            count += 1;
-        }
+    /// One series as a `<g>` carrying its run's name and its true point count, so a test (or a
+    /// reader of the source) can check what was drawn: a `<polyline>` per stretch of points a
+    /// line may join, a `<circle>` for a stretch of one.
+    pub(crate) fn series(&mut self, class: &str, run: &str, stretches: &[Vec<(f64, f64)>]) {
+        let count: usize = stretches.iter().map(Vec::len).sum();
         let _ = write!(
             self.svg,
-            r#"<polyline class="series {class}" data-run="{}" data-points="{count}" points="{coords}"/>"#,
+            r#"<g class="series {class}" data-run="{}" data-points="{count}">"#,
             escape(run)
         );
+        for stretch in stretches {
+            let svg = &mut self.svg;
+            if let [(x, y)] = stretch.as_slice() {
+                svg.push_str(r#"<circle cx=""#);
+                coord(svg, self.x.at(*x));
+                svg.push_str(r#"" cy=""#);
+                coord(svg, self.y.at(*y));
+                svg.push_str(r#"" r="1.5"/>"#);
+                continue;
+            }
+            svg.push_str(r#"<polyline points=""#);
+            for (n, (x, y)) in stretch.iter().enumerate() {
+                if n > 0 {
+                    svg.push(' ');
+                }
+                coord(svg, self.x.at(*x));
+                svg.push(',');
+                coord(svg, self.y.at(*y));
+            }
+            svg.push_str(r#""/>"#);
+        }
+        self.svg.push_str("</g>");
     }
 
     /// Vertical strokes from `from` down or up to `to` at each x, with a short crossbar at `to`,
-    /// as one path with a hover title (compactions: before → after).
+    /// each a path with its own hover title (compactions: before → after).
     pub(crate) fn strokes(&mut self, class: &str, run: &str, marks: &[(f64, f64, f64, String)]) {
         let _ = write!(
             self.svg,
@@ -236,17 +244,41 @@ impl Plot {
             escape(run)
         );
         for (x, from, to, title) in marks {
-            let svg = &mut self.svg;
-            svg.push_str(r#"<path d="M"#);
-            coord(svg, self.x.at(*x));
-            svg.push(',');
-            coord(svg, self.y.at(*from));
-            svg.push('V');
-            coord(svg, self.y.at(*to));
-            svg.push_str("m-4,0h8");
-            let _ = write!(svg, r#""><title>{}</title></path>"#, escape(title));
+            self.svg.push_str(r#"<path d=""#);
+            self.stroke(*x, *from, *to);
+            let _ = write!(self.svg, r#""><title>{}</title></path>"#, escape(title));
         }
         self.svg.push_str("</g>");
+    }
+
+    /// The same strokes as one path under one title: for marks too many to title each.
+    pub(crate) fn strokes_as_one(
+        &mut self,
+        class: &str,
+        run: &str,
+        marks: &[(f64, f64, f64)],
+        title: &str,
+    ) {
+        let _ = write!(
+            self.svg,
+            r#"<g class="{class}" data-run="{}"><path d=""#,
+            escape(run)
+        );
+        for (x, from, to) in marks {
+            self.stroke(*x, *from, *to);
+        }
+        let _ = write!(self.svg, r#""><title>{}</title></path></g>"#, escape(title));
+    }
+
+    fn stroke(&mut self, x: f64, from: f64, to: f64) {
+        let svg = &mut self.svg;
+        svg.push('M');
+        coord(svg, self.x.at(x));
+        svg.push(',');
+        coord(svg, self.y.at(from));
+        svg.push('V');
+        coord(svg, self.y.at(to));
+        svg.push_str("m-4,0h8");
     }
 
     /// Short ticks rising from the x axis at each x, as one path (degraded turns).
@@ -344,12 +376,16 @@ mod tests {
     }
 
     #[test]
-    fn a_series_states_its_point_count() {
+    fn a_series_states_its_point_count_and_draws_a_lone_point_as_a_dot() {
         let mut plot = Plot::new("tokens", "t", (0.0, 10.0), (0.0, 10.0));
-        plot.series("s0", "a<b", [(0.0, 0.0), (5.0, 5.0), (10.0, 10.0)]);
+        plot.series(
+            "s0",
+            "a<b",
+            &[vec![(0.0, 0.0), (5.0, 5.0)], vec![(10.0, 10.0)]],
+        );
         let svg = plot.finish();
         assert!(
-            svg.contains(r#"data-run="a&lt;b" data-points="3" points="64,256 500,136 936,16""#),
+            svg.contains(r#"<g class="series s0" data-run="a&lt;b" data-points="3"><polyline points="64,256 500,136"/><circle cx="936" cy="16" r="1.5"/></g>"#),
             "{svg}"
         );
     }

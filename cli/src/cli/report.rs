@@ -143,12 +143,15 @@ fn ledger_turns(records: &[LedgerRecord], run: &mut Run) {
 }
 
 /// Turns as the transcript recorded them: each assistant message is a turn, of the tokens its
-/// recorded usage says, else of the context's estimate before it (counted since the last
-/// compaction); each compaction entry is a compaction. Entries of other types count as
-/// messages and are otherwise left alone.
+/// recorded usage says; each compaction entry is a compaction. A request that was aborted or
+/// failed records no usage: its turn is the context's estimate (counted since the last
+/// compaction) plus how far the last recorded usage was above the estimate just after it, since
+/// the estimate alone leaves out the runtime's system prompt and tools and such a turn would
+/// look like a cut. Entries of other types count as messages and are otherwise left alone.
 fn recorded_turns(transcript: &Transcript, run: &mut Run) {
     let mut messages = 0;
     let mut context = 0u64;
+    let mut usage_above_estimate = 0i64;
     for index in transcript.active_branch() {
         let entry = &transcript.entries()[index];
         if entry.entry_type() == "compaction" {
@@ -164,14 +167,25 @@ fn recorded_turns(transcript: &Transcript, run: &mut Run) {
             continue;
         }
         messages += 1;
-        if entry.context_role() == Some(Role::Assistant) {
-            run.turns.push(Turn {
-                message: messages,
-                tokens: entry.usage_total().unwrap_or(context),
-                ..Turn::default()
-            });
-        }
+        let estimate_before = context;
         context += u64::from(entry.tokens());
+        if entry.context_role() != Some(Role::Assistant) {
+            continue;
+        }
+        let tokens = match entry.usage_total() {
+            Some(usage) => {
+                // The usage counts this reply's output too, as the estimate now does.
+                usage_above_estimate = i64::try_from(usage).unwrap_or(i64::MAX)
+                    - i64::try_from(context).unwrap_or(i64::MAX);
+                usage
+            }
+            None => estimate_before.saturating_add_signed(usage_above_estimate),
+        };
+        run.turns.push(Turn {
+            message: messages,
+            tokens,
+            ..Turn::default()
+        });
     }
 }
 
@@ -248,7 +262,7 @@ fn replay_run(replay: &ReplayReport, contract: String) -> Run {
                 message: c.at_message,
                 tokens_before: c.tokens_before,
                 tokens_after: c.tokens_after,
-                layer: None,
+                layer: c.layer.clone(),
             })
             .collect(),
         probes: None,
@@ -260,4 +274,26 @@ fn file_name(path: &Path) -> String {
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_aborted_request_without_usage_is_not_a_cut() {
+        let text = ctxhost::transcript::generate::coding_session(7, 2_000);
+        let transcript = Transcript::parse(&text, "generated").expect("parses");
+        let entries = transcript.entries();
+        let unmeasured = (transcript.active_branch().into_iter())
+            .filter(|&i| entries[i].context_role() == Some(Role::Assistant))
+            .filter(|&i| entries[i].usage_total().is_none())
+            .count();
+        assert!(unmeasured > 0, "the session has aborted requests");
+        let mut run = Run::default();
+        recorded_turns(&transcript, &mut run);
+        assert!(run.compactions.is_empty());
+        // Nothing cut this context, so no turn may be smaller than the one before it.
+        assert_eq!(ctxhost_report::recuts(&run), vec![]);
+    }
 }

@@ -2,7 +2,8 @@ use super::*;
 use crate::model::{Compaction, Outcome, ProbeRow, ProbeSummary};
 
 /// A run of `turns` turns with every figure filled in but the first turn's prefix share
-/// and every seventh turn's engine time, and a compaction every 50 turns.
+/// and every seventh turn's engine time, and a compaction every 50 turns: the context grows from
+/// one to the next and only compactions shrink it.
 fn run(engine: &str, turns: usize) -> Run {
     let mut run = Run {
         engine: engine.into(),
@@ -14,7 +15,7 @@ fn run(engine: &str, turns: usize) -> Run {
         let message = 2 * k + 2;
         run.turns.push(Turn {
             message,
-            tokens: 1_000 + (k as u64 * 7_919) % 23_000,
+            tokens: 1_000 + (k as u64 % 50) * 460,
             prefix_share: match k {
                 0 => None,
                 _ if k % 50 == 0 => Some(0.1),
@@ -29,12 +30,12 @@ fn run(engine: &str, turns: usize) -> Run {
             },
             note: (k % 97 == 0).then(|| "assemble timed out".to_owned()),
         });
-        if k % 50 == 49 {
+        if k % 50 == 0 && k > 0 {
             run.compactions.push(Compaction {
                 message,
-                tokens_before: 24_500,
-                tokens_after: 8_000,
-                layer: Some("runtime".into()),
+                tokens_before: 23_540,
+                tokens_after: 1_000,
+                layer: Some("summarize".into()),
             });
         }
     }
@@ -50,27 +51,40 @@ fn report(runs: Vec<Run>) -> Report {
     }
 }
 
-/// Each series of one plot: its data-run, its data-points and the pairs its points hold.
+/// Each series of one plot: its data-run, its data-points and the points its lines and dots
+/// hold.
 fn series(html: &str, plot: &str) -> Vec<(String, usize, usize)> {
+    stretches(html, plot)
+        .into_iter()
+        .map(|(run, stated, drawn)| (run, stated, drawn.iter().sum()))
+        .collect()
+}
+
+/// Each series of one plot: its data-run, its data-points and the point count of each line or
+/// dot it draws.
+fn stretches(html: &str, plot: &str) -> Vec<(String, usize, Vec<usize>)> {
     let start = html
         .find(&format!("data-plot=\"{plot}\""))
         .expect("the plot is there");
     let svg = &html[start..start + html[start..].find("</svg>").expect("the svg closes")];
-    svg.split("<polyline")
+    svg.split("<g class=\"series ")
         .skip(1)
         .map(|tag| {
+            let group = &tag[..tag.find("</g>").expect("the series closes")];
             let attr = |name: &str| {
-                let from = tag.find(&format!(" {name}=\"")).expect("attribute") + name.len() + 3;
-                tag[from..from + tag[from..].find('"').expect("quoted")].to_owned()
+                let from = group.find(&format!(" {name}=\"")).expect("attribute") + name.len() + 3;
+                group[from..from + group[from..].find('"').expect("quoted")].to_owned()
             };
-            let pairs = attr("points")
-                .split(' ')
-                .filter(|p| p.contains(','))
-                .count();
+            let drawn = group
+                .split("<polyline points=\"")
+                .skip(1)
+                .map(|line| line[..line.find('"').expect("quoted")].split(' ').count())
+                .chain(group.matches("<circle ").map(|_| 1))
+                .collect();
             (
                 attr("data-run"),
                 attr("data-points").parse().expect("a count"),
-                pairs,
+                drawn,
             )
         })
         .collect()
@@ -101,7 +115,12 @@ fn two_runs_share_each_plot_with_their_true_point_counts() {
         "one window line for both runs"
     );
     assert_eq!(html.matches("class=\"rule window\"").count(), 1);
-    assert!(html.contains("<h2>Compactions</h2>") && html.contains("24,500"));
+    assert!(html.contains("<h2>Compactions</h2>") && html.contains("23,540"));
+    assert!(html.contains("<th>layer</th>") && html.contains("<td>summarize</td>"));
+    assert!(
+        !html.contains("Engine re-cuts"),
+        "only compactions shrink these runs"
+    );
     assert!(html.contains("<h2>Degraded turns</h2>") && html.contains("assemble timed out"));
 }
 
@@ -236,9 +255,9 @@ fn long_tables_fold_and_degraded_rows_are_capped() {
     }
     let html = render_html(&report(vec![r]));
     assert!(html.contains("<details><summary>100 degraded turns</summary>"));
-    assert_eq!(html.matches("<td>quarantined</td>").count(), DEGRADED_ROWS);
+    assert_eq!(html.matches("<td>quarantined</td>").count(), LISTED_ROWS);
     assert!(html.contains("Not listed: 100 more for legacy (all are marked in the tokens plot)."));
-    // Four compactions stay open; the tick path still marks all 200 degraded turns.
+    // Three compactions stay open; the tick path still marks all 200 degraded turns.
     assert!(!html.contains("compactions</summary>"));
     let ticks = html
         .split("class=\"degraded s0\"")
@@ -263,6 +282,77 @@ fn hover_data_is_sorted_by_message_and_counts_every_turn() {
     let data = &html[start..start + html[start..].find("</script>").expect("end")];
     assert_eq!(
         data,
-        r#"{"runs":[{"name":"legacy","m":[2,4,6],"t":[1000,8919,16838],"p":[null,996,992],"e":[null,231,362],"o":[1,2,0]}],"outcomes":["ok","fallback","skipped"]}"#
+        r#"{"runs":[{"name":"legacy","m":[2,4,6],"t":[1000,1460,1920],"p":[null,996,992],"e":[null,231,362],"o":[1,2,0]}],"outcomes":["ok","fallback","skipped"]}"#
     );
+}
+
+#[test]
+fn an_engine_that_cuts_its_own_context_shows_recuts_not_compactions() {
+    let mut lossless = run("lossless", 120);
+    lossless.compactions.clear();
+    let html = render_html(&report(vec![run("legacy", 120), lossless]));
+    let figure = |label: &str| {
+        let from = html.find(&format!("<th>{label}</th>")).expect(label);
+        let row = &html[from..from + html[from..].find("</tr>").expect("row end")];
+        row.split("<td>")
+            .skip(1)
+            .map(|cell| cell.trim_end_matches("</td>").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(figure("compactions"), ["2", "0"]);
+    assert_eq!(figure("engine re-cuts"), ["0", "2"]);
+    assert_eq!(figure("tokens cut"), ["45,080", "45,080"]);
+    assert!(html.contains("<h2>Engine re-cuts</h2>"));
+    let marks = html
+        .split("<g class=\"recuts s1\" data-run=\"lossless\">")
+        .nth(1)
+        .expect("re-cut marks for lossless");
+    let marks = &marks[..marks.find("</g>").expect("marks end")];
+    assert_eq!(marks.matches("<path ").count(), 2, "{marks}");
+    assert!(
+        marks.contains("the engine re-cut its context before message 102: 23,540 → 1,000 tokens")
+    );
+    assert!(
+        !html.contains("class=\"recuts s0\""),
+        "legacy only compacted"
+    );
+    // Re-cuts have no layer, so their table has no layer column.
+    let table = &html[html.find("<h2>Engine re-cuts</h2>").expect("section")..];
+    let table = &table[..table.find("</table>").expect("table end")];
+    assert!(!table.contains("layer"), "{table}");
+}
+
+#[test]
+fn a_compaction_table_without_layers_has_no_layer_column() {
+    let mut unlayered = run("legacy", 120);
+    for c in &mut unlayered.compactions {
+        c.layer = None;
+    }
+    let html = render_html(&report(vec![unlayered.clone()]));
+    assert!(html.contains("<h2>Compactions</h2>") && !html.contains("<th>layer</th>"));
+    // One run naming its layers gives the column; the other's cells say they are unknown.
+    let html = render_html(&report(vec![unlayered, run("checkpoint-manager", 120)]));
+    assert!(html.contains("<th>layer</th>") && html.matches("<td>n/a</td>").count() == 2);
+}
+
+#[test]
+fn no_line_crosses_a_stretch_without_turns_or_a_turn_without_the_figure() {
+    let mut gapped = run("legacy", 30);
+    // 400 messages with no turn after the tenth turn.
+    for turn in &mut gapped.turns[10..] {
+        turn.message += 400;
+    }
+    gapped.compactions.clear();
+    let html = render_html(&report(vec![gapped]));
+    let lines = |plot| {
+        let (_, stated, drawn) = stretches(&html, plot).remove(0);
+        assert_eq!(drawn.iter().sum::<usize>(), stated, "{plot}");
+        drawn
+    };
+    assert_eq!(lines("tokens"), [10, 20]);
+    // The first turn has no prefix share; turns 0, 7, 14, 21 and 28 have no engine time, and
+    // the stretch cuts turns 8 to 13 in two.
+    assert_eq!(lines("prefix"), [9, 20]);
+    assert_eq!(lines("engine-time"), [6, 2, 4, 6, 6, 1]);
+    assert!(html.contains("<circle "), "a lone point is a dot");
 }
