@@ -1,10 +1,15 @@
 //! The text heuristics every summary of a session shares: what only acknowledges
 //! ([`is_acknowledgement`]), what states a lasting rule ([`standing_instructions`],
 //! [`same_subject`]), which line of a failed tool's output names the error ([`error_line`]),
-//! and the one-line [`clip`] they are shown with.
+//! and the one-line [`clip`] they are shown with; what a tool call ran on ([`call_target`]) and
+//! which files it read or modified ([`FilesTouched`]).
 //!
 //! The host's extractive summary, the bundled engines (compiled to wasm) and the benchmarks read
 //! a session by the same rules, so the crate has no dependencies.
+
+mod calls;
+
+pub use calls::{FilesTouched, call_target, drop_modified, is_transient_path};
 
 /// Whitespace (newlines included) folded to single spaces.
 pub fn fold(text: &str) -> String {
