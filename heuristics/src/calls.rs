@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use crate::clip;
+use crate::clip::clip;
 
 /// The arguments that name a call's target, most telling first.
 const TARGET_FIELDS: &[&str] = &[
