@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// The directory tree ctxhost owns (`$CTXHOST_HOME`, default `~/.ctxhost`).
 #[derive(Debug, Clone)]

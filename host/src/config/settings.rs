@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{CompactionSettings, ConfigError, spelling};
+use super::compaction::CompactionSettings;
+use super::error::ConfigError;
+use super::spelling;
 use crate::runtime::{LIMIT_KEYS, LimitKey, Limits};
 
 /// The keys ctxhost reads; names follow `openclaw.json` where they overlap.
