@@ -291,52 +291,53 @@ impl<'a> Scan<'a> {
         }
         match self.peek()? {
             b'"' => self.string().map(|s| s.raw_chars + 2),
-            b'{' => {
-                self.i += 1;
-                let mut n = 2;
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                    return Some(n);
-                }
-                loop {
-                    n += self.string()?.raw_chars + 3; // quotes and colon
-                    self.eat(b':')?;
-                    n += self.value(depth + 1)?;
-                    match self.peek()? {
-                        b',' => n += 1,
-                        b'}' => {
-                            self.i += 1;
-                            return Some(n);
-                        }
-                        _ => return None,
-                    }
-                    self.i += 1;
-                }
-            }
-            b'[' => {
-                self.i += 1;
-                let mut n = 2;
-                if self.peek()? == b']' {
-                    self.i += 1;
-                    return Some(n);
-                }
-                loop {
-                    n += self.value(depth + 1)?;
-                    match self.peek()? {
-                        b',' => n += 1,
-                        b']' => {
-                            self.i += 1;
-                            return Some(n);
-                        }
-                        _ => return None,
-                    }
-                    self.i += 1;
-                }
-            }
+            b'{' => self.object_value(depth),
+            b'[' => self.array_value(depth),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
             _ => self.number(),
+        }
+    }
+
+    /// An object at `depth`, in chars as written.
+    fn object_value(&mut self, depth: usize) -> Option<usize> {
+        self.sequence(b'}', |s| {
+            let key = s.string()?.raw_chars + 3; // quotes and colon
+            s.eat(b':')?;
+            Some(key + s.value(depth + 1)?)
+        })
+    }
+
+    /// An array at `depth`, in chars as written.
+    fn array_value(&mut self, depth: usize) -> Option<usize> {
+        self.sequence(b']', |s| s.value(depth + 1))
+    }
+
+    /// The items of an object or array, each read by `item`, between its opening bracket (at
+    /// the cursor) and `close`; in chars as written.
+    fn sequence(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<usize>,
+    ) -> Option<usize> {
+        self.i += 1;
+        let mut n = 2;
+        if self.peek()? == close {
+            self.i += 1;
+            return Some(n);
+        }
+        loop {
+            n += item(self)?;
+            match self.peek()? {
+                b',' => n += 1,
+                c if c == close => {
+                    self.i += 1;
+                    return Some(n);
+                }
+                _ => return None,
+            }
+            self.i += 1;
         }
     }
 
