@@ -6,7 +6,7 @@
 //! common shape (a `message` entry the loader's fast path reads) is only scanned: the loader's
 //! own scanner (`envelope`) says whether it decodes and what it says besides its size (ids, an
 //! implausible usage figure), without counting chars or building an entry. Every other line
-//! goes through the loader's own line reader ([`crate::transcript::read_line`]), after the
+//! goes through the loader's own line reader ([`crate::lines::read_line`]), after the
 //! loader's UTF-8 check and surrogate repair.
 //!
 //! Of each entry only a 64-bit hash of its id is kept, to find what linking finds. What the
@@ -26,8 +26,8 @@ use serde::de::IgnoredAny;
 
 use crate::entry::{Decode, Entry, FastIds, Line, fast_ids};
 use crate::error::{LoadWarning, TranscriptError};
+use crate::lines::{TORN_LAST_LINE, missing_parent, read_line, split_concatenated};
 use crate::read::Head;
-use crate::transcript::{TORN_LAST_LINE, missing_parent, read_line, split_concatenated};
 
 /// Bytes per chunk: small enough that the buffers of all workers stay a few MiB, large enough
 /// that a chunk holds thousands of lines.

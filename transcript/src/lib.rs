@@ -4,10 +4,11 @@
 //!
 //! Module direction (a module uses only those to its left): `role` <- `content` (which parts
 //! of a message every reader takes) <- `tokens` <- `envelope`, `message` <- `entry` <- `read`
-//! <- `transcript` <- `store`, `compaction`, `check` (a whole file checked as loading checks
-//! it) <- `status`. `error`, `time`, `migrate` and `record`
-//! (a compaction's `details`) and `lenient` (lone surrogate escapes) are leaves any of them may use; `generate` only produces text for
-//! tests and demos.
+//! <- `lines` (a file's lines read into entries) <- `tree` (the [`Transcript`]: its entries
+//! linked into a tree, their context and its tokens) <- `store`, `compaction`, `check` (a whole
+//! file checked as loading checks it) <- `status`. `error`, `time`, `migrate`, `record` (a
+//! compaction's `details`) and `lenient` (lone surrogate escapes) are leaves any of them may
+//! use; `generate` only produces text for tests and demos.
 
 mod check;
 pub mod compaction;
@@ -17,6 +18,7 @@ mod envelope;
 mod error;
 pub mod generate;
 mod lenient;
+mod lines;
 mod message;
 mod migrate;
 mod read;
@@ -26,7 +28,7 @@ pub mod status;
 pub mod store;
 pub mod time;
 pub mod tokens;
-mod transcript;
+mod tree;
 
 pub use entry::{Entry, Header, PRUNED_TEXT};
 pub use error::{LoadWarning, TranscriptError};
@@ -35,4 +37,4 @@ pub use record::CompactionRecord;
 pub use role::Role;
 pub use tokens::Usage;
 pub use tokens::{Encoding, TokenCounter};
-pub use transcript::{CompactionStats, NewCompaction, Transcript};
+pub use tree::{CompactionStats, NewCompaction, Transcript};

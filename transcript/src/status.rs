@@ -37,10 +37,10 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use crate::Transcript;
 use crate::check::Verdict;
 use crate::error::{LoadWarning, TranscriptError};
 use crate::record::CompactionRecord;
-use crate::transcript::Transcript;
 
 mod skim;
 mod walk;
@@ -267,15 +267,10 @@ fn chain_status(
             crate::entry::Line::slice(&text, start..start + part.len())
         };
         let mut entries = Vec::new();
-        let read = crate::transcript::read_line(
-            &text,
-            0,
-            &decode,
-            &source,
-            &line_of,
-            &mut Vec::new(),
-            |e| entries.push(e),
-        );
+        let read =
+            crate::lines::read_line(&text, 0, &decode, &source, &line_of, &mut Vec::new(), |e| {
+                entries.push(e)
+            });
         if read.is_err() {
             return Ok(None);
         }

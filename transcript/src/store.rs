@@ -10,8 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::Transcript;
 use crate::error::TranscriptError;
-use crate::transcript::Transcript;
 
 /// An append-only writer for a v3 transcript file.
 #[derive(Debug)]

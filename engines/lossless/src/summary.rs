@@ -7,10 +7,10 @@
 //! Everything is bounded: a leaf renders within [`LEAF_CHARS`], a parent within
 //! [`PARENT_CHARS`]; when a list does not fit, its oldest items give way and their count stays.
 
+use ctxhost_heuristics::FilesTouched;
 use ctxhost_sdk::host::{self, CompletionRequest};
-use ctxhost_sdk::{HostError, Message, Role, log};
-use ctxhost_transcript::compaction::extractive;
-use ctxhost_transcript::{MessageView, ToolCall as ViewCall};
+use ctxhost_sdk::serde_json::{self, Value};
+use ctxhost_sdk::{HostError, Message, Role, ToolCall, log};
 use serde::{Deserialize, Serialize};
 
 /// Upper bound of a leaf's summary, in characters (~175 tokens).
@@ -52,36 +52,29 @@ fn push_unique(list: &mut Vec<String>, item: String) {
     }
 }
 
-/// The transcript crate's view of a message, for its extractive helpers.
-fn view(message: &Message) -> MessageView {
-    let role = match message.role {
-        Role::User => ctxhost_transcript::Role::User,
-        Role::Assistant => ctxhost_transcript::Role::Assistant,
-        Role::ToolResult => ctxhost_transcript::Role::ToolResult,
-        Role::BashExecution => ctxhost_transcript::Role::BashExecution,
-        Role::Custom => ctxhost_transcript::Role::Custom,
-        Role::BranchSummary => ctxhost_transcript::Role::BranchSummary,
-        Role::CompactionSummary => ctxhost_transcript::Role::CompactionSummary,
-    };
-    MessageView {
-        role,
-        timestamp: message.timestamp,
-        text: String::new(),
-        tool_calls: message
-            .tool_calls
-            .iter()
-            .map(|c| ViewCall {
-                id: c.id.clone(),
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
-            })
-            .collect(),
-        tool_name: message.tool_name.clone(),
-        is_error: message.is_error,
-        stop_reason: message.stop_reason.clone(),
-        usage: None,
-        tokens: message.tokens,
+/// What a call ran on, by the rules the host's summaries use.
+fn call_target(call: &ToolCall) -> String {
+    let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+    ctxhost_heuristics::call_target(&text_fields(&arguments), TARGET_CHARS)
+}
+
+/// A call's arguments as the shared rules read them: the top-level fields that hold text, in
+/// document order (none unless the arguments are a JSON object).
+fn text_fields(arguments: &Value) -> Vec<(&str, &str)> {
+    let fields = arguments.as_object().into_iter().flatten();
+    fields
+        .filter_map(|(key, value)| Some((key.as_str(), value.as_str()?)))
+        .collect()
+}
+
+/// The files the messages' calls modified, oldest first.
+fn files_modified(messages: &[Message]) -> Vec<String> {
+    let mut files = FilesTouched::default();
+    for call in messages.iter().flat_map(|m| &m.tool_calls) {
+        let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+        files.record(&call.name, &text_fields(&arguments));
     }
+    files.into_read_and_modified().1
 }
 
 /// The facts of a leaf's messages (oldest first).
@@ -105,9 +98,7 @@ pub fn leaf_facts(messages: &[Message]) -> Facts {
                         .find(|c| c.id == id)
                 });
                 let tool = message.tool_name.as_deref().unwrap_or("tool");
-                let target = call
-                    .map(|c| extractive::call_target(&c.arguments, TARGET_CHARS))
-                    .unwrap_or_default();
+                let target = call.map(call_target).unwrap_or_default();
                 let line = ctxhost_heuristics::error_line(&message.text, ERROR_LINE_CHARS);
                 facts.failed.push(if target.is_empty() {
                     format!("{tool}: {line}")
@@ -121,9 +112,7 @@ pub fn leaf_facts(messages: &[Message]) -> Facts {
             _ => {}
         }
     }
-    let views: Vec<MessageView> = messages.iter().map(view).collect();
-    let (_, modified) = extractive::file_operations(&views);
-    facts.changed = modified;
+    facts.changed = files_modified(messages);
     facts
 }
 
@@ -299,13 +288,7 @@ fn leaf_material(messages: &[Message]) -> String {
         let calls: Vec<String> = message
             .tool_calls
             .iter()
-            .map(|c| {
-                format!(
-                    " → {} {}",
-                    c.name,
-                    extractive::call_target(&c.arguments, TARGET_CHARS)
-                )
-            })
+            .map(|c| format!(" → {} {}", c.name, call_target(c)))
             .collect();
         material.push_str(&format!(
             "[{who}] {}{}\n",

@@ -24,7 +24,7 @@ use ctxhost_transcript::{Encoding, TokenCounter};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::ConfigError;
+use super::error::ConfigError;
 use crate::model::{ModelConfig, OpenAiConfig};
 
 /// Where these keys live.

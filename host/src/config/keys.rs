@@ -10,10 +10,10 @@ use serde::de::{self, Visitor};
 use serde_json::Value;
 
 use super::compaction::{CompactionSettings, PruneObject};
-use super::spelling::closest;
-use super::{
+use super::settings::{
     AgentDefaults, AgentsSettings, PluginEntry, PluginsSettings, RecallSettings, Settings, Slots,
 };
+use super::spelling::closest;
 use ctxhost_transcript::compaction::Policy;
 
 /// Keys that belong to OpenClaw (or another runtime sharing `openclaw.json`), by section

@@ -1,6 +1,6 @@
 use super::*;
+use crate::Transcript;
 use crate::generate::{Mutator, coding_session, to_v1, with_outside_parent};
-use crate::transcript::Transcript;
 
 /// Fragments that reach the readers' special cases.
 const TOKENS: &[&[u8]] = &[

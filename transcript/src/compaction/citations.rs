@@ -129,7 +129,7 @@ fn fold(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::Transcript;
+    use crate::Transcript;
     use serde_json::json;
 
     const TS: &str = "2026-11-25T10:00:00.000Z";

@@ -8,10 +8,10 @@ use super::extractive::{
     bounded, files_in, mechanical, mechanical_merge, merge, summarize, summarize_at,
 };
 use super::{Extractive, Request, Settings, prepare};
+use crate::Transcript;
 use crate::generate::{coding_session, short_message_session};
 use crate::message::MessageView;
 use crate::role::Role;
-use crate::transcript::Transcript;
 
 const GOLDEN: &str = include_str!("golden/summaries.txt");
 const GOLDEN_PATH: &str = "src/compaction/golden/summaries.txt";

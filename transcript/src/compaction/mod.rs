@@ -106,8 +106,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn to_new_compaction(&self) -> crate::transcript::NewCompaction {
-        crate::transcript::NewCompaction {
+    pub fn to_new_compaction(&self) -> crate::NewCompaction {
+        crate::NewCompaction {
             summary: self.summary.clone(),
             first_kept_entry_id: self.first_kept_entry_id.clone(),
             tokens_before: self.tokens_before,

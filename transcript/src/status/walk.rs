@@ -14,10 +14,11 @@ use super::skim::{
     string_value,
 };
 use super::{Backwards, CountSource, Status, from_transcript, io};
+use crate::Transcript;
 use crate::error::TranscriptError;
+use crate::lines::split_concatenated;
 use crate::read::Head;
 use crate::record::CompactionRecord;
-use crate::transcript::{Transcript, split_concatenated};
 
 /// The status of the file from its tail; None when only the full load can tell.
 pub(super) fn walk(

@@ -87,30 +87,11 @@ impl Failure {
     }
 }
 
-/// What a tool call ran on: the path it names, else the first line of its command, else its
-/// first string argument; clipped to `max_chars`.
+/// What a tool call ran on, from its JSON `arguments`: the path it names, else the first line
+/// of its command, else its first string argument; clipped to `max_chars`.
 pub fn call_target(arguments: &str, max_chars: usize) -> String {
-    let Ok(args) = serde_json::from_str::<Value>(arguments) else {
-        return String::new();
-    };
-    let pick = [
-        "path",
-        "file_path",
-        "command",
-        "cmd",
-        "url",
-        "query",
-        "pattern",
-    ]
-    .iter()
-    .find_map(|k| args.get(k).and_then(Value::as_str))
-    .or_else(|| {
-        args.as_object()
-            .and_then(|o| o.values().find_map(Value::as_str))
-    })
-    .unwrap_or("");
-    let first = pick.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    clip(first, max_chars)
+    let arguments = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    ctxhost_heuristics::call_target(&text_fields(&arguments), max_chars)
 }
 
 /// The calls of the newest assistant message, for naming what each tool result answers:

@@ -2,50 +2,16 @@
 //! directory for the summary.
 use super::*;
 
-/// Paths that say nothing durable about the work: scratch files and directories.
-pub(super) fn transient_path(path: &str) -> bool {
-    let p = path.trim();
-    p.is_empty()
-        || p.ends_with('/')
-        || p == "."
-        || p.starts_with("/tmp/")
-        || p.starts_with("/var/folders/")
-        || p.starts_with("/private/var/folders/")
-        || p.starts_with("/private/tmp/")
-        || p.contains("/TemporaryItems/")
-}
-
 /// Files read and files modified, from tool-call arguments (`path` / `file_path`) of read vs
-/// edit/write tools. A file both read and modified is listed as modified only.
+/// edit/write tools, by the rules engines share. A file both read and modified is listed as
+/// modified only.
 pub fn file_operations(messages: &[MessageView]) -> (Vec<String>, Vec<String>) {
-    let (mut read, mut modified) = (Vec::new(), Vec::new());
-    let (mut read_seen, mut modified_seen) = (HashSet::new(), HashSet::new());
+    let mut files = FilesTouched::default();
     for call in messages.iter().flat_map(|m| &m.tool_calls) {
-        let Ok(args) = serde_json::from_str::<Value>(&call.arguments) else {
-            continue;
-        };
-        let Some(path) = ["path", "file_path"]
-            .iter()
-            .find_map(|k| args.get(k).and_then(Value::as_str))
-        else {
-            continue;
-        };
-        if transient_path(path) {
-            continue;
-        }
-        let (list, seen) = match call.name.to_ascii_lowercase().as_str() {
-            "read" | "read_file" | "view" => (&mut read, &mut read_seen),
-            "edit" | "write" | "edit_file" | "write_file" | "multiedit" | "multi_edit" => {
-                (&mut modified, &mut modified_seen)
-            }
-            _ => continue,
-        };
-        if !path.is_empty() && seen.insert(path.to_string()) {
-            list.push(path.to_string());
-        }
+        let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+        files.record(&call.name, &text_fields(&arguments));
     }
-    drop_modified(&mut read, &modified);
-    (read, modified)
+    files.into_read_and_modified()
 }
 
 /// `a/b/x.ts, a/b/y.ts, c.md` → `a/b/{x.ts, y.ts}` and `c.md`: one line per directory, in the

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use serde_json::Value;
 
 pub use ctxhost_heuristics::is_acknowledgement;
-use ctxhost_heuristics::{clip, same_subject, standing_instructions};
+use ctxhost_heuristics::{FilesTouched, clip, drop_modified, same_subject, standing_instructions};
 
 use crate::message::MessageView;
 use crate::role::Role;
@@ -103,14 +103,13 @@ fn extend_newest(list: &mut Vec<String>, items: impl IntoIterator<Item = String>
     *list = merged;
 }
 
-/// `read` without the paths also in `modified` (a file both read and modified is listed as
-/// modified only).
-fn drop_modified(read: &mut Vec<String>, modified: &[String]) {
-    if read.is_empty() || modified.is_empty() {
-        return;
-    }
-    let modified: HashSet<&str> = modified.iter().map(String::as_str).collect();
-    read.retain(|p| !modified.contains(p.as_str()));
+/// A tool call's arguments as the shared rules read them: the top-level fields that hold text,
+/// in document order (none unless the arguments are a JSON object).
+fn text_fields(arguments: &Value) -> Vec<(&str, &str)> {
+    let fields = arguments.as_object().into_iter().flatten();
+    fields
+        .filter_map(|(key, value)| Some((key.as_str(), value.as_str()?)))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------

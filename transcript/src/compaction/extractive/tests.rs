@@ -496,7 +496,7 @@ fn no_summary_line_of_a_generated_session_ends_mid_word() {
     let mut checked = 0;
     for seed in [1, 7, 11, 23] {
         let text = crate::generate::coding_session(seed, 600);
-        let views: Vec<MessageView> = crate::transcript::Transcript::parse(&text, "generated")
+        let views: Vec<MessageView> = crate::Transcript::parse(&text, "generated")
             .unwrap()
             .entries()
             .iter()

@@ -7,12 +7,12 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::{BUILTIN_PROTECTED_TOOLS, Job, Policy, Request, Skip, Summarize, Work};
+use crate::Transcript;
 use crate::compaction::{Settings, extractive};
 use crate::entry::{Entry, PRUNED_TEXT};
 use crate::record::{CompactionRecord, Layer, Trigger};
 use crate::role::Role;
 use crate::tokens::estimate_text;
-use crate::transcript::Transcript;
 
 /// Decide and gather a compaction of the active branch.
 pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Result<Job, Skip> {

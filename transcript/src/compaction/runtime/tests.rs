@@ -1,11 +1,11 @@
 use super::*;
+use crate::Transcript;
 use crate::compaction::Extractive;
 use crate::compaction::Settings;
 use crate::compaction::summarizer::SummarizeError;
 use crate::entry::PRUNED_TEXT;
 use crate::generate::coding_session;
 use crate::role::Role;
-use crate::transcript::Transcript;
 
 fn settings(window: u64) -> Settings {
     Settings {

@@ -24,6 +24,33 @@ impl Transcript {
     /// Decode a new v3 line, link it under the current leaf and index it.
     fn push_line(&mut self, line: String) -> Result<usize, TranscriptError> {
         let index = self.entries.len();
+        let entry = self.decode_appended(line)?;
+        let prunes: Vec<usize> = (entry.compaction_record())
+            .map(|m| {
+                (m.pruned_entry_ids.iter())
+                    .filter_map(|id| self.index_of(id))
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.by_id.insert(entry.id().to_string(), index);
+        let boundary = entry.entry_type() == "compaction";
+        self.entries.push(entry);
+        if boundary {
+            self.set_context(self.walk_context());
+            self.revision += 1;
+        } else if self.is_message_context(index) {
+            self.push_context(index);
+        }
+        if !prunes.is_empty() {
+            self.mark_pruned(prunes);
+        }
+        Ok(index)
+    }
+
+    /// A new v3 line as the entry after the last, under the current leaf and counted as the
+    /// others are; what decoding notes is a warning.
+    fn decode_appended(&mut self, line: String) -> Result<Entry, TranscriptError> {
+        let index = self.entries.len();
         let decode = Decode {
             version: 3,
             index,
@@ -46,36 +73,20 @@ impl Transcript {
         {
             entry.set_tokens(tokens);
         }
-        let prunes: Vec<usize> = entry
-            .compaction_record()
-            .map(|m| {
-                m.pruned_entry_ids
-                    .iter()
-                    .filter_map(|id| self.index_of(id))
-                    .collect()
-            })
-            .unwrap_or_default();
-        self.by_id.insert(entry.id().to_string(), index);
-        let boundary = entry.entry_type() == "compaction";
-        self.entries.push(entry);
-        if boundary {
-            self.set_context(self.walk_context());
-            self.revision += 1;
-        } else if self.is_message_context(index) {
-            self.push_context(index);
-        }
-        if !prunes.is_empty() {
-            let branch: std::collections::HashSet<usize> =
-                self.active_branch().into_iter().collect();
-            for j in prunes.into_iter().filter(|j| branch.contains(j)) {
-                let e = &mut self.entries[j];
-                if e.context_role() == Some(Role::ToolResult) {
-                    e.pruned = true;
-                }
+        Ok(entry)
+    }
+
+    /// Marks the tool results among `entries` that are on the active branch as pruned, and
+    /// re-counts the context.
+    fn mark_pruned(&mut self, entries: Vec<usize>) {
+        let branch: std::collections::HashSet<usize> = self.active_branch().into_iter().collect();
+        for j in entries.into_iter().filter(|j| branch.contains(j)) {
+            let e = &mut self.entries[j];
+            if e.context_role() == Some(Role::ToolResult) {
+                e.pruned = true;
             }
-            self.recount_context();
         }
-        Ok(index)
+        self.recount_context();
     }
 
     /// Drops the entries from `len` on: appended here but never written (a failed write), so
