@@ -117,7 +117,7 @@ pub struct Slots {
     pub context_engine: Option<String>,
     /// `contextEngineByAgent`: an engine per agent beside the slot, keyed by the start of the
     /// session key the agent's bridge uses (`agent:<id>` for an OpenClaw agent, `pi`,
-    /// `hermes`); see [`Config::engine_for`].
+    /// `hermes`); see [`Config::engine_for`](super::Config::engine_for).
     #[serde(default)]
     pub context_engine_by_agent: BTreeMap<String, String>,
 }

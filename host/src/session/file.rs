@@ -18,7 +18,8 @@ impl Session {
         create(path, key, id).map(|_| ())
     }
 
-    /// Moves the whole file at `path` to `<file>.<kind>-<time>` (see [`unused_sibling`]) and
+    /// Moves the whole file at `path` to `<file>.<kind>-<time>` (`-2`, `-3`… after the time when
+    /// a copy was set aside in the same millisecond, so one never replaces another) and
     /// answers where it went; the next open of `path` starts a new session.
     pub fn set_aside_file(path: &Path, kind: &str) -> Result<PathBuf> {
         let aside = unused_sibling(path, kind);
