@@ -28,7 +28,7 @@ pub struct CompactionEvent {
     pub tokens_before: u64,
     /// The context after it, in tokens.
     pub tokens_after: u64,
-    /// The layer of the runtime compaction its record names (prune, summarize, full), when it
+    /// The layer of the built-in compaction its record names (prune, summarize, full), when it
     /// names one.
     pub layer: Option<String>,
     /// What its record warns of (the degradation guard past `warnAtCompaction`), for the
@@ -221,11 +221,11 @@ pub async fn replay_with(
     for (n, message) in messages.iter().enumerate() {
         if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
             let turn_started = Instant::now();
-            let runtime_tokens = prompt.map_or(0, |settings| {
-                session.runtime_tokens(settings, &TurnOptions::default())
+            let agent_tokens = prompt.map_or(0, |settings| {
+                session.agent_tokens(settings, &TurnOptions::default())
             });
             let request = TurnRequest {
-                runtime_tokens,
+                agent_tokens,
                 ..TurnRequest::default()
             };
             let mut notices = Vec::new();

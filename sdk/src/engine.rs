@@ -86,7 +86,7 @@ pub trait ContextEngine: Default + 'static {
     /// model refused it as too long) or the operator. The request carries the window and
     /// what this engine's last `assemble` said it sends
     /// ([`received_tokens`](crate::CompactRequest::received_tokens)). Default:
-    /// [`delegate_compact`] (the host's runtime compaction, which picks its layer from that
+    /// [`delegate_compact`] (the host's built-in compaction, which picks its layer from that
     /// size).
     fn compact(&mut self, request: CompactRequest) -> Result<CompactResult> {
         Ok(delegate_compact(&request))
@@ -137,7 +137,7 @@ pub trait ContextEngine: Default + 'static {
     }
 }
 
-/// Runs the host's runtime compaction (`delegate-compaction`) and wraps what it produced:
+/// Runs the host's built-in compaction (`delegate-compaction`) and wraps what it produced:
 /// `compacted` when it returned a compaction, else `reason: "nothing to compact"`; a host error
 /// becomes `ok: false` with the error as the reason. What [`ContextEngine::compact`] does by
 /// default, and a fallback for engines that compact by themselves.

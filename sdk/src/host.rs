@@ -67,7 +67,7 @@ pub fn read_entries(entries: &[EntryRef]) -> Result<Vec<Message>, HostError> {
     )
 }
 
-/// Runs the host's runtime compaction (prune, then summarize) and returns what it would write,
+/// Runs the host's built-in compaction (prune, then summarize) and returns what it would write,
 /// `None` when there is nothing to compact. [`crate::delegate_compact`] wraps it into a
 /// [`CompactResult`](crate::CompactResult).
 pub fn delegate_compaction(request: &CompactRequest) -> Result<Option<Compaction>, HostError> {

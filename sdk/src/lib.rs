@@ -60,7 +60,7 @@
 //! - [`Entries`]: the context as the host sent it (columns, copied flat across the boundary),
 //!   seen as a slice of [`ContextEntry`] built on first use; [`Entries::refs`],
 //!   [`Entries::tokens`] and [`Entries::total_tokens`] read the columns without building it.
-//! - [`host`]: what the host provides (configuration, transcript reads, runtime compaction,
+//! - [`host`]: what the host provides (configuration, transcript reads, built-in compaction,
 //!   completions); [`log`]: logging; [`estimate_tokens`]: the host's token estimate, locally.
 //! - [`config`]: the engine's configuration as a type of its own (`serde::Deserialize`).
 //! - [`testing`] (native builds only): a fake host and request constructors, so `cargo test`

@@ -468,7 +468,7 @@ mod tests {
         let test_host = TestHost::new()
             .transcript(history.clone())
             .on_delegate_compaction(|request| {
-                crate::log::debug("runtime compaction asked");
+                crate::log::debug("built-in compaction asked");
                 Ok(Some(Compaction {
                     summary: format!("summary ({:?})", request.trigger),
                     first_kept_entry: 2,
@@ -530,7 +530,7 @@ mod tests {
         let logs = test_host.logs();
         assert_eq!(
             logs[0],
-            (LogLevel::Debug, "runtime compaction asked".into())
+            (LogLevel::Debug, "built-in compaction asked".into())
         );
         assert_eq!(logs[1], (LogLevel::Info, "compacted: true".into()));
         let parsed: serde_json::Value = serde_json::from_str(&history[2].json).unwrap();

@@ -82,7 +82,7 @@ impl AssembleRequest {
 impl CompactRequest {
     /// What the model receives: this engine's last assembled estimate in the session when
     /// there was one (an engine that trims sends less than the transcript holds), else the
-    /// host's count of the context. What the runtime compaction picks its layer by.
+    /// host's count of the context. What the built-in compaction picks its layer by.
     pub fn received_tokens(&self) -> Option<u32> {
         self.assembled_tokens.or(self.current_tokens)
     }

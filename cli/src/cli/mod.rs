@@ -67,7 +67,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Compacts a session through its engine (dry run: what the runtime compaction would do).
+    /// Compacts a session through its engine (dry run: what the built-in compaction would do).
     Compact(compact::CompactArgs),
     /// Inspects a session's context: status, history, inspect, export, import.
     #[command(subcommand)]

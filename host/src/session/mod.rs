@@ -31,7 +31,7 @@ pub use validate::{AssembledItem, Assembly, AssemblyShape, Items};
 use crate::error::{Error, Result};
 use crate::runtime::contract::{
     AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactionTrigger, ContextMode,
-    Session as SessionId, SubagentEndReason, SubagentSpawn,
+    SessionIdentity, SubagentEndReason, SubagentSpawn,
 };
 use crate::runtime::{EngineError, EngineInstance, Function, PreparedEngine};
 pub use convert::tokens_u32;
@@ -206,7 +206,7 @@ impl Session {
         if token_counter.is_some() {
             transcript.set_token_counter(token_counter);
         }
-        let session = SessionId {
+        let session = SessionIdentity {
             id: transcript.header().id().to_string(),
             key: key.to_string(),
         };
