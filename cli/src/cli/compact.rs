@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::output::stdout_line;
 use super::output::{Bar, Report, emit, thousands};
-use super::{SessionFlag, load_transcript};
+use super::sessions::{SessionFlag, load_transcript};
 
 #[derive(Args)]
 pub(super) struct CompactArgs {

@@ -15,7 +15,7 @@ use crate::prompt::{
     PromptMode, PromptSettings, RuntimeFacts, Section, SectionKind, ToolSpec, WorkspaceMaterial,
     system,
 };
-use crate::runtime::contract::CompactionTrigger;
+use ctxhost_runtime::contract::CompactionTrigger;
 
 /// What the embedding runtime asks for.
 #[derive(Debug, Clone)]

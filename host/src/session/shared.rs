@@ -12,11 +12,11 @@ use ctxhost_transcript::compaction::{self, Settings};
 
 use super::convert;
 use crate::model::{Completion, ModelConfig};
-use crate::runtime::contract::{
+use ctxhost_runtime::contract::{
     CompactRequest, Compaction, Context, EntryRef, HostError, Message, Role, SearchHit,
     SearchRequest, SessionIdentity,
 };
-use crate::runtime::{BoxFuture, SessionServices};
+use ctxhost_runtime::{BoxFuture, SessionServices};
 
 pub(super) struct Shared {
     pub session: SessionIdentity,

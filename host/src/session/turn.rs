@@ -10,7 +10,7 @@ use super::{AssembleOptions, Assembly, CompactOptions, CompactOutcome, PendingCa
 use super::{Session, tokens_u32};
 use crate::auto_compaction::AutoCompaction;
 use crate::error::{Error, Result};
-use crate::runtime::contract::CompactionTrigger;
+use ctxhost_runtime::contract::CompactionTrigger;
 
 /// What the agent asks of one turn.
 #[derive(Debug, Clone, Default)]
