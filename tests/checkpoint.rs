@@ -348,7 +348,7 @@ fn restore_messages_on_the_shared_transcript_stay_lean() {
                     .await
                     .unwrap();
                 if let Some(compaction) = &turn.compaction {
-                    // The turn's engine time: checkpoint + runtime compaction, and the assemble
+                    // The turn's engine time: checkpoint + built-in compaction, and the assemble
                     // around them.
                     compact_ms.push(turn.engine_time.as_secs_f64() * 1e3);
                     if compaction.compacted().is_some() {
@@ -369,7 +369,7 @@ fn restore_messages_on_the_shared_transcript_stay_lean() {
     let max = sizes[sizes.len() - 1];
     let largest = restores.iter().max_by_key(|r| tokens(r)).unwrap();
     eprintln!(
-        "restore messages on the shared transcript at a {WINDOW}-token window: {} restores, median {median} tokens, max {max} tokens (chars/4); compact calls (checkpoint + runtime compaction) median {:.1} ms",
+        "restore messages on the shared transcript at a {WINDOW}-token window: {} restores, median {median} tokens, max {max} tokens (chars/4); compact calls (checkpoint + built-in compaction) median {:.1} ms",
         sizes.len(),
         {
             compact_ms.sort_by(f64::total_cmp);

@@ -128,7 +128,7 @@ fn a_0_2_guest_runs_every_export_and_sees_the_0_2_fields() {
         assert_eq!(kept, context);
 
         // The probe claims it sends 100 tokens: with a window its full context overflows, the
-        // runtime compaction believes the engine and finds nothing to do.
+        // built-in compaction believes the engine and finds nothing to do.
         let sent = assembly.estimated_tokens;
         let mut settings = session.settings();
         settings.context_window = u64::from(sent / 2);
@@ -188,14 +188,14 @@ struct Answers {
 struct Expected {
     context: Vec<usize>,
     context_tokens: u32,
-    /// The first kept entry's id of the runtime compaction planned over the session.
+    /// The first kept entry's id of the built-in compaction planned over the session.
     first_kept_entry_id: String,
 }
 
 /// Runs every export of `engine` over a copy of `source`: the lifecycle hooks on a detached
 /// instance (the same requests for every engine), then a session that ingests the messages
 /// one by one and in a batch, ends a turn, spawns and ends a subagent, assembles with a
-/// pending call, compacts (the delegated runtime compaction) and closes.
+/// pending call, compacts (the delegated built-in compaction) and closes.
 fn every_export(
     host: &ctxhost::Host,
     engine: &str,
@@ -207,7 +207,7 @@ fn every_export(
     let copy = scratch.path(&format!("{engine}.jsonl"));
     block_on(async {
         let prepared = host.engine(engine).await.unwrap();
-        let session = c::Session {
+        let session = c::SessionIdentity {
             id: "00000000-0000-4000-8000-000000000000".into(),
             key: format!("agent:main:{engine}"),
         };
@@ -345,7 +345,7 @@ fn every_export(
 /// A 0.1 guest built against the frozen `wit/0.1.0` (the legacy engine as it was before 0.2)
 /// runs every export through the host's conversion layer and gives the results the 0.1 legacy
 /// engine gave: pass-through (every context entry kept in order, nothing inserted, the sum of
-/// the entries' tokens) and the runtime compaction it delegates to. The bundled legacy engine,
+/// the entries' tokens) and the built-in compaction it delegates to. The bundled legacy engine,
 /// now 0.2 (one keep-range), gives the same answers to every export.
 #[test]
 fn a_0_1_guest_gives_the_results_it_gave_before() {

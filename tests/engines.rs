@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ctxhost::runtime::LoadSource;
-use ctxhost::runtime::contract::Session;
+use ctxhost::runtime::contract::SessionIdentity;
 use ctxhost::runtime::{
     Detached, EngineError, EngineSpec, FaultKind, Grants, Limits, Runtime, RuntimeOptions,
 };
@@ -354,7 +354,7 @@ async fn a_full_instance_pool_is_the_hosts_shortage_not_the_engines_fault() {
         .prepare(spec, ctxhost::plugins::LEGACY_WASM)
         .await
         .unwrap();
-    let session = || Session {
+    let session = || SessionIdentity {
         id: "s".into(),
         key: "s".into(),
     };

@@ -27,7 +27,7 @@ const CONFIG: &str = "{ plugins: { slots: { contextEngine: 'context-view' } }, a
 enum Step {
     /// The next messages of the recorded session are appended (one `ingest-batch`).
     Append(usize),
-    /// A forced compaction through the engine (the runtime compaction it delegates to).
+    /// A forced compaction through the engine (the built-in compaction it delegates to).
     Compact,
     /// The instance is released: the next call starts a fresh one, holding nothing.
     Restart,

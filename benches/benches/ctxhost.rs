@@ -11,15 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use ctxhost::runtime::contract::Session;
+use ctxhost::runtime::contract::SessionIdentity;
 use ctxhost::runtime::{Detached, RuntimeOptions, SessionServices};
 use ctxhost_benches::{self as b, Fixture};
 use ctxhost_sdk::ContextEngine;
 use ctxhost_transcript::Transcript;
 use ctxhost_transcript::compaction::{self, Extractive, Settings};
 
-fn session() -> Session {
-    Session {
+fn session() -> SessionIdentity {
+    SessionIdentity {
         id: "00000000-0000-4000-8000-000000000000".into(),
         key: "agent:main:bench".into(),
     }

@@ -356,8 +356,8 @@ pub fn tokio_runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-fn bench_session() -> c::Session {
-    c::Session {
+fn bench_session() -> c::SessionIdentity {
+    c::SessionIdentity {
         id: "00000000-0000-4000-8000-000000000000".into(),
         key: "agent:main:bench".into(),
     }
@@ -779,11 +779,11 @@ pub struct CompactionInfo {
     pub messages_compacted: usize,
 }
 
-/// Runtime compaction as `delegate-compaction` runs it: `compaction::prepare` (layer choice,
+/// Built-in compaction as `delegate-compaction` runs it: `compaction::prepare` (layer choice,
 /// prune candidates, the cut) + `Job::run` with the extractive summarizer, on the loaded
 /// generated ~200k-token session (loading is before the clock). Returns the whole and, from the
 /// same runs, `prepare` alone.
-pub fn runtime_compaction(
+pub fn builtin_compaction(
     fx: &Fixture,
     budget: Budget,
 ) -> Result<(Samples, Samples, CompactionInfo)> {

@@ -45,7 +45,7 @@ fn two_engines_replayed_side_by_side_plot_every_turn() {
     assert!(turns > 100, "{turns} turns");
     let compactions = runs[0]["compactions"].as_array().unwrap();
     assert!(!compactions.is_empty(), "16k compacts");
-    // legacy compacts through the runtime compaction, whose records name their layer.
+    // legacy compacts through the built-in compaction, whose records name their layer.
     assert!(
         compactions
             .iter()

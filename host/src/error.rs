@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::config::ConfigError;
 use crate::plugins::PluginError;
-use crate::runtime::{EngineError, RuntimeError};
+use ctxhost_runtime::{EngineError, RuntimeError};
 
 /// Everything the library's session and host operations can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -209,7 +209,7 @@ mod tests {
         let text = chain(&shown_in_message);
         assert_eq!(text.matches("permission denied").count(), 1, "{text}");
         let cause = wasmtime::Error::msg("unknown import `acme:db/query`").context("linking");
-        let kept_as_source = crate::runtime::RuntimeError::Link {
+        let kept_as_source = ctxhost_runtime::RuntimeError::Link {
             origin: "x.wasm".into(),
             cause,
         };

@@ -38,7 +38,7 @@ pub enum TurnOutcome {
 pub struct LedgerCompaction {
     /// Whether a compaction entry was written.
     pub compacted: bool,
-    /// Which layer of the runtime compaction made it (prune, extractive, model…), when known.
+    /// Which layer of the built-in compaction made it (prune, extractive, model…), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer: Option<String>,
     /// The context before it, in tokens.

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::host::{Host, SessionTarget};
 use crate::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
 use crate::prompt::PromptSettings;
-use crate::runtime::PreparedEngine;
+use ctxhost_runtime::PreparedEngine;
 use crate::session::{Prefix, Turn, TurnOptions, TurnRequest};
 
 /// A compaction that ran during a replay.
@@ -28,7 +28,7 @@ pub struct CompactionEvent {
     pub tokens_before: u64,
     /// The context after it, in tokens.
     pub tokens_after: u64,
-    /// The layer of the runtime compaction its record names (prune, summarize, full), when it
+    /// The layer of the built-in compaction its record names (prune, summarize, full), when it
     /// names one.
     pub layer: Option<String>,
     /// What its record warns of (the degradation guard past `warnAtCompaction`), for the
@@ -158,7 +158,7 @@ struct Measured {
 /// The engine's assembly alone, or — with prompt settings — the whole model request around it
 /// (system prompt, bootstrap files, skills), through the same path as `context inspect`.
 async fn measure(
-    session: &mut crate::Session,
+    session: &mut crate::session::Session,
     turn: &Turn,
     prompt: Option<&PromptSettings>,
 ) -> Result<Measured> {
@@ -209,7 +209,7 @@ pub async fn replay_with(
     let mut session = host
         .open_session(
             &SessionTarget::Path(output.to_path_buf()),
-            &crate::SessionOptions::on(engine.clone()).with_settings(settings.clone()),
+            &crate::host::SessionOptions::on(engine.clone()).with_settings(settings.clone()),
         )
         .await?;
     session.set_estimates_only(true);
@@ -221,11 +221,11 @@ pub async fn replay_with(
     for (n, message) in messages.iter().enumerate() {
         if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
             let turn_started = Instant::now();
-            let runtime_tokens = prompt.map_or(0, |settings| {
-                session.runtime_tokens(settings, &TurnOptions::default())
+            let agent_tokens = prompt.map_or(0, |settings| {
+                session.agent_tokens(settings, &TurnOptions::default())
             });
             let request = TurnRequest {
-                runtime_tokens,
+                agent_tokens,
                 ..TurnRequest::default()
             };
             let mut notices = Vec::new();
@@ -439,7 +439,7 @@ fn replayed(entry_type: &str) -> bool {
 }
 
 /// The layer the newest compaction entry's record names, as its JSON spells it.
-fn newest_compaction_layer(session: &crate::Session) -> Option<String> {
+fn newest_compaction_layer(session: &crate::session::Session) -> Option<String> {
     let transcript = session.transcript();
     let newest = (transcript.entries().iter().rev()).find(|e| e.entry_type() == "compaction")?;
     newest

@@ -12,7 +12,7 @@ pub type EntryRef = u32;
 
 /// The session a call is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Session {
+pub struct SessionIdentity {
     /// The transcript's session id.
     pub id: String,
     /// The operator-facing key the session is stored under.
@@ -101,7 +101,7 @@ pub struct ContextEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssembleRequest {
     /// The session the context is for.
-    pub session: Session,
+    pub session: SessionIdentity,
     /// Tokens the assembled messages may use, when the runtime set a budget.
     pub token_budget: Option<u32>,
     /// The model's context window, in tokens.
@@ -164,7 +164,7 @@ pub use ctxhost_transcript::compaction::Trigger as CompactionTrigger;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactRequest {
     /// The session to compact.
-    pub session: Session,
+    pub session: SessionIdentity,
     /// The transcript's path on the host, for messages (the engine cannot open it).
     pub session_file: String,
     /// Compact even when the context is below the threshold.
@@ -179,7 +179,7 @@ pub struct CompactRequest {
     pub trigger: CompactionTrigger,
     /// The model's context window; `None` when a 0.1 guest built the request.
     pub context_window: Option<u32>,
-    /// What the engine's last `assemble` said it sends; the runtime compaction picks its layer
+    /// What the engine's last `assemble` said it sends; the built-in compaction picks its layer
     /// from this when present, since it is what the model actually receives (0.2 on).
     pub assembled_tokens: Option<u32>,
 }
@@ -216,7 +216,7 @@ pub struct CompactResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootstrapRequest {
     /// The session the instance serves.
-    pub session: Session,
+    pub session: SessionIdentity,
     /// The transcript's path on the host, for messages (the engine cannot open it).
     pub session_file: String,
     /// Entries in the transcript when the instance starts.
@@ -245,7 +245,7 @@ pub struct IngestResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AfterTurnRequest {
     /// The session whose turn ended.
-    pub session: Session,
+    pub session: SessionIdentity,
     /// The transcript's path on the host, for messages (the engine cannot open it).
     pub session_file: String,
     /// Messages in the context before this turn's prompt was added.

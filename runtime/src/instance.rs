@@ -10,7 +10,7 @@ use super::clock::Watchdog;
 use super::contract::{
     AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
     CompactRequest, CompactResult, EngineInfo, EngineTool, EngineToolOutput, IngestResult, Message,
-    Session, SubagentEndReason, SubagentSpawn,
+    SessionIdentity, SubagentEndReason, SubagentSpawn,
 };
 use super::error::{EngineError, FaultKind, LimitExceeded};
 use super::health::Health;
@@ -29,7 +29,7 @@ pub struct EngineInstance {
     pub(super) bindings: Bindings,
     pub(super) spec: Arc<EngineSpec>,
     pub(super) health: Arc<Health>,
-    pub(super) session: Session,
+    pub(super) session: SessionIdentity,
 }
 
 impl EngineInstance {
@@ -39,7 +39,7 @@ impl EngineInstance {
     }
 
     /// The session this instance serves.
-    pub fn session(&self) -> &Session {
+    pub fn session(&self) -> &SessionIdentity {
         &self.session
     }
 

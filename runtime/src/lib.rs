@@ -73,7 +73,7 @@ pub use services::{BoxFuture, Detached, SessionServices};
 pub use spec::EngineSpec;
 pub use state::Grants;
 
-use contract::Session;
+use contract::SessionIdentity;
 use epoch::EpochTicker;
 use prepared::Linked;
 use state::StoreState;
@@ -222,7 +222,7 @@ impl Runtime {
             health: Arc::new(health::Health::new(spec.limits.faults_before_circuit_opens)),
             spec: Arc::new(spec),
         };
-        let detached = Session {
+        let detached = SessionIdentity {
             id: String::new(),
             key: "(load)".into(),
         };

@@ -31,8 +31,8 @@ macro_rules! shared_conversions {
         $crate::convert_enum!(ContextMode [Isolated, Fork]);
         $crate::convert_enum!(SubagentEndReason [Deleted, Completed, Swept, Released]);
 
-        impl From<&d::Session> for g::Session {
-            fn from(s: &d::Session) -> Self {
+        impl From<&d::SessionIdentity> for g::Session {
+            fn from(s: &d::SessionIdentity) -> Self {
                 Self {
                     id: s.id.clone(),
                     key: s.key.clone(),
@@ -40,7 +40,7 @@ macro_rules! shared_conversions {
             }
         }
 
-        impl From<g::Session> for d::Session {
+        impl From<g::Session> for d::SessionIdentity {
             fn from(s: g::Session) -> Self {
                 Self {
                     id: s.id,
@@ -226,7 +226,7 @@ macro_rules! shared_engine_calls {
         pub(super) async fn ingest(
             &self,
             store: &mut Store<StoreState>,
-            session: &d::Session,
+            session: &d::SessionIdentity,
             message: &d::Message,
             is_heartbeat: bool,
         ) -> wasmtime::Result<Result<d::IngestResult, String>> {
@@ -242,7 +242,7 @@ macro_rules! shared_engine_calls {
         pub(super) async fn ingest_batch(
             &self,
             store: &mut Store<StoreState>,
-            session: &d::Session,
+            session: &d::SessionIdentity,
             messages: &[d::Message],
             is_heartbeat: bool,
         ) -> wasmtime::Result<Result<u32, String>> {
@@ -323,7 +323,7 @@ macro_rules! shared_engine_calls {
         pub(super) async fn dispose(
             &self,
             store: &mut Store<StoreState>,
-            session: &d::Session,
+            session: &d::SessionIdentity,
         ) -> wasmtime::Result<Result<(), String>> {
             self.exports().call_dispose(store, &session.into()).await
         }

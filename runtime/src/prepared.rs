@@ -10,7 +10,7 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
 use super::clock::CallClock;
-use super::contract::{EngineInfo, Session};
+use super::contract::{EngineInfo, SessionIdentity};
 use super::epoch::{CHECK_EVERY, DeadlineExceeded, ticks_for};
 use super::guest_log::{GuestOutput, LogSink};
 use super::health::{Health, HealthStatus};
@@ -60,7 +60,7 @@ impl PreparedEngine {
     /// A fresh instance for one session (refused while the circuit is open).
     pub async fn instantiate(
         &self,
-        session: Session,
+        session: SessionIdentity,
         services: Arc<dyn SessionServices>,
     ) -> Result<EngineInstance, EngineError> {
         let health = &self.linked.health;
@@ -93,7 +93,7 @@ pub(super) struct Linked {
 impl Linked {
     pub(super) async fn instantiate(
         &self,
-        session: Session,
+        session: SessionIdentity,
         services: Arc<dyn SessionServices>,
     ) -> Result<EngineInstance, EngineError> {
         let spec = &self.spec;

@@ -30,7 +30,7 @@ pub trait SessionServices: Send + Sync + 'static {
     /// Entries of this session's transcript; an unknown reference is an `invalid-argument`.
     fn read_entries(&self, refs: &[EntryRef]) -> Result<Vec<Message>, HostError>;
 
-    /// Runs the runtime compaction and returns what it would write (nothing is written).
+    /// Runs the built-in compaction and returns what it would write (nothing is written).
     fn delegate_compaction<'a>(
         &'a self,
         request: &'a CompactRequest,

@@ -302,7 +302,7 @@ impl StoreState {
             request.current_tokens = Some(assembled);
         }
         let services = self.services.clone();
-        // The runtime compaction is synchronous work; on a blocking thread it cannot hold up
+        // The built-in compaction is synchronous work; on a blocking thread it cannot hold up
         // this call past its timeout (an abandoned run finishes there and is discarded).
         let work = async move {
             let run = tokio::task::spawn_blocking(move || {
@@ -310,7 +310,7 @@ impl StoreState {
             });
             run.await.unwrap_or_else(|e| {
                 Err(HostError::Failed(format!(
-                    "the runtime compaction did not finish: {e}"
+                    "the built-in compaction did not finish: {e}"
                 )))
             })
         };

@@ -123,14 +123,14 @@ macro_rules! forward {
 forward! {
     fn info() -> wasmtime::Result<d::EngineInfo>;
     fn bootstrap(request: &d::BootstrapRequest) -> Call<d::BootstrapResult>;
-    fn ingest(session: &d::Session, message: &d::Message, is_heartbeat: bool) -> Call<d::IngestResult>;
-    fn ingest_batch(session: &d::Session, messages: &[d::Message], is_heartbeat: bool) -> Call<u32>;
+    fn ingest(session: &d::SessionIdentity, message: &d::Message, is_heartbeat: bool) -> Call<d::IngestResult>;
+    fn ingest_batch(session: &d::SessionIdentity, messages: &[d::Message], is_heartbeat: bool) -> Call<u32>;
     fn compact(request: &d::CompactRequest) -> Call<d::CompactResult>;
     fn after_turn(request: &d::AfterTurnRequest) -> Call<()>;
     fn prepare_subagent_spawn(spawn: &d::SubagentSpawn) -> Call<Option<u64>>;
     fn rollback_subagent_spawn(handle: u64) -> Call<()>;
     fn on_subagent_ended(child_session_key: &str, reason: d::SubagentEndReason) -> Call<()>;
-    fn dispose(session: &d::Session) -> Call<()>;
+    fn dispose(session: &d::SessionIdentity) -> Call<()>;
 }
 
 impl Bindings {

@@ -18,7 +18,7 @@ use crate::wit::types as g;
 
 mod incremental;
 
-use crate::{EntryRef, Role, Session};
+use crate::wit::types::{EntryRef, Role, Session};
 pub(crate) use incremental::{forget, receive};
 
 /// One entry of the current context: what `assemble` plans over.

@@ -3,6 +3,10 @@
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
+use crate::context::AssembleRequest;
+use crate::error::Result;
+use crate::host;
+use crate::plan::pass_through;
 use crate::tools::{ToolOutput, ToolSpec, Tools};
 use crate::wit::engine::Guest;
 use crate::wit::incremental::{
@@ -10,10 +14,9 @@ use crate::wit::incremental::{
 };
 use crate::wit::tools::Guest as ToolsGuest;
 use crate::wit::types::AssembleRequest as GuestAssembleRequest;
-use crate::{
-    AfterTurnRequest, AssembleRequest, AssembleResult, BootstrapRequest, BootstrapResult,
-    CompactRequest, CompactResult, EngineInfo, IngestResult, Message, Result, Session,
-    SubagentEndReason, SubagentSpawn, host, pass_through,
+use crate::wit::types::{
+    AfterTurnRequest, AssembleResult, BootstrapRequest, BootstrapResult, CompactRequest,
+    CompactResult, EngineInfo, IngestResult, Message, Session, SubagentEndReason, SubagentSpawn,
 };
 
 /// A context engine. Implement it, then export it with [`export_engine!`](crate::export_engine).
@@ -86,7 +89,7 @@ pub trait ContextEngine: Default + 'static {
     /// model refused it as too long) or the operator. The request carries the window and
     /// what this engine's last `assemble` said it sends
     /// ([`received_tokens`](crate::CompactRequest::received_tokens)). Default:
-    /// [`delegate_compact`] (the host's runtime compaction, which picks its layer from that
+    /// [`delegate_compact`] (the host's built-in compaction, which picks its layer from that
     /// size).
     fn compact(&mut self, request: CompactRequest) -> Result<CompactResult> {
         Ok(delegate_compact(&request))
@@ -137,7 +140,7 @@ pub trait ContextEngine: Default + 'static {
     }
 }
 
-/// Runs the host's runtime compaction (`delegate-compaction`) and wraps what it produced:
+/// Runs the host's built-in compaction (`delegate-compaction`) and wraps what it produced:
 /// `compacted` when it returned a compaction, else `reason: "nothing to compact"`; a host error
 /// becomes `ok: false` with the error as the reason. What [`ContextEngine::compact`] does by
 /// default, and a fallback for engines that compact by themselves.
@@ -178,7 +181,7 @@ impl<E: ContextEngine> Slot<E> {
 
     fn call<T>(&self, hook: impl FnOnce(&mut E) -> Result<T>) -> std::result::Result<T, String> {
         let mut engine = self.0.borrow_mut();
-        hook(engine.get_or_insert_with(E::default)).map_err(crate::Error::into_message)
+        hook(engine.get_or_insert_with(E::default)).map_err(crate::error::Error::into_message)
     }
 }
 
@@ -275,7 +278,8 @@ impl<X: Export> ToolsGuest for X {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ContextEntry, ContextItem, Role};
+    use crate::context::ContextEntry;
+    use crate::wit::types::{ContextItem, Role};
 
     /// Counts what it saw; ingests user messages only.
     #[derive(Default)]
@@ -356,7 +360,7 @@ mod tests {
         );
 
         // As the host sends it: the context as columns.
-        let entries = crate::Entries::from(vec![ContextEntry::new(3, Role::User, 5)]);
+        let entries = crate::context::Entries::from(vec![ContextEntry::new(3, Role::User, 5)]);
         let request = crate::wit::types::AssembleRequest {
             session: session(),
             token_budget: None,
@@ -373,7 +377,7 @@ mod tests {
         let spawn = SubagentSpawn {
             parent_session_key: session().key,
             child_session_key: format!("{}:child", session().key),
-            context_mode: crate::ContextMode::Isolated,
+            context_mode: crate::wit::types::ContextMode::Isolated,
             ttl_ms: None,
         };
         assert_eq!(<Exported as Guest>::prepare_subagent_spawn(spawn), Ok(None));

@@ -3,9 +3,10 @@
 //! These call into ctxhost inside the component. In a native build (a unit test) they call the
 //! [`TestHost`](crate::testing::TestHost) the test runs under, and panic without one.
 
+use crate::context::Entries;
 use crate::wit::host as imports;
 use crate::wit::recall;
-use crate::{CompactRequest, Compaction, Entries, EntryRef, HostError, Message};
+use crate::wit::types::{CompactRequest, Compaction, EntryRef, HostError, Message};
 
 pub use imports::{CompletionRequest, LogLevel};
 pub use recall::{Hit as SearchHit, SearchRequest};
@@ -36,7 +37,7 @@ pub fn log(level: LogLevel, message: &str) {
 pub fn estimate_tokens(text: &str) -> u32 {
     dispatch!(
         imports::estimate_tokens(text),
-        crate::testing::with_host("estimate-tokens", |_| crate::estimate_tokens(text))
+        crate::testing::with_host("estimate-tokens", |_| crate::tokens::estimate_tokens(text))
     )
 }
 
@@ -67,7 +68,7 @@ pub fn read_entries(entries: &[EntryRef]) -> Result<Vec<Message>, HostError> {
     )
 }
 
-/// Runs the host's runtime compaction (prune, then summarize) and returns what it would write,
+/// Runs the host's built-in compaction (prune, then summarize) and returns what it would write,
 /// `None` when there is nothing to compact. [`crate::delegate_compact`] wraps it into a
 /// [`CompactResult`](crate::CompactResult).
 pub fn delegate_compaction(request: &CompactRequest) -> Result<Option<Compaction>, HostError> {

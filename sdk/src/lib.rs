@@ -60,7 +60,7 @@
 //! - [`Entries`]: the context as the host sent it (columns, copied flat across the boundary),
 //!   seen as a slice of [`ContextEntry`] built on first use; [`Entries::refs`],
 //!   [`Entries::tokens`] and [`Entries::total_tokens`] read the columns without building it.
-//! - [`host`]: what the host provides (configuration, transcript reads, runtime compaction,
+//! - [`host`]: what the host provides (configuration, transcript reads, built-in compaction,
 //!   completions); [`log`]: logging; [`estimate_tokens`]: the host's token estimate, locally.
 //! - [`config`]: the engine's configuration as a type of its own (`serde::Deserialize`).
 //! - [`testing`] (native builds only): a fake host and request constructors, so `cargo test`
@@ -107,45 +107,30 @@
 #![warn(missing_docs, unreachable_pub)]
 
 #[doc(hidden)]
-pub mod bindings {
-    wit_bindgen::generate!({
-        path: "wit",
-        world: "context-engine",
-        pub_export_macro: true,
-        default_bindings_module: "ctxhost_sdk::bindings",
-        additional_derives: [PartialEq, Eq],
-        // 0.4 includes 0.3's and 0.2's interfaces from its `deps/`: generate them here too.
-        generate_all,
-    });
-}
-
-/// The generated modules under stable names: wit-bindgen puts the version into each module's
-/// name once two versions of `ctxhost:engine` meet (0.4 includes 0.3's and 0.2's interfaces).
-mod wit {
-    pub(crate) use crate::bindings::ctxhost::engine0_2_0::{host, types};
-    pub(crate) use crate::bindings::ctxhost::engine0_3_0::recall;
-    pub(crate) use crate::bindings::exports::ctxhost::engine0_2_0::engine;
-    pub(crate) use crate::bindings::exports::ctxhost::engine0_3_0::tools;
-    pub(crate) use crate::bindings::exports::ctxhost::engine0_4_0::incremental;
-}
-
+pub mod bindings;
+mod config;
 mod context;
 mod engine;
+mod error;
 pub mod host;
+pub mod log;
 mod plan;
 pub mod state_dir;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
+mod tokens;
 mod tools;
 mod types;
+mod wit;
 
+pub use config::config;
 pub use context::{AssembleRequest, ContextEntry, Entries};
 pub use engine::{ContextEngine, delegate_compact};
-pub use plan::{
-    Plan, custom_message, estimate_tokens, pass_through, tool_result_placeholder, user_text_message,
-};
+pub use error::{Error, Result};
+pub use plan::{Plan, custom_message, pass_through, tool_result_placeholder, user_text_message};
 /// The JSON library the SDK uses (re-exported so engines need no extra dependency).
 pub use serde_json;
+pub use tokens::estimate_tokens;
 pub use tools::{ToolOutput, ToolSpec, Tools};
 
 pub use wit::types::{
@@ -157,110 +142,6 @@ pub use wit::types::{
 
 /// The contract version this SDK builds engines for (`package ctxhost:engine@…` of its WIT).
 pub const CONTRACT_VERSION: &str = "0.4.0";
-
-/// Logging into the host's logs, attributed to the engine and the session.
-///
-/// ```no_run
-/// ctxhost_sdk::log::info("window trimmed");
-/// ctxhost_sdk::log::warn(format!("{} entries dropped", 3));
-/// ```
-pub mod log {
-    use crate::host::{LogLevel, log};
-
-    /// Logs at `trace` level.
-    pub fn trace(message: impl AsRef<str>) {
-        log(LogLevel::Trace, message.as_ref());
-    }
-    /// Logs at `debug` level.
-    pub fn debug(message: impl AsRef<str>) {
-        log(LogLevel::Debug, message.as_ref());
-    }
-    /// Logs at `info` level.
-    pub fn info(message: impl AsRef<str>) {
-        log(LogLevel::Info, message.as_ref());
-    }
-    /// Logs at `warn` level.
-    pub fn warn(message: impl AsRef<str>) {
-        log(LogLevel::Warn, message.as_ref());
-    }
-    /// Logs at `error` level.
-    pub fn error(message: impl AsRef<str>) {
-        log(LogLevel::Error, message.as_ref());
-    }
-}
-
-/// An engine-level failure, reported by the host as the hook's error message.
-///
-/// Anything that implements [`Display`](std::fmt::Display) converts into it, so `?` works on
-/// `serde_json::Error`, [`HostError`], `String`, `&str` and the like.
-pub struct Error(String);
-
-impl Error {
-    /// An error with this message.
-    pub fn msg(message: impl Into<String>) -> Self {
-        Error(message.into())
-    }
-
-    /// The error's message.
-    pub fn message(&self) -> &str {
-        &self.0
-    }
-
-    /// The error's message, owned.
-    pub fn into_message(self) -> String {
-        self.0
-    }
-}
-
-impl<E: std::fmt::Display> From<E> for Error {
-    fn from(error: E) -> Self {
-        Error(error.to_string())
-    }
-}
-
-impl std::fmt::Debug for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&self.0, f)
-    }
-}
-
-/// The engine's configuration (`plugins.entries.<id>.config`) as `T`. The host validated it
-/// against the plugin's `configSchema` already; a mismatch with `T` names the field:
-///
-/// ```no_run
-/// #[derive(serde::Deserialize)]
-/// struct Config {
-///     #[serde(default = "fifty")]
-///     keep: usize,
-/// }
-/// fn fifty() -> usize { 50 }
-/// # fn f() -> ctxhost_sdk::Result<()> {
-/// let config: Config = ctxhost_sdk::config()?;
-/// # Ok(()) }
-/// ```
-pub fn config<T: serde::de::DeserializeOwned>() -> Result<T> {
-    parse_config(&host::config_json())
-}
-
-fn parse_config<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let mut message = error.into_inner().to_string();
-        // The position is in the host's one-line rendering, meaningless to the operator.
-        if let Some(at) = message.find(" at line ") {
-            message.truncate(at);
-        }
-        if path == "." {
-            Error(format!("plugin config: {message}"))
-        } else {
-            Error(format!("plugin config `{path}`: {message}"))
-        }
-    })
-}
-
-/// The result type of every [`ContextEngine`] hook.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl EngineInfo {
     /// Engine metadata with `owns_compaction: false` (the runtime's compaction is the safety net).
@@ -320,43 +201,6 @@ macro_rules! export_engine {
     $crate::__export_context_engine_impl!(__CtxhostExport with_types_in $crate::bindings);
         };
     };
-}
-
-#[cfg(test)]
-mod config_tests {
-    #[derive(Debug, serde::Deserialize, PartialEq)]
-    #[serde(rename_all = "camelCase")]
-    struct Config {
-        #[serde(default)]
-        keep_last: u32,
-        labels: Option<Vec<String>>,
-    }
-
-    #[test]
-    fn typed_config_reads_fields_and_names_the_bad_one() {
-        let test_host = crate::testing::TestHost::new()
-            .config(serde_json::json!({"keepLast": 3, "labels": ["a"]}));
-        let config: Config = test_host.run(crate::config).unwrap();
-        assert_eq!(config.keep_last, 3);
-        let empty: Config = super::parse_config("{}").unwrap();
-        assert_eq!(
-            empty,
-            Config {
-                keep_last: 0,
-                labels: None
-            }
-        );
-        let error = super::parse_config::<Config>(r#"{"labels": ["a", 7]}"#).unwrap_err();
-        assert_eq!(
-            error.message(),
-            "plugin config `labels[1]`: invalid type: integer `7`, expected a string"
-        );
-        let error = super::parse_config::<Config>("[1]").unwrap_err();
-        assert!(
-            error.message().starts_with("plugin config: invalid"),
-            "{error:?}"
-        );
-    }
 }
 
 #[doc(hidden)]

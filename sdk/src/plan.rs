@@ -2,13 +2,10 @@
 
 use serde_json::json;
 
-use crate::{AssembleRequest, AssembleResult, ContextEntry, ContextItem, KeepRange};
+use crate::context::{AssembleRequest, ContextEntry};
+use crate::tokens::estimate_tokens;
 
-/// The host's token estimate for a text, computed in the guest: characters / 4, rounded up.
-pub fn estimate_tokens(text: &str) -> u32 {
-    let chars = u32::try_from(text.chars().count()).unwrap_or(u32::MAX);
-    chars.div_ceil(4)
-}
+use crate::wit::types::{AssembleResult, ContextItem, KeepRange};
 
 /// An AgentMessage JSON object for a user message with one text block:
 /// `{"role":"user","content":[{"type":"text","text":…}],"timestamp":…}`.
@@ -255,7 +252,7 @@ impl From<Plan> for AssembleResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Role, Session};
+    use crate::wit::types::{Role, Session};
 
     fn entry(entry: u32, tokens: u32) -> ContextEntry {
         ContextEntry::new(entry, Role::User, tokens)

@@ -34,12 +34,12 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 // The import types straight from the bindings: `host` dispatches to this module.
+use crate::context::{AssembleRequest, ContextEntry, Entries};
 use crate::wit::host::{CompletionRequest, LogLevel};
 use crate::wit::recall::{Hit as SearchHit, SearchRequest};
-use crate::{
-    AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactRequest, Compaction,
-    CompactionTrigger, ContextEntry, Entries, EntryRef, HostError, Message, Role, Session,
-    ToolCall,
+use crate::wit::types::{
+    AfterTurnRequest, BootstrapRequest, CompactRequest, Compaction, CompactionTrigger, EntryRef,
+    HostError, Message, Role, Session, ToolCall,
 };
 
 type DelegateFn = Box<dyn FnMut(&CompactRequest) -> Result<Option<Compaction>, HostError>>;
@@ -317,7 +317,7 @@ pub fn message(entry: EntryRef, role: Role, text: &str) -> Message {
         is_error: false,
         stop_reason: (role == Role::Assistant).then(|| "stop".into()),
         usage: None,
-        tokens: crate::estimate_tokens(text),
+        tokens: crate::tokens::estimate_tokens(text),
         json: json.to_string(),
     }
 }
@@ -354,7 +354,7 @@ pub fn tool_result(entry: EntryRef, tool_name: &str, text: &str) -> Message {
         is_error: false,
         stop_reason: None,
         usage: None,
-        tokens: crate::estimate_tokens(text),
+        tokens: crate::tokens::estimate_tokens(text),
         json: json.to_string(),
     }
 }
@@ -433,7 +433,10 @@ pub fn after_turn_request(before: u32, after: u32) -> AfterTurnRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ContextEngine, EngineInfo, IngestResult, Result, host};
+    use crate::engine::ContextEngine;
+    use crate::error::Result;
+    use crate::host;
+    use crate::wit::types::{EngineInfo, IngestResult};
 
     /// Remembers tool results; compacts through the host and logs what it got.
     #[derive(Default)]
@@ -451,8 +454,8 @@ mod tests {
             Ok(IngestResult { ingested: true })
         }
 
-        fn compact(&mut self, request: CompactRequest) -> Result<crate::CompactResult> {
-            let result = crate::delegate_compact(&request);
+        fn compact(&mut self, request: CompactRequest) -> Result<crate::wit::types::CompactResult> {
+            let result = crate::engine::delegate_compact(&request);
             crate::log::info(format!("compacted: {}", result.compacted));
             Ok(result)
         }
@@ -468,7 +471,7 @@ mod tests {
         let test_host = TestHost::new()
             .transcript(history.clone())
             .on_delegate_compaction(|request| {
-                crate::log::debug("runtime compaction asked");
+                crate::log::debug("built-in compaction asked");
                 Ok(Some(Compaction {
                     summary: format!("summary ({:?})", request.trigger),
                     first_kept_entry: 2,
@@ -530,7 +533,7 @@ mod tests {
         let logs = test_host.logs();
         assert_eq!(
             logs[0],
-            (LogLevel::Debug, "runtime compaction asked".into())
+            (LogLevel::Debug, "built-in compaction asked".into())
         );
         assert_eq!(logs[1], (LogLevel::Info, "compacted: true".into()));
         let parsed: serde_json::Value = serde_json::from_str(&history[2].json).unwrap();

@@ -44,7 +44,7 @@
 
 use serde::de::DeserializeOwned;
 
-use crate::Result;
+use crate::error::Result;
 
 pub use crate::wit::tools::{Tool as ToolSpec, ToolOutput};
 
@@ -82,7 +82,7 @@ impl<E: 'static> Tools<E> {
         let tool_name = name.to_string();
         let handler = move |engine: &mut E, arguments: &str| {
             let decoded = serde_json::from_str::<A>(arguments).map_err(|e| {
-                crate::Error::msg(format!("{tool_name}: arguments do not match: {e}"))
+                crate::error::Error::msg(format!("{tool_name}: arguments do not match: {e}"))
             });
             match decoded.and_then(|args| run(engine, args)) {
                 Ok(content) => ToolOutput {
@@ -144,7 +144,7 @@ mod tests {
             serde_json::json!({"type": "object", "properties": {"by": {"type": "integer"}}}),
             |c: &mut Counter, a: Add| {
                 if a.by == 0 {
-                    return Err(crate::Error::msg("adding 0 changes nothing"));
+                    return Err(crate::error::Error::msg("adding 0 changes nothing"));
                 }
                 c.n += a.by;
                 Ok(format!("now {}", c.n))

@@ -3,9 +3,11 @@
 //! `compact`, and the answer of `bootstrap`. The fields stay public; these say what they mean
 //! together.
 
-use crate::{
-    AssembleRequest, BootstrapResult, CompactRequest, ContextEntry, Role, estimate_tokens,
-};
+use crate::context::{AssembleRequest, ContextEntry};
+
+use crate::wit::types::{BootstrapResult, CompactRequest, Role};
+
+use crate::tokens::estimate_tokens;
 
 impl Role {
     /// The role as transcripts spell it (`user`, `toolResult`, ...), as the host's search
@@ -82,7 +84,7 @@ impl AssembleRequest {
 impl CompactRequest {
     /// What the model receives: this engine's last assembled estimate in the session when
     /// there was one (an engine that trims sends less than the transcript holds), else the
-    /// host's count of the context. What the runtime compaction picks its layer by.
+    /// host's count of the context. What the built-in compaction picks its layer by.
     pub fn received_tokens(&self) -> Option<u32> {
         self.assembled_tokens.or(self.current_tokens)
     }
@@ -115,8 +117,9 @@ impl BootstrapResult {
 
 #[cfg(test)]
 mod tests {
+    use crate::context::ContextEntry;
     use crate::testing::{assemble_request, compact_request, message, tool_result};
-    use crate::{ContextEntry, Role};
+    use crate::wit::types::Role;
 
     #[test]
     fn tool_results_by_name_come_from_the_entries() {
@@ -166,7 +169,7 @@ mod tests {
         let request = request.with_assembled_tokens(50_000);
         assert_eq!(request.received_tokens(), Some(50_000));
         assert_eq!(request.window_share(), Some(0.25));
-        let windowless = crate::CompactRequest {
+        let windowless = crate::wit::types::CompactRequest {
             context_window: 0,
             ..request
         };

@@ -55,7 +55,7 @@ export function keepAll(context, start = 0) {
   };
 }
 
-/** The host's runtime compaction (prune, then summarize), wrapped as a compact result. */
+/** The host's built-in compaction (prune, then summarize), wrapped as a compact result. */
 function delegateCompact(request) {
   let compaction;
   try {

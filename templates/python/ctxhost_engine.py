@@ -38,7 +38,7 @@ def keep_all(context, start=0):
 
 
 def delegate_compact(request):
-    """The host's runtime compaction (prune, then summarize), wrapped as a compact result."""
+    """The host's built-in compaction (prune, then summarize), wrapped as a compact result."""
     try:
         compaction = host.delegate_compaction(request)
     except Err as error:

@@ -1,6 +1,6 @@
 //! Session transcripts in the pi / OpenClaw JSONL format (versions 1-3, written as 3): parsing
 //! and migration, the entry tree and boundary loading, token accounting, durable storage, and
-//! the runtime compaction with an extractive summarizer. Knows nothing about wasm.
+//! the built-in compaction with an extractive summarizer. Knows nothing about wasm.
 //!
 //! Module direction (a module uses only those to its left): `role` <- `content` (which parts
 //! of a message every reader takes) <- `tokens` <- `envelope`, `message` <- `entry` <- `read`

@@ -1,6 +1,6 @@
 //! The record a compaction leaves in its entry's `details`: how it was made (layer, trigger,
 //! summarizer, tier), what it did (tokens after, messages compacted, pruned tool outputs), the
-//! running counts and the degradation report. The runtime compaction writes it, the host adds
+//! running counts and the degradation report. The built-in compaction writes it, the host adds
 //! what it measured, and everything that reads a compaction (`status`, `history`, the counts,
 //! the next compaction) reads it through [`CompactionRecord`].
 //!
@@ -124,7 +124,7 @@ pub struct CompactionRecord {
     /// `None`: not recorded; `Some(None)`: recorded as none (a prune calls no summarizer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summarizer: Option<Option<String>>,
-    /// The custom instruction the runtime compaction was given.
+    /// The custom instruction the built-in compaction was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub focus: Option<String>,
     /// Tool results whose output this compaction replaced by [`crate::PRUNED_TEXT`] in the

@@ -124,7 +124,7 @@ fn main() -> Result<()> {
         return only_rows(|_, _, rows| recall_rows(rows));
     }
     if args.iter().any(|a| a == "--compaction") {
-        // Only the runtime compaction rows (quick to rerun while working on the compaction).
+        // Only the built-in compaction rows (quick to rerun while working on the compaction).
         return only_rows(|_, fx, rows| compaction_rows(fx, rows));
     }
     if args.iter().any(|a| a == "--linear") {
@@ -888,12 +888,12 @@ fn recall_rows(rows: &mut Vec<Row>) -> Result<()> {
     Ok(())
 }
 
-/// The runtime compaction on the generated 200k-token session, whole and its preparation alone.
+/// The built-in compaction on the generated 200k-token session, whole and its preparation alone.
 fn compaction_rows(fx: &Fixture, rows: &mut Vec<Row>) -> Result<()> {
-    step("runtime compaction");
-    let (compaction, prepare, info) = b::runtime_compaction(fx, Budget::MEDIUM.from_env())?;
+    step("built-in compaction");
+    let (compaction, prepare, info) = b::builtin_compaction(fx, Budget::MEDIUM.from_env())?;
     rows.push(goal_row_with(
-        "runtime compaction, extractive, 200k-token session",
+        "built-in compaction, extractive, 200k-token session",
         Duration::from_millis(20),
         &compaction,
         &format!(

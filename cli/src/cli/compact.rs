@@ -1,6 +1,6 @@
 //! `ctxhost compact --session S [--focus TEXT] [--dry-run] [--yes] [--json]`: compacts a
-//! session through its active engine (the legacy engine delegates to the runtime compaction);
-//! a dry run shows what the runtime compaction would do without writing anything.
+//! session through its active engine (the legacy engine delegates to the built-in compaction);
+//! a dry run shows what the built-in compaction would do without writing anything.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::output::stdout_line;
 use super::output::{Bar, Report, emit, thousands};
-use super::{SessionFlag, load_transcript};
+use super::sessions::{SessionFlag, load_transcript};
 
 #[derive(Args)]
 pub(super) struct CompactArgs {
@@ -65,7 +65,7 @@ impl Forecast {
     ) -> Self {
         let window = settings.context_window;
         let (before, fullness) = Session::compaction_tokens(transcript, window);
-        // The same request `Session::compact` gives the runtime compaction.
+        // The same request `Session::compact` gives the built-in compaction.
         let request = Request {
             trigger: Trigger::Manual,
             focus,
@@ -356,7 +356,7 @@ impl Report for DryRun {
     }
 }
 
-/// The runtime compaction would not do anything.
+/// The built-in compaction would not do anything.
 #[derive(Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NothingToCompact {

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use ctxhost::Host;
 
-use super::SessionFlag;
 use super::output::emit;
+use super::sessions::SessionFlag;
 
 mod bundle;
 mod history;

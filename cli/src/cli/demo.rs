@@ -20,7 +20,7 @@ use super::output::{Bar, print_json};
 const SEED: u64 = 7;
 
 pub(super) async fn run(messages: usize, window: u64, json: bool) -> anyhow::Result<ExitCode> {
-    let scratch = super::scratch_dir()?;
+    let scratch = super::sessions::scratch_dir()?;
     let home = Home::new(scratch.path().join("home"));
     let host = ctxhost::Host::new(home.clone(), Config::defaults(&home))?;
     let engine = host.active_engine().await?;

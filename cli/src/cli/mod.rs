@@ -14,16 +14,14 @@ mod recall;
 mod replay;
 mod report;
 mod serve;
+mod sessions;
 mod turns;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ctxhost::config::{Config, ConfigSource, Home};
-use ctxhost::transcript::Transcript;
-use ctxhost::{Host, SessionTarget};
 use output::stderr_line;
 
 #[derive(Parser)]
@@ -67,7 +65,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Compacts a session through its engine (dry run: what the runtime compaction would do).
+    /// Compacts a session through its engine (dry run: what the built-in compaction would do).
     Compact(compact::CompactArgs),
     /// Inspects a session's context: status, history, inspect, export, import.
     #[command(subcommand)]
@@ -159,52 +157,4 @@ fn init_logging() {
         // Colour only for a person at a terminal: a piped log (a sidecar's stderr) stays plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-}
-
-/// A `--session` value: an existing file or anything that looks like a path is a path;
-/// otherwise a key under `$CTXHOST_HOME/sessions/`.
-fn target(session: &str) -> SessionTarget {
-    let path = Path::new(session);
-    if path.exists() || session.contains('/') || session.ends_with(".jsonl") {
-        SessionTarget::Path(path.to_path_buf())
-    } else {
-        SessionTarget::Key(session.to_string())
-    }
-}
-
-/// `--session` of the commands that read an existing session.
-#[derive(clap::Args)]
-struct SessionFlag {
-    /// A transcript path, or a session key under $CTXHOST_HOME/sessions/.
-    #[arg(long = "session", value_name = "SESSION")]
-    key_or_path: String,
-}
-
-impl SessionFlag {
-    /// The session's target and transcript file, which must exist.
-    fn existing(&self, host: &Host) -> anyhow::Result<(SessionTarget, PathBuf)> {
-        let target = target(&self.key_or_path);
-        let (_, path) = host.session_path(&target)?;
-        if !path.is_file() {
-            anyhow::bail!("no session transcript at {}", path.display());
-        }
-        Ok((target, path))
-    }
-}
-
-/// The transcript at `path`, what loading it found printed as warnings.
-fn load_transcript(path: &Path) -> anyhow::Result<Transcript> {
-    let t = Transcript::load(path)?;
-    for w in t.warnings() {
-        stderr_line!("warning: {w}");
-    }
-    Ok(t)
-}
-
-/// A directory that lives as long as the value (for replays that keep nothing).
-fn scratch_dir() -> anyhow::Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix("ctxhost-")
-        .tempdir()
-        .context("cannot create a scratch directory")
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::output::Report;
-use super::{SessionFlag, load_transcript};
+use super::sessions::{SessionFlag, load_transcript};
 
 /// `context search`.
 #[derive(Args)]

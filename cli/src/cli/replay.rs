@@ -36,7 +36,7 @@ pub(super) async fn run(home: Home, config: Config, args: ReplayArgs) -> anyhow:
         Some(id) => host.engine(id).await?,
         None => host.active_engine().await?,
     };
-    let scratch = super::scratch_dir()?;
+    let scratch = super::sessions::scratch_dir()?;
     let output = match &args.out {
         Some(path) => {
             if path.exists() {

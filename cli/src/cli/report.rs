@@ -13,7 +13,7 @@ use ctxhost::transcript::{Role, Transcript};
 use ctxhost_report::{Compaction, Outcome, Report, Run, Turn};
 
 use super::output::{Bar, print_json, stderr_line, stdout_line};
-use super::{SessionFlag, load_transcript};
+use super::sessions::{SessionFlag, load_transcript};
 
 #[derive(clap::Args)]
 pub(super) struct ReportArgs {
@@ -214,7 +214,7 @@ async fn replay_report(
             loaded
         }
     };
-    let scratch = super::scratch_dir()?;
+    let scratch = super::sessions::scratch_dir()?;
     let mut guards = Vec::new();
     for (n, engine) in engines.into_iter().enumerate() {
         let output = scratch.path().join(format!("replay-{n}.jsonl"));

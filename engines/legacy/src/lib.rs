@@ -2,7 +2,7 @@
 //!
 //! `assemble` passes the whole context through as one `keep-range` item (the plan is one item
 //! whatever the context's length; the guest only sums the entries' tokens), `ingest` keeps
-//! nothing, and `compact` delegates to the host's runtime compaction, which picks its layer
+//! nothing, and `compact` delegates to the host's built-in compaction, which picks its layer
 //! from what this engine said it sends. All of that is the SDK's default behaviour (contract
 //! 0.2); this engine only names itself.
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::compaction::CompactionSettings;
 use super::error::ConfigError;
 use super::spelling;
-use crate::runtime::{LIMIT_KEYS, LimitKey, Limits};
+use ctxhost_runtime::{LIMIT_KEYS, LimitKey, Limits};
 
 /// The keys ctxhost reads; names follow `openclaw.json` where they overlap.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -8,7 +8,7 @@ use super::compaction::SECTION;
 use super::keys::UnknownKey;
 use super::{Config, ConfigSource};
 use crate::model::{ModelConfig, OpenAiConfig};
-use crate::runtime::{LIMIT_KEYS, Limits};
+use ctxhost_runtime::{LIMIT_KEYS, Limits};
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]

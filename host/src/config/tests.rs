@@ -87,7 +87,7 @@ fn limits_are_range_checked_and_applied() {
         parse("{ plugins: { entries: { e: { limits: { memoryMiB: 64, callTimeoutMs: 300 } } } } }")
             .unwrap();
     let limits = config.plugin_entry("e").unwrap().limits.as_ref().unwrap();
-    let applied = limits.apply(crate::runtime::Limits::default());
+    let applied = limits.apply(ctxhost_runtime::Limits::default());
     assert_eq!(applied.memory_bytes, 64 << 20);
     assert_eq!(applied.call_timeout, std::time::Duration::from_millis(300));
 
@@ -109,14 +109,14 @@ fn host_side_limits_and_the_quota_are_configurable() {
     )
     .unwrap();
     let limits = config.plugin_entry("e").unwrap().limits.as_ref().unwrap();
-    let applied = limits.apply(crate::runtime::Limits::default());
+    let applied = limits.apply(ctxhost_runtime::Limits::default());
     assert_eq!(applied.import_bytes_per_call, 4096);
     assert_eq!(applied.import_calls_per_call, 10);
     assert_eq!(applied.slow_imports_per_call, 2);
     assert_eq!(applied.wall_timeout, std::time::Duration::from_millis(1500));
     assert_eq!(applied.state_dir_quota_bytes, 8 << 20);
     assert_eq!(
-        crate::runtime::Limits::default().state_dir_quota_bytes,
+        ctxhost_runtime::Limits::default().state_dir_quota_bytes,
         256 << 20
     );
     let err = parse("{ plugins: { entries: { e: { limits: { stateDirQuotaMiB: 0 } } } } }")
@@ -149,8 +149,8 @@ fn an_unknown_limit_is_an_error_that_names_the_one_meant() {
 #[test]
 fn the_readme_lists_every_limit_with_its_default() {
     let readme = include_str!("../../../README.md");
-    let defaults = crate::runtime::Limits::default();
-    for limit in crate::runtime::LIMIT_KEYS {
+    let defaults = ctxhost_runtime::Limits::default();
+    for limit in ctxhost_runtime::LIMIT_KEYS {
         let row = readme
             .lines()
             .find(|l| l.starts_with(&format!("| `{}` |", limit.key)))

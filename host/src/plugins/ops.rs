@@ -11,7 +11,7 @@ use crate::config::ConfigSource;
 use crate::config::edit::ConfigEditor;
 use crate::error::{Error, Result};
 use crate::host::Host;
-use crate::runtime::{EngineSpec, Grants, Limits};
+use ctxhost_runtime::{EngineSpec, Grants, Limits};
 
 /// A package that passed every check.
 #[derive(Debug, Clone, Serialize)]

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use ctxhost_transcript::{Entry, Transcript};
 
-use crate::runtime::contract::{Context, ContextEntry, EntryRef, HostError, Message, Role};
+use ctxhost_runtime::contract::{Context, ContextEntry, EntryRef, HostError, Message, Role};
 
 /// Saturates a token figure into the contract's `u32`.
 pub fn tokens_u32(tokens: u64) -> u32 {

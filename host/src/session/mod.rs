@@ -29,11 +29,11 @@ pub use turn::{Turn, TurnCompaction, TurnRequest};
 pub use validate::{AssembledItem, Assembly, AssemblyShape, Items};
 
 use crate::error::{Error, Result};
-use crate::runtime::contract::{
+use ctxhost_runtime::contract::{
     AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactionTrigger, ContextMode,
-    Session as SessionId, SubagentEndReason, SubagentSpawn,
+    SessionIdentity, SubagentEndReason, SubagentSpawn,
 };
-use crate::runtime::{EngineError, EngineInstance, Function, PreparedEngine};
+use ctxhost_runtime::{EngineError, EngineInstance, Function, PreparedEngine};
 pub use convert::tokens_u32;
 use shared::Shared;
 
@@ -48,7 +48,7 @@ pub struct AssembleOptions {
 
 /// The current context of `transcript` as an engine receives it in `assemble` (what a session
 /// builds and keeps between calls; built afresh here).
-pub fn context_of(transcript: &Transcript) -> crate::runtime::contract::Context {
+pub fn context_of(transcript: &Transcript) -> ctxhost_runtime::contract::Context {
     convert::ContextCache::default().owned_context(transcript)
 }
 
@@ -206,7 +206,7 @@ impl Session {
         if token_counter.is_some() {
             transcript.set_token_counter(token_counter);
         }
-        let session = SessionId {
+        let session = SessionIdentity {
             id: transcript.header().id().to_string(),
             key: key.to_string(),
         };

@@ -283,7 +283,7 @@ mod tests {
 
     use std::sync::Arc;
 
-    use crate::runtime::contract::{AssembleResult, Context, ContextEntry, ContextItem, Role};
+    use ctxhost_runtime::contract::{AssembleResult, Context, ContextEntry, ContextItem, Role};
 
     /// An assembly of `items` over a context of `rows` entries (entry `i` of `i + 1` tokens).
     fn planned(rows: u32, revision: u64, items: &[ContextItem]) -> Assembly {

@@ -15,7 +15,7 @@ use crate::prompt::{
     PromptMode, PromptSettings, RuntimeFacts, Section, SectionKind, ToolSpec, WorkspaceMaterial,
     system,
 };
-use crate::runtime::contract::CompactionTrigger;
+use ctxhost_runtime::contract::CompactionTrigger;
 
 /// What the embedding runtime asks for.
 #[derive(Debug, Clone)]
@@ -234,19 +234,19 @@ impl Session {
         }
     }
 
-    /// Tokens the runtime's own part of a request takes (system prompt, bootstrap files,
+    /// Tokens the agent's own part of a request takes (system prompt, bootstrap files,
     /// skills, tool schemas, the prompt): what a [`super::TurnRequest`] counts toward the
     /// threshold besides the engine's context.
-    pub fn runtime_tokens(&self, settings: &PromptSettings, options: &TurnOptions) -> u64 {
+    pub fn agent_tokens(&self, settings: &PromptSettings, options: &TurnOptions) -> u64 {
         let material = WorkspaceMaterial::read(settings);
         let runtime = RuntimeFacts::current(settings.model.as_deref());
         let base_parts = base_parts(settings, options, &runtime, &material);
-        let (fixed, current) = Self::runtime_parts(&base_parts, options);
+        let (fixed, current) = Self::agent_parts(&base_parts, options);
         fixed + current
     }
 
     /// The system prompt without the engine's addition, and the prompt, in tokens.
-    fn runtime_parts(base_parts: &system::PromptParts<'_>, options: &TurnOptions) -> (u64, u64) {
+    fn agent_parts(base_parts: &system::PromptParts<'_>, options: &TurnOptions) -> (u64, u64) {
         let fixed = (system::sections(base_parts).iter())
             .map(|s| u64::from(s.tokens))
             .sum();
@@ -267,7 +267,7 @@ impl Session {
         let material = WorkspaceMaterial::read(settings);
         let runtime = RuntimeFacts::current(settings.model.as_deref());
         let base_parts = base_parts(settings, options, &runtime, &material);
-        let (fixed, current) = Self::runtime_parts(&base_parts, options);
+        let (fixed, current) = Self::agent_parts(&base_parts, options);
         let window = self.context_window();
         // The response reserve is the session's compaction reserve (reserveTokens, never below
         // its floor): what compaction keeps free is what the model's answer may use.

@@ -1,5 +1,5 @@
 //! The part of a session its engine instance can reach through host imports: the transcript
-//! (read-only) and the runtime compaction.
+//! (read-only) and the built-in compaction.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,14 +12,14 @@ use ctxhost_transcript::compaction::{self, Settings};
 
 use super::convert;
 use crate::model::{Completion, ModelConfig};
-use crate::runtime::contract::{
+use ctxhost_runtime::contract::{
     CompactRequest, Compaction, Context, EntryRef, HostError, Message, Role, SearchHit,
-    SearchRequest, Session,
+    SearchRequest, SessionIdentity,
 };
-use crate::runtime::{BoxFuture, SessionServices};
+use ctxhost_runtime::{BoxFuture, SessionServices};
 
 pub(super) struct Shared {
-    pub session: Session,
+    pub session: SessionIdentity,
     pub file: PathBuf,
     /// Replaced when the runtime's window for the session changes (`Session::set_settings`).
     settings: RwLock<Settings>,
@@ -38,7 +38,7 @@ pub(super) struct Shared {
 
 impl Shared {
     pub(super) fn new(
-        session: Session,
+        session: SessionIdentity,
         file: PathBuf,
         settings: Settings,
         model: ModelConfig,
@@ -96,7 +96,7 @@ impl Shared {
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = settings;
     }
 
-    /// The runtime compaction's proposal, in the contract's terms: the layered policy picks
+    /// The built-in compaction's proposal, in the contract's terms: the layered policy picks
     /// prune / summarize / full, and the configured summarizer writes the summary. Blocking
     /// when the summarizer is a remote model; the transcript lock is released before it runs.
     /// None when there is nothing to do (the reason is logged).

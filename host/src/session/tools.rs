@@ -12,8 +12,8 @@ pub use ctxhost_recall::tools::ToolOutput;
 
 use super::Session;
 use crate::error::{Error, Result};
-use crate::runtime::Function;
-use crate::runtime::contract::EngineTool;
+use ctxhost_runtime::Function;
+use ctxhost_runtime::contract::EngineTool;
 
 /// Tools an engine may offer at most; more is the engine's error.
 const MAX_ENGINE_TOOLS: usize = 32;

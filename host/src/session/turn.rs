@@ -10,18 +10,18 @@ use super::{AssembleOptions, Assembly, CompactOptions, CompactOutcome, PendingCa
 use super::{Session, tokens_u32};
 use crate::auto_compaction::AutoCompaction;
 use crate::error::{Error, Result};
-use crate::runtime::contract::CompactionTrigger;
+use ctxhost_runtime::contract::CompactionTrigger;
 
-/// What the runtime asks of one turn.
+/// What the agent asks of one turn.
 #[derive(Debug, Clone, Default)]
 pub struct TurnRequest {
     /// Names of the tools the model may call on this turn.
     pub available_tools: Vec<String>,
-    /// What the runtime knows of the coming model call.
+    /// What the agent knows of the coming model call.
     pub pending: PendingCall,
-    /// Tokens the runtime sends besides the engine's context (its system prompt, tool schemas,
+    /// Tokens the agent sends besides the engine's context (its system prompt, tool schemas,
     /// the prompt): counted toward the threshold, since the window holds them too.
-    pub runtime_tokens: u64,
+    pub agent_tokens: u64,
 }
 
 /// One turn's context and what it took to build it.
@@ -79,7 +79,7 @@ impl Session {
         let mut assembly = self.assemble_for(&options, &request.pending).await?;
         let mut engine_time = started.elapsed();
         let mut compaction = None;
-        let measured = self.turn_tokens(&assembly, request.runtime_tokens);
+        let measured = self.turn_tokens(&assembly, request.agent_tokens);
         if let Some(due) = AutoCompaction::due(&self.settings(), self.key(), measured) {
             if due.notify {
                 before_compaction(&due);
@@ -120,7 +120,7 @@ impl Session {
     }
 
     /// The context a turn sends, by the count automatic compaction decides with.
-    fn turn_tokens(&self, assembly: &Assembly, runtime_tokens: u64) -> u64 {
+    fn turn_tokens(&self, assembly: &Assembly, agent_tokens: u64) -> u64 {
         let assembled = u64::from(assembly.estimated_tokens);
         // With real usage recorded, the count the provider reported is the better figure
         // for what was sent; a replay at another window has only estimates.
@@ -129,6 +129,6 @@ impl Session {
         } else {
             assembled.max(self.context_tokens())
         };
-        engine_part.saturating_add(runtime_tokens)
+        engine_part.saturating_add(agent_tokens)
     }
 }

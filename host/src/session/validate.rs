@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::runtime::contract::{
+use ctxhost_runtime::contract::{
     AssembleResult, Compaction, Context, ContextEntry, ContextItem, Role,
 };
 
@@ -213,7 +213,7 @@ fn check_size(bytes: usize, max_bytes: usize) -> Result<(), String> {
     if bytes > max_bytes {
         return Err(format!(
             "it hands the host {bytes} bytes, over the engine's limit of {max_bytes} (plugins.entries.<id>.limits.{})",
-            crate::runtime::limits::HOST_BYTES_PER_CALL.key
+            ctxhost_runtime::limits::HOST_BYTES_PER_CALL.key
         ));
     }
     Ok(())

@@ -217,7 +217,7 @@ impl AssembleParams {
                 model: model_id(self.model.take()),
                 prompt: prompt_text(self.prompt.take()),
             },
-            runtime_tokens: 0,
+            agent_tokens: 0,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The `__NAME__` context engine.
 //!
 //! Only `info` is required; every other hook of `ContextEngine` has a default (pass-through
-//! `assemble`, `ingest` ignored, `compact` delegated to the host's runtime compaction).
+//! `assemble`, `ingest` ignored, `compact` delegated to the host's built-in compaction).
 //! Override the ones you change. The SDK's crate docs say what each hook sees: `assemble` gets
 //! the context as entries (role, tokens, and for tool results the tool's name and call id),
 //! and a fresh instance of an existing session is not re-fed its old messages. `tools` offers

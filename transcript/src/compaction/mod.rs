@@ -1,18 +1,18 @@
-//! Runtime compaction (what an engine's `delegate-compaction` runs): decide when and which
-//! layer ([`runtime::prepare`]), prune old tool outputs, choose the cut so that recent context
-//! stays, and summarize the older part in stages ([`runtime::Job::run`]) with a pluggable
+//! Built-in compaction (what an engine's `delegate-compaction` runs): decide when and which
+//! layer ([`builtin::prepare`]), prune old tool outputs, choose the cut so that recent context
+//! stays, and summarize the older part in stages ([`builtin::Job::run`]) with a pluggable
 //! [`Summarizer`]. What a compaction records in its entry's `details` is a
 //! [`CompactionRecord`].
 
+pub mod builtin;
 pub mod citations;
 pub mod extractive;
 #[cfg(test)]
 mod golden;
-pub mod runtime;
 pub mod summarizer;
 
 pub use crate::record::{CompactionRecord, Degradation, Layer, Risk, Tier, Trigger};
-pub use runtime::{Estimate, Job, Policy, Request, Skip, degradation, degradation_at, prepare};
+pub use builtin::{Estimate, Job, Policy, Request, Skip, degradation, degradation_at, prepare};
 pub use summarizer::{Extractive, SummarizeError, Summarizer, SummaryRequest};
 
 /// Compaction thresholds (pi / OpenClaw `compaction` settings) and the layered policy. Which
@@ -53,7 +53,7 @@ impl Settings {
     /// These settings at another `window` (a replay, a runtime that names its window): scaled
     /// down when the window is too small for them (a 20,000-token reserve floor leaves nothing
     /// of a 32k window). Scaled, the threshold sits at 90% of the window, where the defaults put
-    /// it for 200k and where the layered runtime compaction summarizes (it does nothing below
+    /// it for 200k and where the layered built-in compaction summarizes (it does nothing below
     /// 80%).
     pub fn for_window(&self, window: u64) -> Settings {
         let mut settings = self.clone();

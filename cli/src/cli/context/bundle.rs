@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::cli::output::{Bar, Report};
-use crate::cli::{SessionFlag, load_transcript, target};
+use crate::cli::sessions::{SessionFlag, load_transcript, target};
 
 /// `context export`.
 #[derive(Serialize, JsonSchema)]

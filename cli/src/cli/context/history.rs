@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::status::ago;
 use crate::cli::output::{Report, thousands};
-use crate::cli::{SessionFlag, load_transcript};
+use crate::cli::sessions::{SessionFlag, load_transcript};
 
 /// `context history`.
 #[derive(Serialize, JsonSchema)]

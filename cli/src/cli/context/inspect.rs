@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::measure::{RECORDED_METHOD, RECORDED_METHOD_TEXT};
-use crate::cli::load_transcript;
+use crate::cli::sessions::load_transcript;
 use crate::cli::output::{Report, thousands};
 
 /// What `context inspect` found by running the engine on a scratch copy.
@@ -50,7 +50,7 @@ pub(super) async fn inspect(
     // named beside this command's own count.
     let recorded = load_transcript(path)?.context_tokens_in_window(window);
     // The engine runs on a scratch copy: inspecting never rewrites the session.
-    let scratch = crate::cli::scratch_dir()?;
+    let scratch = crate::cli::sessions::scratch_dir()?;
     let copy = scratch
         .path()
         .join(path.file_name().unwrap_or("session.jsonl".as_ref()));

@@ -12,9 +12,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::measure::{RECORDED_METHOD, RECORDED_METHOD_TEXT, prompt_settings};
-use crate::cli::SessionFlag;
 use crate::cli::output::stderr_line;
 use crate::cli::output::{Report, thousands};
+use crate::cli::sessions::SessionFlag;
 
 /// "3 hours 2 minutes ago", "6 months 24 days ago": the two largest units are enough to
 /// place an event; more ("6months 24days 8h 48m 24s") is noise.

@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 
 use super::*;
 use crate::model::ModelSummarizer;
-use ctxhost_transcript::compaction::{Summarizer, SummaryRequest, Tier, runtime};
+use ctxhost_transcript::compaction::{Summarizer, SummaryRequest, Tier, builtin};
 use ctxhost_transcript::{MessageView, Role};
 
 // The request reader and answers the binary's tests use too.
@@ -148,7 +148,7 @@ fn server_error_forever_falls_back_to_the_note_tier() {
     let m = messages();
     let mut errors = Vec::new();
     let (text, tier) =
-        runtime::summarize_with_fallback(&summarizer, &request(&m), 100_000, &mut errors);
+        builtin::summarize_with_fallback(&summarizer, &request(&m), 100_000, &mut errors);
     assert_eq!(tier, Tier::Note);
     assert!(text.contains("HTTP 500"), "{text}");
     assert!(text.contains("## Current task\n- Fix the parser"), "{text}");

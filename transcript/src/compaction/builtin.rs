@@ -1,4 +1,4 @@
-//! The runtime compaction `delegate-compaction` runs: a layered policy picks what to do from
+//! The built-in compaction `delegate-compaction` runs: a layered policy picks what to do from
 //! how full the window is, Phase 1 prunes old tool outputs (no model call), Phase 2 summarizes
 //! the older part in stages with a three-tier fallback, and the result is one `compaction`
 //! entry.
