@@ -11,9 +11,9 @@ use crate::config::{Config, Home};
 use crate::error::Result;
 use crate::model::ModelConfig;
 use crate::plugins::{Capability, PluginError, Registry, validate_config};
-use ctxhost_runtime::{EngineSpec, Grants, Limits, PreparedEngine, Runtime, RuntimeOptions};
 use crate::session::Session;
 use crate::session_file::{encode_key, session_file};
+use ctxhost_runtime::{EngineSpec, Grants, Limits, PreparedEngine, Runtime, RuntimeOptions};
 
 /// Which transcript a session uses.
 #[derive(Debug, Clone)]

@@ -15,8 +15,8 @@ use crate::error::Result;
 use crate::host::{Host, SessionTarget};
 use crate::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
 use crate::prompt::PromptSettings;
-use ctxhost_runtime::PreparedEngine;
 use crate::session::{Prefix, Turn, TurnOptions, TurnRequest};
+use ctxhost_runtime::PreparedEngine;
 
 /// A compaction that ran during a replay.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

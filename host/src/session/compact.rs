@@ -7,9 +7,9 @@ use super::{
     CompactOptions, CompactOutcome, Session, request, tokens_u32, validate, write_or_undo,
 };
 use crate::error::{Error, Result};
+use crate::timestamp::now_iso;
 use ctxhost_runtime::Function;
 use ctxhost_runtime::contract::{CompactRequest, Compaction};
-use crate::timestamp::now_iso;
 
 /// What the host makes of an engine's compaction before anything is written.
 enum Verdict {

@@ -29,12 +29,12 @@ pub use turn::{Turn, TurnCompaction, TurnRequest};
 pub use validate::{AssembledItem, Assembly, AssemblyShape, Items};
 
 use crate::error::{Error, Result};
+pub use convert::tokens_u32;
 use ctxhost_runtime::contract::{
     AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactionTrigger, ContextMode,
     SessionIdentity, SubagentEndReason, SubagentSpawn,
 };
 use ctxhost_runtime::{EngineError, EngineInstance, Function, PreparedEngine};
-pub use convert::tokens_u32;
 use shared::Shared;
 
 /// Options of one `assemble`.

@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::measure::{RECORDED_METHOD, RECORDED_METHOD_TEXT};
-use crate::cli::sessions::load_transcript;
 use crate::cli::output::{Report, thousands};
+use crate::cli::sessions::load_transcript;
 
 /// What `context inspect` found by running the engine on a scratch copy.
 pub(super) struct Inspected {
