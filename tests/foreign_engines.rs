@@ -162,7 +162,7 @@ fn host_with(
 ) -> ctxhost::Host {
     let package = example.package(scratch, component);
     let installer = host(scratch, "{}");
-    let installed = block_on(ctxhost::plugins::install(
+    let installed = block_on(ctxhost::plugin_ops::install(
         &installer, &package, false, false,
     ))
     .unwrap_or_else(|e| panic!("installing {}: {e}", example.id));

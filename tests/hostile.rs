@@ -986,7 +986,7 @@ fn symlinks_in_the_state_dir_do_not_lead_outside() {
     assert!(err.to_string().contains("quota of 1 MiB"), "{err}");
     let hogged = std::fs::metadata(state.join("hog.bin")).unwrap().len();
     assert!(hogged >= 512 << 10, "only {hogged} bytes written");
-    ctxhost::plugins::uninstall(&rig.host, "hostile", true).unwrap();
+    ctxhost::plugin_ops::uninstall(&rig.host, "hostile", true).unwrap();
     assert!(!state.exists(), "the state dir was purged");
     assert_eq!(std::fs::read(outside.join("big")).unwrap().len(), 4 << 20);
     assert_secrets_untouched(&secrets);

@@ -95,7 +95,7 @@ fn a_request_compacted_away_is_found_and_opened_again_under_the_bundled_engine()
             ["ctx_search", "ctx_expand"],
             "legacy (0.4) offers none of its own"
         );
-        assert!(tools.iter().all(|t| t.source == ToolSource::Host));
+        assert!(tools.iter().all(|t| t.source == ToolSource::Recall));
 
         let found = session
             .call_tool("ctx_search", &json!({"query": "zeppelin scheduler"}))
@@ -245,7 +245,7 @@ fn a_hostile_engines_tools_cannot_impersonate_the_host_or_hurt_it() {
             names(&tools),
             ["ctx_search", "ctx_expand", "echo", "spin", "huge", "panic"]
         );
-        assert_eq!(tools[0].source, ToolSource::Host);
+        assert_eq!(tools[0].source, ToolSource::Recall);
         let search = session
             .call_tool("ctx_search", &json!({"query": "anything"}))
             .await

@@ -18,7 +18,7 @@
 //! Beside them: `error` gathers the errors of `config`, `plugins` and `runtime` (and defines
 //! `ContextOverflow`), used by every layer from `session` up; `bundle` (a session's context as a
 //! portable file) uses only the transcript crate; `plugins` (the registry and its packages) sits
-//! below `host`, except `plugins::ops`, the operations on a `Host` it re-exports (`install`,
+//! below `host`, and `plugin_ops` above it: the operations on a `Host` (`install`,
 //! `uninstall`, ...). `timestamp` (the host's clock as RFC 3339) serves any layer. The binary
 //! (`ctxhost-cli`) uses the library only, and `ctxhost-transcript` knows nothing about wasm.
 
@@ -31,6 +31,7 @@ pub mod error;
 mod host;
 pub mod ledger;
 pub mod model;
+pub mod plugin_ops;
 pub mod plugins;
 pub mod prompt;
 pub mod replay;

@@ -102,17 +102,17 @@ pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<E
         }
         PluginsCommand::Uninstall { id, purge, .. } => uninstall(&host, &id, purge),
         PluginsCommand::Enable { id } => {
-            ctxhost::plugins::set_enabled(&host, &id, true)?;
+            ctxhost::plugin_ops::set_enabled(&host, &id, true)?;
             stdout_line!("enabled `{id}`");
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Disable { id } => {
-            ctxhost::plugins::set_enabled(&host, &id, false)?;
+            ctxhost::plugin_ops::set_enabled(&host, &id, false)?;
             stdout_line!("disabled `{id}`");
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Use { id } => {
-            ctxhost::plugins::use_engine(&host, &id)?;
+            ctxhost::plugin_ops::use_engine(&host, &id)?;
             stdout_line!(
                 "context engine is now `{id}` (plugins.slots.contextEngine in {})",
                 host.config().source.path().display()
@@ -126,7 +126,7 @@ pub(super) async fn run(host: Host, command: PluginsCommand) -> anyhow::Result<E
 
 /// `plugins uninstall`: removes a package, keeping its state unless `purge`.
 fn uninstall(host: &Host, id: &str, purge: bool) -> anyhow::Result<ExitCode> {
-    let done = ctxhost::plugins::uninstall(host, id, purge)?;
+    let done = ctxhost::plugin_ops::uninstall(host, id, purge)?;
     stdout_line!("uninstalled `{id}`");
     if done.slot_reset {
         stdout_line!("it was the active engine: plugins.slots.contextEngine is now `legacy`");

@@ -134,7 +134,7 @@ pub(super) const MAX_ID: usize = 128;
 
 /// The one check of an engine id, wherever one arrives (a manifest's `id`, `plugins new`,
 /// `plugins uninstall`), with one error.
-pub(super) fn check_id(id: &str) -> Result<(), PluginError> {
+pub(crate) fn check_id(id: &str) -> Result<(), PluginError> {
     if valid_id(id) {
         Ok(())
     } else {

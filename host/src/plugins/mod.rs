@@ -1,9 +1,8 @@
 //! The engines an operator can select: the bundled ones (embedded in this binary) and plugin
 //! packages under `$CTXHOST_HOME/plugins/<id>/`, copied there or linked to a folder elsewhere.
 
-mod manifest;
-mod ops;
-mod package;
+pub(crate) mod manifest;
+pub(crate) mod package;
 mod scaffold;
 
 use std::collections::BTreeMap;
@@ -12,10 +11,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 pub use manifest::{Capability, MANIFEST, Manifest, check_schema, valid_id, validate_config};
-pub use ops::{
-    Uninstalled, ValidatedPackage, install, link_built, set_enabled, uninstall, use_engine,
-    validate,
-};
 pub use package::LINK;
 pub use scaffold::{Lang, scaffold, scaffold_lang};
 

@@ -74,7 +74,7 @@ pub(super) fn read(folder: &str, dir: &Path) -> Result<AvailableEngine, PluginEr
 /// Stores a validated package: copies its manifest and component into `plugins/<id>/` (or
 /// records a link to `source` when `link`). `replace` allows replacing an installed package of
 /// the same id.
-pub(super) fn store(
+pub(crate) fn store(
     plugins_dir: &Path,
     source: &Path,
     manifest: &Manifest,
@@ -142,7 +142,7 @@ pub(super) fn store(
 }
 
 /// Removes `plugins/<id>/`; with `purge`, the engine's state dir too.
-pub(super) fn remove(
+pub(crate) fn remove(
     plugins_dir: &Path,
     state_dir: &Path,
     id: &str,

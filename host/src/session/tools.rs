@@ -26,8 +26,10 @@ const MAX_ARGUMENT_BYTES: usize = 64 << 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ToolSource {
-    /// ctxhost itself (`ctx_search`, `ctx_expand`).
-    Host,
+    /// ctxhost's own recall tools (`ctx_search`, `ctx_expand`); `"host"` in JSON, as before.
+    #[serde(rename = "host")]
+    #[schemars(rename = "host")]
+    Recall,
     /// The session's engine.
     Engine,
 }
@@ -68,7 +70,7 @@ impl Session {
                 name: s.name,
                 description: s.description,
                 parameters: s.parameters,
-                source: ToolSource::Host,
+                source: ToolSource::Recall,
             }));
         }
         tools.extend(self.engine_tools().await?.iter().map(|t| t.tool.clone()));

@@ -29,8 +29,8 @@ pub(super) async fn install(
     let source = staged.as_ref().map_or(path.as_path(), |s| s.path());
     super::imports::refuse_known_unprovided_imports(source)?;
     let installing = match &built_elsewhere {
-        Some(found) => ctxhost::plugins::link_built(host, &path, found, force).await,
-        None => ctxhost::plugins::install(host, source, link, force).await,
+        Some(found) => ctxhost::plugin_ops::link_built(host, &path, found, force).await,
+        None => ctxhost::plugin_ops::install(host, source, link, force).await,
     };
     let package = installing.map_err(|e| super::imports::with_import_hint(e.into()))?;
     let how = if link { "linked" } else { "installed" };

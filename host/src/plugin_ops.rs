@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Manifest, PluginError, package};
 use crate::config::ConfigSource;
 use crate::config::edit::ConfigEditor;
 use crate::error::{Error, Result};
 use crate::host::Host;
+use crate::plugins::{Manifest, PluginError, package};
 use ctxhost_runtime::{EngineSpec, Grants, Limits};
 
 /// A package that passed every check.
@@ -158,7 +158,7 @@ pub struct Uninstalled {
 /// `purge` also deletes its state dir. Bundled engines cannot be removed.
 pub fn uninstall(host: &Host, id: &str, purge: bool) -> Result<Uninstalled> {
     // The id becomes a path below: `..` would name the plugins folder's parent.
-    super::manifest::check_id(id)?;
+    crate::plugins::manifest::check_id(id)?;
     if host.registry().get(id).is_some_and(|e| e.is_bundled()) {
         return Err(PluginError::Bundled { id: id.to_string() }.into());
     }
