@@ -3,7 +3,7 @@
 /// An engine-level failure, reported by the host as the hook's error message.
 ///
 /// Anything that implements [`Display`](std::fmt::Display) converts into it, so `?` works on
-/// `serde_json::Error`, [`HostError`], `String`, `&str` and the like.
+/// `serde_json::Error`, [`HostError`](crate::HostError), `String`, `&str` and the like.
 pub struct Error(String);
 
 impl Error {
@@ -35,5 +35,5 @@ impl std::fmt::Debug for Error {
     }
 }
 
-/// The result type of every [`ContextEngine`] hook.
+/// The result type of every [`ContextEngine`](crate::ContextEngine) hook.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
