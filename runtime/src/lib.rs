@@ -10,28 +10,6 @@
 
 #![warn(missing_docs)]
 
-/// Converts a WIT enum of a version's generated `types` (`g`) to and from ctxhost's own
-/// (`d`, `super::contract`), variant by variant.
-macro_rules! convert_enum {
-    ($name:ident [$($variant:ident),* $(,)?]) => {
-        impl From<d::$name> for g::$name {
-            fn from(value: d::$name) -> Self {
-                match value {
-                    $(d::$name::$variant => Self::$variant,)*
-                }
-            }
-        }
-        impl From<g::$name> for d::$name {
-            fn from(value: g::$name) -> Self {
-                match value {
-                    $(g::$name::$variant => Self::$variant,)*
-                }
-            }
-        }
-    };
-}
-use convert_enum;
-
 mod cache;
 mod clock;
 pub mod contract;

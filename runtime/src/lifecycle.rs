@@ -23,13 +23,35 @@ macro_rules! contract_bindings {
 }
 pub(crate) use contract_bindings;
 
+/// Converts a WIT enum of a version's generated `types` (`g`) to and from ctxhost's own
+/// (`d`, `super::contract`), variant by variant.
+macro_rules! convert_enum {
+    ($name:ident [$($variant:ident),* $(,)?]) => {
+        impl From<d::$name> for g::$name {
+            fn from(value: d::$name) -> Self {
+                match value {
+                    $(d::$name::$variant => Self::$variant,)*
+                }
+            }
+        }
+        impl From<g::$name> for d::$name {
+            fn from(value: g::$name) -> Self {
+                match value {
+                    $(g::$name::$variant => Self::$variant,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use convert_enum;
+
 /// Enum conversions, `session` both ways, `host-error` to the guest and `compaction` from it.
 macro_rules! shared_conversions {
     () => {
-        $crate::convert_enum!(Role [User, Assistant, ToolResult, BashExecution, Custom, BranchSummary, CompactionSummary]);
-        $crate::convert_enum!(CompactionTrigger [Manual, Auto, Overflow]);
-        $crate::convert_enum!(ContextMode [Isolated, Fork]);
-        $crate::convert_enum!(SubagentEndReason [Deleted, Completed, Swept, Released]);
+        $crate::lifecycle::convert_enum!(Role [User, Assistant, ToolResult, BashExecution, Custom, BranchSummary, CompactionSummary]);
+        $crate::lifecycle::convert_enum!(CompactionTrigger [Manual, Auto, Overflow]);
+        $crate::lifecycle::convert_enum!(ContextMode [Isolated, Fork]);
+        $crate::lifecycle::convert_enum!(SubagentEndReason [Deleted, Completed, Swept, Released]);
 
         impl From<&d::SessionIdentity> for g::Session {
             fn from(s: &d::SessionIdentity) -> Self {

@@ -9,17 +9,19 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
+use super::cache::LoadSource;
 use super::clock::CallClock;
 use super::contract::{EngineInfo, SessionIdentity};
 use super::epoch::{CHECK_EVERY, DeadlineExceeded, ticks_for};
+use super::error::{EngineError, FaultKind};
 use super::guest_log::{GuestOutput, LogSink};
 use super::health::{Health, HealthStatus};
+use super::instance::{self, EngineInstance};
+use super::limits::Function;
+use super::services::SessionServices;
 use super::spec::EngineSpec;
 use super::state::{ImportBudget, Limiter, StoreState};
-use super::{
-    EngineError, EngineInstance, FaultKind, Function, LoadSource, SessionServices, instance, quota,
-    versions,
-};
+use super::{quota, versions};
 
 /// A compiled, linked engine that answered `info`, ready to instantiate per session.
 pub struct PreparedEngine {

@@ -9,8 +9,9 @@ use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
 use super::contract as d;
+use super::error::RuntimeError;
 use super::state::StoreState;
-use super::{RuntimeError, v0_1, v0_2, v0_3, v0_4};
+use super::{v0_1, v0_2, v0_3, v0_4};
 
 /// Contract versions this host runs, newest first.
 pub(super) const SUPPORTED: &[&str] = &[v0_4::VERSION, v0_3::VERSION, v0_2::VERSION, v0_1::VERSION];
