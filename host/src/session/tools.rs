@@ -26,7 +26,8 @@ const MAX_ARGUMENT_BYTES: usize = 64 << 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ToolSource {
-    /// ctxhost's own recall tools (`ctx_search`, `ctx_expand`); `"host"` in JSON, as before.
+    /// ctxhost's own recall tools (`ctx_search`, `ctx_expand`).
+    // "host" on the wire, as it was before the variant was named for what it is.
     #[serde(rename = "host")]
     #[schemars(rename = "host")]
     Recall,
