@@ -23,6 +23,10 @@ use crate::text;
 const ROLE_WEIGHT: &str = "(CASE WHEN e.role = 'user' THEN 2.0 \
      WHEN e.role = 'toolResult' AND e.is_error THEN 2.0 ELSE 1.0 END)";
 
+/// Rows read per hit asked for, so that copies of a listed text can be passed over and the
+/// hits still filled.
+const COPIES_READ: u32 = 5;
+
 /// Bump when the tables or what is indexed change: an index of another schema is rebuilt.
 const SCHEMA: i64 = 2;
 
@@ -351,39 +355,33 @@ impl RecallIndex {
     ) -> Result<Vec<Hit>, RecallError> {
         let terms = query.terms()?;
         let limit = query.limit()?;
-        // Entries holding every word first; when those are too few, the best of those holding
-        // any of them. Matching all first also keeps a search of common words fast: ranking
-        // scores every match.
-        let mut hits = self
-            .ranked(&match_expression(&terms, true), query, limit)
-            .map_err(|e| self.error(e))?;
-        // Then those missing one word (a half-remembered query often has one word wrong),
-        // then any word: each round only fills what the stricter one left.
-        let mut looser = Vec::new();
+        // Entries holding every word first; then those missing one word (a half-remembered
+        // query often has one word wrong), then any word: each round only fills what the
+        // stricter one left. Matching all first also keeps a search of common words fast:
+        // ranking scores every match.
+        let mut rounds = vec![match_expression(&terms, true)];
         if terms.len() > 2 {
-            looser.push(all_but_one_expression(&terms));
+            rounds.push(all_but_one_expression(&terms));
         }
         if terms.len() > 1 {
-            looser.push(match_expression(&terms, false));
-        }
-        for expression in looser {
-            if hits.len() >= limit as usize {
-                break;
-            }
-            let more = self
-                .ranked(&expression, query, limit)
-                .map_err(|e| self.error(e))?;
-            for row in more {
-                if hits.len() == limit as usize {
-                    break;
-                }
-                if !hits.iter().any(|h| h.seq == row.seq) {
-                    hits.push(row);
-                }
-            }
+            rounds.push(match_expression(&terms, false));
         }
         let in_context = ContextPositions::of(transcript);
         let entries = transcript.entries();
+        let mut listed = Listed::new(limit as usize, |seq| in_context.contains(seq));
+        for expression in rounds {
+            if listed.is_full() {
+                break;
+            }
+            // More rows than the limit: copies of a listed text take no place of their own.
+            let rows = (self.ranked(&expression, query, limit.saturating_mul(COPIES_READ)))
+                .map_err(|e| self.error(e))?;
+            for row in rows {
+                let text = (entries.get(row.seq).and_then(Entry::view)).map(|v| text::indexed(&v));
+                listed.offer(row, text);
+            }
+        }
+        let hits = listed.rows;
         Ok(hits
             .into_iter()
             .filter_map(|row| {
@@ -613,6 +611,53 @@ fn remove_index_files(path: &Path) {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+}
+
+/// The hits of one search: each indexed text once (the same request sent again, the same error
+/// on every retry would otherwise push every other text off the list). Of a text's copies the
+/// best-ranked is listed, unless a later one is out of the model's context while the listed one
+/// is in it: the copy the model cannot see is the one a search is for.
+struct Listed<F> {
+    rows: Vec<Row>,
+    texts: Vec<Option<String>>,
+    limit: usize,
+    in_context: F,
+}
+
+impl<F: Fn(usize) -> bool> Listed<F> {
+    fn new(limit: usize, in_context: F) -> Self {
+        Self {
+            rows: Vec::new(),
+            texts: Vec::new(),
+            limit,
+            in_context,
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.rows.len() >= self.limit
+    }
+
+    fn offer(&mut self, row: Row, text: Option<String>) {
+        if self.rows.iter().any(|listed| listed.seq == row.seq) {
+            return;
+        }
+        let copy_of = text
+            .as_ref()
+            .and_then(|text| self.texts.iter().position(|t| t.as_ref() == Some(text)));
+        match copy_of {
+            Some(at) => {
+                if !(self.in_context)(row.seq) && (self.in_context)(self.rows[at].seq) {
+                    self.rows[at] = row;
+                }
+            }
+            None if !self.is_full() => {
+                self.rows.push(row);
+                self.texts.push(text);
+            }
+            None => {}
+        }
     }
 }
 

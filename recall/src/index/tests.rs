@@ -422,3 +422,73 @@ fn entries_missing_one_word_come_before_those_holding_only_one() {
     };
     assert_eq!(ids(&index.search(&t, &query).unwrap()), [1]);
 }
+
+fn row(seq: usize) -> Row {
+    Row {
+        seq,
+        id: format!("e{seq}"),
+        role: "user".into(),
+        tool: None,
+        is_error: false,
+    }
+}
+
+#[test]
+fn a_text_is_listed_once_by_its_copy_out_of_context() {
+    // Entries from 10 on are in the context; the ranking put the in-context copy first.
+    let mut listed = Listed::new(3, |seq| seq >= 10);
+    let text = |t: &str| Some(t.to_string());
+    listed.offer(row(12), text("socket timeout"));
+    listed.offer(row(11), text("socket timeout"));
+    listed.offer(row(3), text("socket timeout"));
+    listed.offer(row(4), text("socket timeout"));
+    listed.offer(row(13), text("the deploy script times out"));
+    listed.offer(row(2), text("retry the upload"));
+    listed.offer(row(1), text("one text too many"));
+    let seqs: Vec<usize> = listed.rows.iter().map(|r| r.seq).collect();
+    assert_eq!(
+        seqs,
+        [3, 13, 2],
+        "the first compacted copy stands for its text"
+    );
+}
+
+#[test]
+fn repeated_errors_leave_room_for_other_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Transcript::new("s-repeats", "/work", TS);
+    // The same short error twelve times outranks the one longer message holding both words.
+    for i in 0..12 {
+        t.append_message(&json!({"role": "toolResult", "toolCallId": format!("c{i}"), "toolName": "bash", "isError": true,
+            "content": [{"type": "text", "text": "socket timeout"}], "timestamp": i}), TS).unwrap();
+    }
+    t.append_message(&json!({"role": "user", "content": "The socket timeout in the deploy script happens only on the staging host", "timestamp": 20}), TS).unwrap();
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    let hits = index
+        .search(&t, &SearchQuery::words("socket timeout"))
+        .unwrap();
+    assert_eq!(
+        hits.len(),
+        2,
+        "one of the twelve copies, and the other text"
+    );
+    assert_eq!(
+        hits[1].entry, 12,
+        "the longer message is listed beside the error"
+    );
+}
+
+#[test]
+fn tool_calls_without_text_are_told_apart_by_their_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Transcript::new("s-calls", "/work", TS);
+    for (i, path) in ["src/deploy.rs", "src/retry.rs"].iter().enumerate() {
+        t.append_message(&json!({"role": "assistant", "content": [{"type": "toolCall", "id": format!("c{i}"), "name": "read",
+            "arguments": {"path": path}}], "timestamp": i}), TS).unwrap();
+    }
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    let hits = index.search(&t, &SearchQuery::words("read src")).unwrap();
+    assert_eq!(hits.len(), 2, "two different calls, both listed");
+}
