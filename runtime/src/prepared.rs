@@ -113,6 +113,31 @@ impl Linked {
             kind: FaultKind::HostResources,
             detail,
         })?;
+        let mut store = self.new_store(wasi, log, services);
+        // Bounded from outside too: a constructor blocked in WASI is never interrupted.
+        let watch = store.data().clock.watchdog();
+        let bindings = match watch.bound(self.pre.instantiate(&mut store)).await {
+            Ok(bindings) => bindings,
+            Err(e) => return Err(instantiate_fault(spec, &session, &store, &e)),
+        };
+        Ok(EngineInstance {
+            store,
+            bindings,
+            spec: spec.clone(),
+            health: self.health.clone(),
+            session,
+        })
+    }
+
+    /// A session's store: its state, the memory limiter, and the deadline of `instantiate`
+    /// armed.
+    fn new_store(
+        &self,
+        wasi: WasiCtx,
+        log: Arc<LogSink>,
+        services: Arc<dyn SessionServices>,
+    ) -> Store<StoreState> {
+        let spec = &self.spec;
         let state = StoreState {
             wasi,
             table: ResourceTable::new(),
@@ -147,43 +172,13 @@ impl Linked {
                 )))
             }
         });
-        store.data_mut().clock.start(
-            spec.limits.deadline(Function::Instantiate),
-            spec.limits.wall_timeout,
-        );
-        store.set_epoch_deadline(ticks_for(
-            spec.limits.deadline(Function::Instantiate).min(CHECK_EVERY),
-        ));
-        // Bounded from outside too: a constructor blocked in WASI is never interrupted.
-        let watch = store.data().clock.watchdog();
-        let bindings = match watch.bound(self.pre.instantiate(&mut store)).await {
-            Ok(bindings) => bindings,
-            Err(e) => {
-                let memory_refused = store.data().limiter.memory_refused;
-                let kind = if e
-                    .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
-                    .is_some()
-                {
-                    FaultKind::HostResources
-                } else {
-                    instance::classify(&e, memory_refused)
-                };
-                return Err(EngineError::Fault {
-                    engine: spec.id.clone(),
-                    function: Function::Instantiate,
-                    session: session.key.clone(),
-                    kind,
-                    detail: format!("{e:#}"),
-                });
-            }
-        };
-        Ok(EngineInstance {
-            store,
-            bindings,
-            spec: spec.clone(),
-            health: self.health.clone(),
-            session,
-        })
+        let deadline = spec.limits.deadline(Function::Instantiate);
+        store
+            .data_mut()
+            .clock
+            .start(deadline, spec.limits.wall_timeout);
+        store.set_epoch_deadline(ticks_for(deadline.min(CHECK_EVERY)));
+        store
     }
 
     /// The sandbox: the state dir as `/`, guest output into the logs, nothing else — no env,
@@ -210,5 +205,29 @@ impl Linked {
                 .map_err(|e| format!("cannot open workspace {}: {e:#}", workspace.display()))?;
         }
         Ok(builder.build())
+    }
+}
+
+/// Why instantiating failed, in the host's terms: a full pool is the host's shortage.
+fn instantiate_fault(
+    spec: &EngineSpec,
+    session: &SessionIdentity,
+    store: &Store<StoreState>,
+    error: &wasmtime::Error,
+) -> EngineError {
+    let kind = if error
+        .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+        .is_some()
+    {
+        FaultKind::HostResources
+    } else {
+        instance::classify(error, store.data().limiter.memory_refused)
+    };
+    EngineError::Fault {
+        engine: spec.id.clone(),
+        function: Function::Instantiate,
+        session: session.key.clone(),
+        kind,
+        detail: format!("{error:#}"),
     }
 }
