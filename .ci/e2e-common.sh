@@ -120,6 +120,21 @@ assert_packaged_binary() {
     say "the platform package's binary: ${found#"$WORLD/"}"
 }
 
+# `descendants PID`: every process below PID.
+descendants() {
+    local child
+    for child in $(pgrep -P "$1" 2>/dev/null || true); do
+        echo "$child"
+        descendants "$child"
+    done
+}
+# `kill_tree PID`: kill -9 PID and every process below it, children first found.
+kill_tree() {
+    local child
+    for child in $(pgrep -P "$1" 2>/dev/null || true); do kill_tree "$child"; done
+    kill -9 "$1" 2>/dev/null || true
+}
+
 FAKE_PID=
 cleanup() {
     [[ -n $FAKE_PID ]] && kill "$FAKE_PID" 2>/dev/null || true

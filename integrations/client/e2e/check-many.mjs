@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Checks agent processes that ran at the same time on one CTXHOST_HOME (.ci/e2e-pi,
-// .ci/e2e-openclaw): every session whose prompt carries one of the markers has exactly one
+// Checks agent processes that ran at the same time on one CTXHOST_HOME (.ci/e2e-many:
+// pi and OpenClaw agents together): every session whose prompt carries one of the markers has exactly one
 // mirror holding it, and every turn of that mirror's ledger was assembled by ctxhost on the
 // expected engine (outcome ok, no fallback). An agent that fell back to its own context, or was
 // refused the home, leaves no record or a degraded one.
