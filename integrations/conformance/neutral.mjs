@@ -12,7 +12,13 @@
 //   carries the time each entry was written: ids become `<m<position>>` (or `<compaction#n>`…)
 //   through the agent's own mirror file, and so do entry numbers (lossless writes "entries
 //   3–17": positions in the mirror file, whose bookkeeping entries differ by bridge); times
-//   become `<time>`. Nothing else is rewritten.
+//   become `<time>`. checkpoint-manager's restore names its checkpoint and the session key
+//   (`[Checkpoint cp_007 of pi:…,`): the key is each agent's own, and the number counts the
+//   agent's processes (each instance that ends writes one), so both become placeholders.
+//   Its gauge notes (`[Context: 70% | …]`) are left out: a note reads the request the agent
+//   sends at that hook (pi sends its pending prompt among the entries, OpenClaw does not, and
+//   Hermes has no hook before a model call), so where and what they read differs by design.
+//   Nothing else is rewritten.
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -134,6 +140,8 @@ function entryLabels(mirror, index) {
 const ISO_TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g;
 const ENTRY_ID = /\b[0-9a-f]{8}\b/g;
 const ENTRY_NUMBERS = /\bentries (\d+)–(\d+)/g;
+const CHECKPOINT = /\[Checkpoint cp_\d+ of [^,\s]+,/g;
+const GAUGE_NOTE = /^\[Context: \d+%/;
 
 /**
  * @param {string} text
@@ -144,7 +152,8 @@ function normalized(text, labels) {
   return text
     .replace(ENTRY_ID, (id) => (labels.byId.has(id) ? `<${labels.byId.get(id)}>` : id))
     .replace(ENTRY_NUMBERS, (_, a, b) => `entries ${number(a)}–${number(b)}`)
-    .replace(ISO_TIME, "<time>");
+    .replace(ISO_TIME, "<time>")
+    .replace(CHECKPOINT, "[Checkpoint <checkpoint> of <session>,");
 }
 
 /**
@@ -161,7 +170,11 @@ export function neutral(record, fixture) {
     return position !== undefined ? `m${position}` : { unknown: it.role, text: normalized(it.text, labels) };
   };
   return {
-    calls: record.calls.map((c) => ({ turn: c.turn, call: c.call, context: c.messages.map(item) })),
+    calls: record.calls.map((c) => ({
+      turn: c.turn,
+      call: c.call,
+      context: c.messages.filter((m) => !(m.inserted && GAUGE_NOTE.test(m.text))).map(item),
+    })),
     recall: record.recall.map((r) => ({ query: r.query, answer: normalized(r.text, labels) })),
   };
 }

@@ -51,6 +51,20 @@ pub struct SessionState {
     pending: Dirty,
     saved_at: Option<u64>,
     ingested_since_save: u32,
+    shown: Shown,
+    /// Whether `shown` is on disk as it is: a first compaction must find what preceded it.
+    shown_saved: bool,
+    warnings: Vec<String>,
+}
+
+/// What the context shows besides the transcript's entries, with the compaction summary it
+/// follows. Saved whenever it changes: an instance started again on the same transcript
+/// (OpenClaw starts one per turn, a sidecar gives an idle session's back) plans the context
+/// its predecessor planned, and a compaction made by another instance still gets its restore.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Shown {
+    /// The transcript this was shown in.
+    session_file: String,
     /// The compaction summary seen first in the last assembled context.
     seen_summary: Option<EntryRef>,
     /// The restore message, once there is reason for one: inserted on every assemble until
@@ -59,7 +73,6 @@ pub struct SessionState {
     restore: Option<String>,
     /// Gauge readings given since the last compaction, each where it was given.
     gauge: GaugeNotes,
-    warnings: Vec<String>,
 }
 
 /// The gauge as messages pinned where they were given, not a system-prompt line: a line that
@@ -67,12 +80,44 @@ pub struct SessionState {
 /// note that stays where it was inserted leaves each request a byte-identical extension of the
 /// previous one. A new note is given only when the reading moves a step (or a checkpoint is
 /// saved), so the model still sees how full the context is, never more than a step stale.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct GaugeNotes {
     /// (the entry the note follows, its text), oldest first.
     notes: Vec<(EntryRef, String)>,
     /// The last reading given: (percent step, checkpoint saved).
     last: Option<(u64, bool)>,
+}
+
+impl Shown {
+    /// What an earlier instance on this transcript showed. Without one (or when it was shown in
+    /// another transcript) the context as it starts: its leading summary is an old compaction,
+    /// not a reason to restore.
+    /// Also whether it was on disk.
+    fn resumed(store: &Store, start: &Start<'_>, warnings: &mut Vec<String>) -> (Self, bool) {
+        let fresh = Shown {
+            session_file: start.session_file.to_string(),
+            seen_summary: start.leading_summary,
+            ..Shown::default()
+        };
+        match store.load_state::<Shown>(store::SHOWN) {
+            Ok(Some(Stamped { data, .. }))
+                if data.session_file == start.session_file && start.entry_count != Some(0) =>
+            {
+                (data, true)
+            }
+            Ok(_) => (fresh, false),
+            Err(e) => {
+                warnings.push(format!("state file ignored: {e}"));
+                (fresh, false)
+            }
+        }
+    }
+
+    /// What tells one state of it from another cheaply: the summary it follows and the
+    /// notes given (the restore changes only with the summary).
+    fn changes(&self) -> (Option<EntryRef>, usize) {
+        (self.seen_summary, self.gauge.notes.len())
+    }
 }
 
 /// The entry a new gauge note follows: the last one when the context ends a turn (the prompt
@@ -129,13 +174,12 @@ impl SessionState {
 
         // The checkpoint, written from the state of its time, is the base; state files written
         // after it hold what was captured since and win. Older ones are stale: discarded.
-        let mut stale = false;
         let mut capture = match &latest {
             Some(checkpoint) => Capture::from_checkpoint(checkpoint),
             None => Capture::default(),
         };
         let mut mismatched = Vec::new();
-        let mut load = |name| load_part(&store, name, checkpoint_ms, &mut stale, &mut warnings);
+        let mut load = |name| load_part(&store, name, checkpoint_ms, &mut warnings);
         let decisions = load(store::DECISIONS);
         let thread = load(store::THREAD);
         let resources = load(store::RESOURCES);
@@ -153,18 +197,27 @@ impl SessionState {
             capture.open_items = part;
         }
         warnings.extend(mismatched);
-        if stale {
-            store.discard_state();
-        }
 
         // A new session: a fresh transcript, or another transcript than the checkpoint's.
         let new_session = latest.as_ref().is_some_and(|cp| {
             start.entry_count == Some(0) || cp.meta.session_file != start.session_file
         });
-        let restore = latest
-            .as_ref()
-            .filter(|_| new_session)
-            .map(|cp| restore::render(cp, Occasion::NewSession, None));
+        if new_session {
+            // The thread describes the conversation that comes next, not the last one's.
+            capture.thread = Default::default();
+        }
+        let (shown, shown_saved) = if new_session {
+            let shown = Shown {
+                session_file: start.session_file.to_string(),
+                restore: latest
+                    .as_ref()
+                    .map(|cp| restore::render(cp, Occasion::NewSession, None)),
+                ..Shown::default()
+            };
+            (shown, false)
+        } else {
+            Shown::resumed(&store, &start, &mut warnings)
+        };
         let compaction_count = match &latest {
             Some(cp) if !new_session => cp.meta.compaction_count,
             _ => 0,
@@ -184,9 +237,8 @@ impl SessionState {
             pending: Dirty::default(),
             saved_at: None,
             ingested_since_save: 0,
-            seen_summary: start.leading_summary,
-            restore,
-            gauge: GaugeNotes::default(),
+            shown,
+            shown_saved,
             warnings,
         }
     }
@@ -203,7 +255,7 @@ impl SessionState {
 
     /// The restore message currently inserted, if any.
     pub fn restore(&self) -> Option<&str> {
-        self.restore.as_deref()
+        self.shown.restore.as_deref()
     }
 
     /// Captures one message; the state files it changed are saved when the last save is
@@ -266,7 +318,7 @@ impl SessionState {
             .first()
             .filter(|entry| entry.role == Role::CompactionSummary)
             .map(|entry| entry.entry)
-            .filter(|&entry| Some(entry) != self.seen_summary)
+            .filter(|&entry| Some(entry) != self.shown.seen_summary)
     }
 
     /// [`Self::assemble_after`] without the summary's text.
@@ -288,11 +340,12 @@ impl SessionState {
             .entries
             .first()
             .filter(|entry| entry.role == Role::CompactionSummary);
+        let shown_before = self.shown.changes();
         if let Some(summary) = self.new_summary(request) {
-            self.seen_summary = Some(summary);
+            self.shown.seen_summary = Some(summary);
             // The compaction starts a new prefix: readings of the old context go with it.
-            self.gauge = GaugeNotes::default();
-            self.restore = self
+            self.shown.gauge = GaugeNotes::default();
+            self.shown.restore = self
                 .latest
                 .as_ref()
                 .map(|cp| restore::render(cp, Occasion::Compaction, summary_text));
@@ -304,6 +357,7 @@ impl SessionState {
         // 470–819% full).
         let entries: u64 = request.entries.iter().map(|e| u64::from(e.tokens)).sum();
         let restore = self
+            .shown
             .restore
             .as_deref()
             .map_or(0, |r| u64::from(ctxhost_sdk::estimate_tokens(r)));
@@ -324,11 +378,14 @@ impl SessionState {
         };
         if let (Some(saved), Some(anchor)) = (reading, note_anchor(&request.entries)) {
             let step = gauge::percent(tokens, window) / GAUGE_STEP_PERCENT;
-            if self.gauge.last != Some((step, saved)) {
-                self.gauge.last = Some((step, saved));
+            if self.shown.gauge.last != Some((step, saved)) {
+                self.shown.gauge.last = Some((step, saved));
                 let line = gauge::line(tokens, window, saved);
-                self.gauge.notes.push((anchor, line));
+                self.shown.gauge.notes.push((anchor, line));
             }
+        }
+        if !self.shown_saved || self.shown.changes() != shown_before {
+            self.save_shown(now_ms);
         }
 
         let mut plan = Plan::with_capacity(3);
@@ -339,12 +396,12 @@ impl SessionState {
             }
             None => &request.entries[..],
         };
-        if let Some(restore) = &self.restore {
+        if let Some(restore) = &self.shown.restore {
             plan = plan.insert_custom(restore::CUSTOM_TYPE, restore);
         }
         let mut rest = rest;
         let mut last_kept = summary.map(|s| s.entry);
-        for (after, line) in &self.gauge.notes {
+        for (after, line) in &self.shown.gauge.notes {
             if last_kept != Some(*after) {
                 // A note whose entry is no longer in the context is left out.
                 let Some(at) = rest.iter().position(|e| e.entry == *after) else {
@@ -357,6 +414,17 @@ impl SessionState {
             plan = plan.insert_custom(GAUGE_CUSTOM_TYPE, line);
         }
         plan.keep_range(rest).build()
+    }
+
+    /// Saves what the context shows, for the next instance on this transcript; a failure is a
+    /// warning (that instance would show less, nothing else is lost).
+    fn save_shown(&mut self, now_ms: u64) {
+        match self.store.save_state(store::SHOWN, &self.shown, now_ms) {
+            Ok(()) => self.shown_saved = true,
+            Err(e) => self
+                .warnings
+                .push(format!("{} not saved: {e}", store::SHOWN)),
+        }
     }
 
     /// Before the runtime compacts: write the `compaction` checkpoint (so it is on disk even if
@@ -401,7 +469,13 @@ impl SessionState {
             Ok(_) => {
                 self.latest = Some(checkpoint);
                 self.unsaved = false;
-                // The checkpoint holds the capture: state files older than it are stale anyway.
+                // The checkpoint holds the capture but the thread's working state (what the
+                // last message left going on): saved beside it, so the next instance on this
+                // transcript knows it. Other state files older than it are stale anyway.
+                if let Err(e) = self.save_part(store::THREAD, now_ms) {
+                    self.warnings
+                        .push(format!("{} not saved: {e}", store::THREAD));
+                }
                 self.pending = Dirty::default();
                 self.saved_at = Some(now_ms);
                 self.ingested_since_save = 0;
@@ -459,18 +533,17 @@ impl SessionState {
 }
 
 /// Loads one state file as JSON; `None` when absent, unreadable (a warning) or stale (older
-/// than the newest checkpoint: `stale` is set).
+/// than the newest checkpoint: then it is discarded).
 fn load_part(
     store: &Store,
     name: &str,
     checkpoint_ms: Option<u64>,
-    stale: &mut bool,
     warnings: &mut Vec<String>,
 ) -> Option<Value> {
     match store.load_state::<Value>(name) {
         Ok(Some(Stamped { updated_ms, data })) => {
             if checkpoint_ms.is_some_and(|cp| updated_ms < cp) {
-                *stale = true;
+                store.discard_state(name);
                 None
             } else {
                 Some(data)

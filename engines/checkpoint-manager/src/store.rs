@@ -29,7 +29,9 @@ pub const DECISIONS: &str = "decisions.json";
 pub const THREAD: &str = "thread.json";
 pub const RESOURCES: &str = "resources.json";
 pub const OPEN_ITEMS: &str = "open_items.json";
-const STATE_FILES: [&str; 4] = [DECISIONS, THREAD, RESOURCES, OPEN_ITEMS];
+/// What the context shows besides the transcript (the restore, the gauge notes). Not a part
+/// of the capture, so a newer checkpoint does not make it stale.
+pub const SHOWN: &str = "shown.json";
 const LATEST: &str = "_latest.json";
 const TEMP_MARKER: &str = ".tmp-";
 
@@ -152,11 +154,9 @@ impl Store {
         }
     }
 
-    /// Deletes the state files (they are stale: a checkpoint holds everything they held).
-    pub fn discard_state(&self) {
-        for name in STATE_FILES {
-            let _ = fs::remove_file(self.state_dir().join(name));
-        }
+    /// Deletes one state file (it is stale: a checkpoint holds everything it held).
+    pub fn discard_state(&self, name: &str) {
+        let _ = fs::remove_file(self.state_dir().join(name));
     }
 
     /// Removes temp files a crash left behind in this session's directories.
@@ -367,7 +367,7 @@ mod tests {
         )
         .unwrap();
         assert!(store.load_state::<Vec<String>>(DECISIONS).is_err());
-        store.discard_state();
+        store.discard_state(DECISIONS);
         assert!(
             store
                 .load_state::<Vec<String>>(DECISIONS)

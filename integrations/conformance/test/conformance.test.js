@@ -24,7 +24,7 @@ const HERE = resolve(fileURLToPath(import.meta.url), "../..");
 const REPO = resolve(HERE, "../..");
 const FIXTURE = join(HERE, "conversation.json");
 const BINARY = binaryFor(HERE);
-const ENGINES = ["legacy", "lossless"];
+const ENGINES = ["legacy", "lossless", "checkpoint-manager"];
 const run = promisify(execFile);
 
 /**

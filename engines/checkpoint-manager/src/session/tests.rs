@@ -307,6 +307,78 @@ fn compaction_writes_first_then_the_next_assemble_restores() {
     assert_eq!(state.latest().unwrap().meta.compaction_count, 3);
 }
 
+/// An instance started again on the same transcript after the one before it compacted, as
+/// OpenClaw starts one per turn: `leading` is the summary the context now starts with.
+fn started_again<'a>(file: &'a str, leading: Option<u32>) -> Start<'a> {
+    Start {
+        leading_summary: leading,
+        ..start("k", file, 12)
+    }
+}
+
+#[test]
+fn an_instance_started_again_shows_what_the_one_before_showed() {
+    let root = tempfile::tempdir().unwrap();
+    let mut first = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+    work(&mut first);
+    let before: Vec<_> = (0..4).map(|i| entry(i, Role::User)).collect();
+    // Nothing to show yet (no note, no summary): still on disk, or the first compaction would
+    // look like an old one to the next instance.
+    let plain = first.assemble(&request(1_000, before), NOW);
+    assert!(gauge_notes(&plain).is_empty());
+    // It compacts and goes away before assembling again.
+    first.before_compaction(Some(25_000), NOW);
+    first.after_compaction(true);
+    drop(first);
+
+    let after = vec![entry(9, Role::CompactionSummary), entry(3, Role::User)];
+    let mut second = SessionState::open(root.path(), started_again("a.jsonl", Some(9)));
+    let restored = second.assemble(&request(8_000, after.clone()), NOW);
+    assert!(
+        second
+            .restore()
+            .is_some_and(|r| r.contains("the context was compacted")),
+        "the compaction the instance before made still gets its restore: {:?}",
+        restored.items
+    );
+    let more: Vec<_> = after
+        .iter()
+        .cloned()
+        .chain([entry(10, Role::Assistant)])
+        .collect();
+    let noted = second.assemble(&request(24_000, more.clone()), NOW);
+    assert!(matches!(&noted.items[1], ContextItem::Insert(json) if json.contains("cp_001")));
+    assert_eq!(gauge_notes(&noted).len(), 1);
+    drop(second);
+
+    // The next one plans what the last one did, restore and note in their places.
+    let mut third = SessionState::open(root.path(), started_again("a.jsonl", Some(9)));
+    assert_eq!(
+        third.assemble(&request(24_000, more.clone()), NOW).items,
+        noted.items
+    );
+    // Another transcript under the key starts from its own context: no note of this one's.
+    let mut other = SessionState::open(root.path(), started_again("b.jsonl", Some(9)));
+    assert!(gauge_notes(&other.assemble(&request(8_000, more), NOW)).is_empty());
+}
+
+#[test]
+fn a_checkpoint_keeps_what_the_last_message_left_going_on_for_the_next_instance() {
+    let root = tempfile::tempdir().unwrap();
+    let mut first = SessionState::open(root.path(), start("k", "a.jsonl", 0));
+    work(&mut first);
+    let working = first.capture.working(false);
+    assert_eq!(working.status, Status::InProgress);
+    first.end(NOW);
+    drop(first);
+
+    let reopened = SessionState::open(root.path(), start("k", "a.jsonl", 7));
+    assert_eq!(reopened.capture.working(false), working);
+    // Another transcript under the key starts its own thread.
+    let other = SessionState::open(root.path(), start("k", "b.jsonl", 0));
+    assert_eq!(other.capture.status(), Status::Idle);
+}
+
 #[test]
 fn a_new_session_with_the_same_key_is_restored_and_a_reopened_one_is_not() {
     let root = tempfile::tempdir().unwrap();
