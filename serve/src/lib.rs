@@ -22,6 +22,7 @@ mod scratch;
 mod server;
 mod sessions;
 mod status;
+mod stdio;
 mod sync;
 
 pub use checks::PROTOCOL_VERSION;

@@ -17,7 +17,7 @@ use crate::protocol;
 use crate::residency::{self, Residency};
 use crate::rpc::{self, Line, Request, RpcError, code};
 use crate::sessions::Sessions;
-use crate::{health, scratch};
+use crate::{health, scratch, stdio};
 
 /// The server's knobs.
 #[derive(Debug, Clone)]
@@ -75,8 +75,8 @@ impl Server {
 
     /// Serves one client on stdin/stdout until EOF or `shutdown`, then closes every session.
     pub async fn serve_stdio(self: &Arc<Self>) -> std::io::Result<()> {
-        let input = tokio::io::BufReader::new(tokio::io::stdin());
-        self.serve_connection(input, tokio::io::stdout()).await;
+        let input = tokio::io::BufReader::new(stdio::input());
+        self.serve_connection(input, stdio::output()).await;
         self.close_all().await;
         Ok(())
     }
