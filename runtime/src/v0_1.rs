@@ -6,6 +6,7 @@
 use wasmtime::Store;
 
 use super::contract as d;
+use super::plan;
 use super::state::StoreState;
 
 mod bindings {
@@ -46,6 +47,15 @@ impl From<&d::ContextEntry> for g::ContextEntry {
 }
 
 super::lifecycle::message_to_guest!();
+
+impl From<g::ContextItem> for plan::Item {
+    fn from(item: g::ContextItem) -> Self {
+        match item {
+            g::ContextItem::Keep(entry) => Self::Keep(entry),
+            g::ContextItem::Insert(json) => Self::Insert(json),
+        }
+    }
+}
 
 impl From<&d::CompactRequest> for g::CompactRequest {
     fn from(r: &d::CompactRequest) -> Self {
@@ -112,7 +122,7 @@ impl Engine {
         &self,
         store: &mut Store<StoreState>,
         request: &d::AssembleRequest,
-    ) -> wasmtime::Result<Result<d::AssembleResult, String>> {
+    ) -> wasmtime::Result<Result<plan::Answer, String>> {
         let request = g::AssembleRequest {
             session: (&request.session).into(),
             token_budget: request.token_budget,
@@ -122,15 +132,8 @@ impl Engine {
             entries: request.context.entries.iter().map(Into::into).collect(),
         };
         let result = self.exports().call_assemble(store, &request).await?;
-        Ok(result.map(|r| d::AssembleResult {
-            items: r
-                .items
-                .into_iter()
-                .map(|item| match item {
-                    g::ContextItem::Keep(entry) => d::ContextItem::Keep(entry),
-                    g::ContextItem::Insert(json) => d::ContextItem::Insert(json),
-                })
-                .collect(),
+        Ok(result.map(|r| plan::Answer {
+            items: r.items.into_iter().map(Into::into).collect(),
             estimated_tokens: r.estimated_tokens,
             system_prompt_addition: r.system_prompt_addition,
         }))

@@ -10,6 +10,7 @@ use wasmtime::{Engine, Store};
 
 use super::contract as d;
 use super::error::RuntimeError;
+use super::plan;
 use super::state::StoreState;
 use super::{v0_1, v0_2, v0_3, v0_4};
 
@@ -136,12 +137,13 @@ forward! {
 
 impl Bindings {
     /// `assemble`, sent as the change since the engine's last one when it speaks 0.4 (so it
-    /// takes `&mut self`: the instance remembers what its engine holds).
+    /// takes `&mut self`: the instance remembers what its engine holds). The plan comes back
+    /// as answered, for `plan` to read.
     pub(super) async fn assemble(
         &mut self,
         store: &mut Store<StoreState>,
         request: &d::AssembleRequest,
-    ) -> Call<d::AssembleResult> {
+    ) -> Call<plan::Answer> {
         match self {
             Self::V0_1(e) => e.assemble(store, request).await,
             Self::V0_2(e) | Self::V0_3(e, _) => e.assemble(store, request).await,
