@@ -34,7 +34,7 @@ pub(super) fn indices(
     bindings::ContextEngineIndices::new(pre)
 }
 
-super::lifecycle::shared_conversions!();
+super::lifecycle::shared_conversions!(g, d);
 
 impl From<&d::ContextEntry> for g::ContextEntry {
     fn from(e: &d::ContextEntry) -> Self {
@@ -46,7 +46,7 @@ impl From<&d::ContextEntry> for g::ContextEntry {
     }
 }
 
-super::lifecycle::message_to_guest!();
+super::lifecycle::message_to_guest!(g, d);
 
 impl From<g::ContextItem> for plan::Item {
     fn from(item: g::ContextItem) -> Self {
@@ -104,7 +104,7 @@ impl From<d::Compaction> for g::Compaction {
 impl g::Host for StoreState {}
 
 impl host::Host for StoreState {
-    super::lifecycle::shared_host_imports!();
+    super::lifecycle::shared_host_imports!(host, g, d);
 
     async fn context_entries(&mut self) -> anyhow::Result<Vec<g::ContextEntry>> {
         let context = self.import_context_entries(std::mem::size_of::<g::ContextEntry>())?;
@@ -115,9 +115,9 @@ impl host::Host for StoreState {
 /// A 0.1 instance's exports, in ctxhost's terms.
 pub(super) struct Engine(bindings::ContextEngine);
 
-impl Engine {
-    super::lifecycle::shared_engine_calls!();
+super::lifecycle::engine_exports!(Engine, bindings, g, d);
 
+impl Engine {
     pub(super) async fn assemble(
         &self,
         store: &mut Store<StoreState>,

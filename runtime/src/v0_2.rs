@@ -39,7 +39,7 @@ pub(super) fn indices(
     bindings::ContextEngineIndices::new(pre)
 }
 
-super::lifecycle::shared_conversions!();
+super::lifecycle::shared_conversions!(g, d);
 
 /// ctxhost's context as the contract's columns: one tight loop per column, the tool names
 /// as they are (the host's context already stores each once).
@@ -80,7 +80,7 @@ fn role_code(role: d::Role) -> u8 {
     }
 }
 
-super::lifecycle::message_to_guest!(tool_call_id);
+super::lifecycle::message_to_guest!(g, d, tool_call_id);
 
 impl From<&d::CompactRequest> for g::CompactRequest {
     fn from(r: &d::CompactRequest) -> Self {
@@ -130,7 +130,7 @@ impl From<d::Compaction> for g::Compaction {
 impl g::Host for StoreState {}
 
 impl host::Host for StoreState {
-    super::lifecycle::shared_host_imports!();
+    super::lifecycle::shared_host_imports!(host, g, d);
 
     async fn context_entries(&mut self) -> anyhow::Result<g::Context> {
         // Charged per entry as one row of the columns (reference, role, tokens, tool, flags).
@@ -149,9 +149,9 @@ impl host::Host for StoreState {
 /// A 0.2 instance's exports, in ctxhost's terms.
 pub(super) struct Engine(bindings::ContextEngine);
 
-impl Engine {
-    super::lifecycle::shared_engine_calls!();
+super::lifecycle::engine_exports!(Engine, bindings, g, d);
 
+impl Engine {
     pub(super) async fn assemble(
         &self,
         store: &mut Store<StoreState>,

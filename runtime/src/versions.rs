@@ -10,6 +10,7 @@ use wasmtime::{Engine, Store};
 
 use super::contract as d;
 use super::error::RuntimeError;
+use super::lifecycle::{Call, Lifecycle};
 use super::plan;
 use super::state::StoreState;
 use super::{v0_1, v0_2, v0_3, v0_4};
@@ -97,8 +98,6 @@ pub(super) enum Bindings {
     V0_3(v0_2::Engine, v0_3::Tools),
     V0_4(v0_2::Engine, v0_3::Tools, v0_4::Incremental),
 }
-
-type Call<T> = wasmtime::Result<Result<T, String>>;
 
 /// Forwards each lifecycle export to the version's module.
 macro_rules! forward {
