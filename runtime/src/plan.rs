@@ -215,12 +215,13 @@ impl Reading<'_> {
         let seen = self
             .seen
             .get_or_insert_with(|| kept_positions(&self.items, self.context.entries.len()));
-        for at in first..=last {
-            if std::mem::replace(&mut seen[at], true) {
+        let rows = &self.context.entries[first..=last];
+        for (offset, (kept, row)) in seen[first..=last].iter_mut().zip(rows).enumerate() {
+            if std::mem::replace(kept, true) {
                 return Err(Refusal::Item(format!(
                     "item {} keeps entry {} a second time",
-                    self.read + (at - first),
-                    self.context.entries[at].entry
+                    self.read + offset,
+                    row.entry
                 )));
             }
         }
