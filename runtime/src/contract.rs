@@ -125,17 +125,15 @@ pub struct AssembleRequest {
     pub prompt: Option<String>,
 }
 
-/// One element of the plan `assemble` returns.
+/// One element of a plan, as the runtime read it from the engine's `assemble` answer, whatever
+/// its contract version: the engine's keeps and keep-ranges become runs of positions in the
+/// request's context, checked (each inside the context, none running backwards, no entry kept
+/// twice across the plan) and never expanded into one item per entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContextItem {
-    /// Keep this entry of the request.
-    Keep(EntryRef),
     /// Insert a message the engine made (an AgentMessage JSON object).
     Insert(String),
-    /// Keep the entries at positions `first..=last` of the request's context, in order: a
-    /// `keep-range` (0.4 on) whose ends the runtime found in the context, never expanded into
-    /// one `Keep` per entry. The runtime checks `first <= last < ` the context's length; the
-    /// host still checks the plan keeps no entry twice.
+    /// Keep the entries at positions `first..=last` of the request's context, in order.
     KeepPositions {
         /// The position in the context of the first entry kept.
         first: u32,
@@ -147,7 +145,7 @@ pub enum ContextItem {
 /// The context for the next model call, as the engine planned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssembleResult {
-    /// The plan, in order; the host checks every kept entry was in the request and is kept once.
+    /// The plan, in order; runs that follow each other are one.
     pub items: Vec<ContextItem>,
     /// The engine's estimate of the tokens `items` amount to; passed back as
     /// [`CompactRequest::assembled_tokens`].

@@ -15,6 +15,7 @@ use super::contract::{
 use super::error::{EngineError, FaultKind, LimitExceeded};
 use super::health::Health;
 use super::limits::Function;
+use super::plan::{Positions, Refusal};
 use super::spec::EngineSpec;
 use super::state::StoreState;
 use super::versions::Bindings;
@@ -30,6 +31,9 @@ pub struct EngineInstance {
     pub(super) spec: Arc<EngineSpec>,
     pub(super) health: Arc<Health>,
     pub(super) session: SessionIdentity,
+    /// Where the entries of the requests' context are, for reading plans; kept while their
+    /// revision holds.
+    pub(super) positions: Positions,
 }
 
 impl EngineInstance {
@@ -192,15 +196,40 @@ impl EngineInstance {
 
     /// Asks the engine for the context of the next model call (a 0.4 engine is sent only the
     /// rows appended since its last call, when it holds the request's context revision). The
-    /// host validates the plan before using it.
+    /// plan is read here, whatever the engine's contract version: runs of positions in the
+    /// request's context, none kept twice; the host checks what it inserts before using it.
     pub async fn assemble(
         &mut self,
         request: &AssembleRequest,
     ) -> Result<AssembleResult, EngineError> {
-        self.call(Function::Assemble, async |bindings, store| {
-            bindings.assemble(store, request).await
-        })
-        .await
+        let answer = self
+            .call(Function::Assemble, async |bindings, store| {
+                bindings.assemble(store, request).await
+            })
+            .await?;
+        (self.positions)
+            .read(&request.context, request.context_revision, answer)
+            .map_err(|refusal| self.refused(refusal))
+    }
+
+    /// A plan [`Positions::read`] refused, as the engine's error.
+    fn refused(&self, refusal: Refusal) -> EngineError {
+        let (engine, session) = (self.spec.id.clone(), self.session.key.clone());
+        let function = Function::Assemble;
+        match refusal {
+            Refusal::Range(message) => EngineError::Failed {
+                engine,
+                function,
+                session,
+                message,
+            },
+            Refusal::Item(problem) => EngineError::InvalidOutput {
+                engine,
+                function,
+                session,
+                problem,
+            },
+        }
     }
 
     /// Asks the engine to make the context smaller; the host validates what it returns before

@@ -21,6 +21,7 @@ mod health;
 mod instance;
 mod lifecycle;
 pub mod limits;
+mod plan;
 mod prepared;
 mod quota;
 mod services;

@@ -18,6 +18,7 @@ use super::guest_log::{GuestOutput, LogSink};
 use super::health::{Health, HealthStatus};
 use super::instance::{self, EngineInstance};
 use super::limits::Function;
+use super::plan::Positions;
 use super::services::SessionServices;
 use super::spec::EngineSpec;
 use super::state::{ImportBudget, Limiter, StoreState};
@@ -126,6 +127,7 @@ impl Linked {
             spec: spec.clone(),
             health: self.health.clone(),
             session,
+            positions: Positions::default(),
         })
     }
 

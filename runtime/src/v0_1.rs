@@ -6,6 +6,7 @@
 use wasmtime::Store;
 
 use super::contract as d;
+use super::plan;
 use super::state::StoreState;
 
 mod bindings {
@@ -33,7 +34,7 @@ pub(super) fn indices(
     bindings::ContextEngineIndices::new(pre)
 }
 
-super::lifecycle::shared_conversions!();
+super::lifecycle::shared_conversions!(g, d);
 
 impl From<&d::ContextEntry> for g::ContextEntry {
     fn from(e: &d::ContextEntry) -> Self {
@@ -45,7 +46,16 @@ impl From<&d::ContextEntry> for g::ContextEntry {
     }
 }
 
-super::lifecycle::message_to_guest!();
+super::lifecycle::message_to_guest!(g, d);
+
+impl From<g::ContextItem> for plan::Item {
+    fn from(item: g::ContextItem) -> Self {
+        match item {
+            g::ContextItem::Keep(entry) => Self::Keep(entry),
+            g::ContextItem::Insert(json) => Self::Insert(json),
+        }
+    }
+}
 
 impl From<&d::CompactRequest> for g::CompactRequest {
     fn from(r: &d::CompactRequest) -> Self {
@@ -94,7 +104,7 @@ impl From<d::Compaction> for g::Compaction {
 impl g::Host for StoreState {}
 
 impl host::Host for StoreState {
-    super::lifecycle::shared_host_imports!();
+    super::lifecycle::shared_host_imports!(host, g, d);
 
     async fn context_entries(&mut self) -> anyhow::Result<Vec<g::ContextEntry>> {
         let context = self.import_context_entries(std::mem::size_of::<g::ContextEntry>())?;
@@ -105,14 +115,14 @@ impl host::Host for StoreState {
 /// A 0.1 instance's exports, in ctxhost's terms.
 pub(super) struct Engine(bindings::ContextEngine);
 
-impl Engine {
-    super::lifecycle::shared_engine_calls!();
+super::lifecycle::engine_exports!(Engine, bindings, g, d);
 
+impl Engine {
     pub(super) async fn assemble(
         &self,
         store: &mut Store<StoreState>,
         request: &d::AssembleRequest,
-    ) -> wasmtime::Result<Result<d::AssembleResult, String>> {
+    ) -> wasmtime::Result<Result<plan::Answer, String>> {
         let request = g::AssembleRequest {
             session: (&request.session).into(),
             token_budget: request.token_budget,
@@ -122,15 +132,8 @@ impl Engine {
             entries: request.context.entries.iter().map(Into::into).collect(),
         };
         let result = self.exports().call_assemble(store, &request).await?;
-        Ok(result.map(|r| d::AssembleResult {
-            items: r
-                .items
-                .into_iter()
-                .map(|item| match item {
-                    g::ContextItem::Keep(entry) => d::ContextItem::Keep(entry),
-                    g::ContextItem::Insert(json) => d::ContextItem::Insert(json),
-                })
-                .collect(),
+        Ok(result.map(|r| plan::Answer {
+            items: r.items.into_iter().map(Into::into).collect(),
             estimated_tokens: r.estimated_tokens,
             system_prompt_addition: r.system_prompt_addition,
         }))

@@ -12,9 +12,9 @@ use wasmtime::Store;
 use wasmtime::component::{Instance, InstancePre};
 
 use super::contract as d;
+use super::plan;
 use super::state::StoreState;
 use super::v0_2;
-use super::v0_2::bindings::ctxhost::engine::types as g;
 
 mod bindings {
     crate::lifecycle::contract_bindings!("../wit/0.4.0", with: {
@@ -48,7 +48,6 @@ impl IncrementalIndices {
         Ok(Incremental {
             guest: self.0.load(store, instance)?,
             held: None,
-            positions: PositionIndex::default(),
         })
     }
 }
@@ -118,8 +117,6 @@ pub(super) struct Incremental {
     /// None until the engine planned over a context, and again while a call is under way (an
     /// engine that failed or trapped mid-call may hold anything: it is sent the whole next).
     held: Option<Held>,
-    /// Where each entry of the requests' context is, kept while their revision holds.
-    positions: PositionIndex,
 }
 
 impl Incremental {
@@ -128,7 +125,7 @@ impl Incremental {
         &mut self,
         store: &mut Store<StoreState>,
         request: &d::AssembleRequest,
-    ) -> wasmtime::Result<Result<d::AssembleResult, String>> {
+    ) -> wasmtime::Result<Result<plan::Answer, String>> {
         let context = &*request.context;
         let mut send = Sending::for_request(self.held.take(), request.context_revision, context);
         loop {
@@ -163,129 +160,10 @@ impl Incremental {
                         rows: context.entries.len(),
                         tool_names: context.tool_names.len(),
                     });
-                    let items =
-                        self.positions
-                            .items(context, request.context_revision, result.items);
-                    return Ok(items.map(|items| d::AssembleResult {
-                        items,
-                        estimated_tokens: result.estimated_tokens,
-                        system_prompt_addition: result.system_prompt_addition,
-                    }));
+                    return Ok(Ok(result.into()));
                 }
             }
         }
-    }
-}
-
-/// Where each entry of a context is (its position, by entry reference), for turning a plan's
-/// `keep-range` ends into positions without scanning. Contexts only grow at their end while
-/// their revision holds, so the index is extended by the rows appended since, and rebuilt for
-/// another revision (or an unknown one, 0). Every position it gives is checked against the
-/// context, so a stale index can miss an entry (it is rebuilt then) but never misplace one.
-#[derive(Default)]
-struct PositionIndex {
-    revision: u64,
-    /// Rows of the context indexed.
-    rows: usize,
-    /// Per entry reference, 1 + its position; 0 for entries not in the context.
-    by_entry: Vec<u32>,
-}
-
-impl PositionIndex {
-    /// Brings the index level with `context` (of `revision`).
-    fn update(&mut self, context: &d::Context, revision: u64) {
-        let entries = &context.entries;
-        if revision == 0 || revision != self.revision || self.rows > entries.len() {
-            self.by_entry.clear();
-            self.rows = 0;
-            self.revision = revision;
-        }
-        for (position, row) in entries.iter().enumerate().skip(self.rows) {
-            let slot = row.entry as usize;
-            if self.by_entry.len() <= slot {
-                self.by_entry.resize(slot + 1, 0);
-            }
-            // Positions are bounded by the context's length, which a u32 reference counts.
-            self.by_entry[slot] = position as u32 + 1;
-        }
-        self.rows = entries.len();
-    }
-
-    /// Where `entry` is in `context`, when it is there.
-    fn position(
-        &mut self,
-        context: &d::Context,
-        revision: u64,
-        entry: d::EntryRef,
-    ) -> Option<usize> {
-        let found = |index: &Self| {
-            let position = index.by_entry.get(entry as usize)?.checked_sub(1)? as usize;
-            (context.entries.get(position)?.entry == entry).then_some(position)
-        };
-        found(self).or_else(|| {
-            self.update(context, revision);
-            found(self)
-        })
-    }
-
-    /// A 0.4 plan in the host's terms: what `v0_2::items` makes of it, except that a
-    /// `keep-range` stays one item, its ends found by position (a pass-through and a kept tail
-    /// without looking anything up). Single keeps are left to the host's validation, which
-    /// names the entry when it is not in the context.
-    fn items(
-        &mut self,
-        context: &d::Context,
-        revision: u64,
-        items: Vec<g::ContextItem>,
-    ) -> Result<Vec<d::ContextItem>, String> {
-        let request = &context.entries;
-        let mut out = Vec::with_capacity(items.len().min(request.len() + 64));
-        let mut cursor = 0;
-        let mut kept = 0usize;
-        for item in items {
-            let (first, last) = match item {
-                g::ContextItem::KeepRange(g::KeepRange { first, last }) => (first, last),
-                g::ContextItem::Keep(entry) => {
-                    out.push(d::ContextItem::Keep(entry));
-                    continue;
-                }
-                g::ContextItem::Insert(json) => {
-                    out.push(d::ContextItem::Insert(json));
-                    continue;
-                }
-            };
-            let outside =
-                || format!("keep-range({first}, {last}) names an entry that is not in the request");
-            let from = match request.get(cursor) {
-                Some(row) if row.entry == first => cursor,
-                _ => self
-                    .position(context, revision, first)
-                    .ok_or_else(outside)?,
-            };
-            let to = match request.last() {
-                Some(end) if end.entry == last => request.len() - 1,
-                _ => self.position(context, revision, last).ok_or_else(outside)?,
-            };
-            if to < from {
-                return Err(format!(
-                    "keep-range({first}, {last}) runs backwards in the request's order"
-                ));
-            }
-            kept += to - from + 1;
-            if kept > request.len() {
-                return Err(format!(
-                    "the plan keeps more entries than the {} of the request: some entry twice",
-                    request.len()
-                ));
-            }
-            // Both below the context's length, which a u32 reference counts.
-            out.push(d::ContextItem::KeepPositions {
-                first: from as u32,
-                last: to as u32,
-            });
-            cursor = to + 1;
-        }
-        Ok(out)
     }
 }
 
@@ -307,56 +185,6 @@ mod tests {
                 .collect(),
             tool_names: names.iter().map(|n| n.to_string()).collect(),
         }
-    }
-
-    #[test]
-    fn keep_ranges_become_positions_as_v0_2_would_expand_them() {
-        let mut now = context(5, &[]);
-        // A compaction summary (entry 9) first, as after a compaction.
-        now.entries[0].entry = 9;
-        let range = |first, last| g::ContextItem::KeepRange(g::KeepRange { first, last });
-        let plan = vec![
-            range(9, 1),
-            g::ContextItem::Insert("{}".into()),
-            g::ContextItem::Keep(2),
-            range(3, 4),
-        ];
-        for revision in [0, 7] {
-            let mut index = PositionIndex::default();
-            let items = index.items(&now, revision, plan.clone()).unwrap();
-            let expanded = v0_2::items(&now.entries, plan.clone()).unwrap();
-            let positions = |first, last| d::ContextItem::KeepPositions { first, last };
-            assert_eq!(
-                items,
-                [
-                    positions(0, 1),
-                    d::ContextItem::Insert("{}".into()),
-                    d::ContextItem::Keep(2),
-                    positions(3, 4),
-                ]
-            );
-            assert_eq!(expanded.len(), 6, "{expanded:?}");
-        }
-        // The same refusals as v0_2's, with the same words.
-        let mut index = PositionIndex::default();
-        for bad in [
-            vec![range(3, 1)],
-            vec![range(1, 77)],
-            vec![range(1, 4), range(2, 4)],
-        ] {
-            let ours = index.items(&now, 7, bad.clone()).unwrap_err();
-            let theirs = v0_2::items(&now.entries, bad).unwrap_err();
-            assert_eq!(ours, theirs);
-        }
-        // Rows appended under the same revision are found; another revision rebuilds.
-        now.entries.push(d::ContextEntry {
-            entry: 12,
-            ..now.entries[1]
-        });
-        assert_eq!(index.position(&now, 7, 12), Some(5));
-        now.entries.remove(1);
-        assert_eq!(index.position(&now, 8, 12), Some(4));
-        assert_eq!(index.position(&now, 8, 1), None);
     }
 
     #[test]

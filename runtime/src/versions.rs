@@ -10,6 +10,8 @@ use wasmtime::{Engine, Store};
 
 use super::contract as d;
 use super::error::RuntimeError;
+use super::lifecycle::{Call, Lifecycle};
+use super::plan;
 use super::state::StoreState;
 use super::{v0_1, v0_2, v0_3, v0_4};
 
@@ -97,8 +99,6 @@ pub(super) enum Bindings {
     V0_4(v0_2::Engine, v0_3::Tools, v0_4::Incremental),
 }
 
-type Call<T> = wasmtime::Result<Result<T, String>>;
-
 /// Forwards each lifecycle export to the version's module.
 macro_rules! forward {
     ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
@@ -136,12 +136,13 @@ forward! {
 
 impl Bindings {
     /// `assemble`, sent as the change since the engine's last one when it speaks 0.4 (so it
-    /// takes `&mut self`: the instance remembers what its engine holds).
+    /// takes `&mut self`: the instance remembers what its engine holds). The plan comes back
+    /// as answered, for `plan` to read.
     pub(super) async fn assemble(
         &mut self,
         store: &mut Store<StoreState>,
         request: &d::AssembleRequest,
-    ) -> Call<d::AssembleResult> {
+    ) -> Call<plan::Answer> {
         match self {
             Self::V0_1(e) => e.assemble(store, request).await,
             Self::V0_2(e) | Self::V0_3(e, _) => e.assemble(store, request).await,

@@ -467,11 +467,10 @@ impl Session {
         options: &AssembleOptions,
         pending: &PendingCall,
     ) -> Result<Assembly> {
-        let (snapshot, context_tokens, transcript_len) = {
+        let (snapshot, context_tokens) = {
             let transcript = self.shared.read();
             let snapshot = self.shared.context.context(&transcript);
-            let tokens = self.measure(&transcript);
-            (snapshot, tokens, transcript.entries().len())
+            (snapshot, self.measure(&transcript))
         };
         let request = AssembleRequest {
             session: self.shared.session.clone(),
@@ -489,7 +488,6 @@ impl Session {
         let assembly = validate::assembly(
             &request.context,
             request.context_revision,
-            transcript_len,
             result,
             self.host_bytes_limit(),
         )

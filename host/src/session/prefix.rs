@@ -304,8 +304,7 @@ mod tests {
             estimated_tokens: 0,
             system_prompt_addition: None,
         };
-        super::super::validate::assembly(&context, revision, rows as usize, result, usize::MAX)
-            .unwrap()
+        super::super::validate::assembly(&context, revision, result, usize::MAX).unwrap()
     }
 
     fn item_part(item: AssembledItem) -> (u64, u32) {

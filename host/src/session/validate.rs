@@ -1,10 +1,12 @@
-//! Engine output is checked before anything is applied: a plan may only keep entries it was
-//! given, each once; inserted messages must be AgentMessages; a compaction must keep an entry of
-//! the current context. A rejected output leaves the transcript untouched.
+//! Engine output is checked before anything is applied, and a rejected output leaves the
+//! transcript untouched. A plan arrives read by the runtime, whatever the engine's contract
+//! version: runs of positions inside the context it was made for, no entry kept twice. What is
+//! left to check is the host's own: what the engine hands over fits the engine's limit, inserted
+//! messages are AgentMessages, figures are plausible; and a compaction must keep an entry of the
+//! current context.
 //!
-//! A valid plan becomes an [`Assembly`]: runs of kept positions over the context the plan was
-//! made for (shared, not copied) and the inserted messages, so a pass-through of any length is
-//! one run, checked by its ends.
+//! A valid plan becomes an [`Assembly`]: the runs over the context the plan was made for
+//! (shared, not copied) and the inserted messages, so a pass-through of any length is one run.
 
 use std::sync::Arc;
 
@@ -219,12 +221,11 @@ fn check_size(bytes: usize, max_bytes: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Items kept per plan item as the host counts what a plan hands it: a kept run hands as much
-/// as a `keep` per entry would.
+/// What a plan hands the host, counted as if each kept entry were a reference of its own
+/// (however few runs they came as).
 fn handed_bytes(result: &AssembleResult) -> usize {
     (result.items.iter())
         .map(|item| match item {
-            ContextItem::Keep(_) => 4,
             ContextItem::KeepPositions { first, last } => {
                 4 * (u64::from(last.saturating_sub(*first)) as usize + 1)
             }
@@ -234,35 +235,21 @@ fn handed_bytes(result: &AssembleResult) -> usize {
         + (result.system_prompt_addition.as_ref()).map_or(0, String::len)
 }
 
-/// Checks the plan `result` made over `context` (of `context_revision`) for a transcript of
-/// `transcript_len` entries. A plan of runs and messages whose runs do not overlap is checked
-/// by the runs' ends; any other (single keeps, from engines before 0.4 or a 0.4 plan that
-/// keeps some) entry by entry, and every refusal is worded by that check.
+/// Checks the plan `result` made over `context` (of `context_revision`), as the runtime read it.
 pub(super) fn assembly(
     context: &Arc<Context>,
     context_revision: u64,
-    transcript_len: usize,
     result: AssembleResult,
     max_bytes: usize,
 ) -> Result<Assembly, String> {
     check_size(handed_bytes(&result), max_bytes)?;
-    let given = &context.entries;
-    let parts = match runs(given.len(), &result.items) {
-        Some(()) => by_runs(result.items)?,
-        None => by_entry(given, transcript_len, result.items)?,
-    };
+    let (parts, len) = parts(result.items)?;
     if result.estimated_tokens > ABSURD_TOKENS {
         return Err(format!(
             "estimated-tokens {} is not a plausible token count",
             result.estimated_tokens
         ));
     }
-    let len = (parts.iter())
-        .map(|p| match p {
-            Part::Kept { start, end } => (end - start) as usize,
-            Part::Inserted(_) => 1,
-        })
-        .sum();
     Ok(Assembly {
         context: context.clone(),
         context_revision,
@@ -273,136 +260,30 @@ pub(super) fn assembly(
     })
 }
 
-/// Some when `items` keep only runs of positions, each within the `given` rows and no two
-/// overlapping: then no entry is kept twice or kept without being given.
-fn runs(given: usize, items: &[ContextItem]) -> Option<()> {
-    let mut ordered = true;
-    let mut next = 0u64;
-    for item in items {
-        match item {
-            ContextItem::Keep(_) => return None,
-            ContextItem::Insert(_) => {}
-            &ContextItem::KeepPositions { first, last } => {
-                if first > last || last as usize >= given {
-                    return None;
-                }
-                ordered &= u64::from(first) >= next;
-                next = u64::from(last) + 1;
-            }
-        }
-    }
-    if ordered {
-        return Some(());
-    }
-    let mut spans: Vec<(u32, u32)> = (items.iter())
-        .filter_map(|item| match *item {
-            ContextItem::KeepPositions { first, last } => Some((first, last)),
-            _ => None,
-        })
-        .collect();
-    spans.sort_unstable();
-    spans
-        .windows(2)
-        .all(|pair| pair[0].1 < pair[1].0)
-        .then_some(())
-}
-
-/// Appends kept positions `start..end` to `parts`, joined to a run they continue.
-fn keep(parts: &mut Vec<Part>, start: u32, end: u32) {
-    match parts.last_mut() {
-        Some(Part::Kept { end: last, .. }) if *last == start => *last = end,
-        _ => parts.push(Part::Kept { start, end }),
-    }
-}
-
-/// A plan of runs checked by [`runs`]: only its messages remain to check. A refusal names the
-/// item as the entry-by-entry check counts items (a run as one item per entry).
-fn by_runs(items: Vec<ContextItem>) -> Result<Vec<Part>, String> {
+/// The plan's runs and its messages, each message checked, and how many items they are. A
+/// refusal names the item as the runtime counts them (a run as one item per entry).
+fn parts(items: Vec<ContextItem>) -> Result<(Vec<Part>, usize), String> {
     let mut parts = Vec::with_capacity(items.len());
     let mut position = 0usize;
     for item in items {
         match item {
             ContextItem::KeepPositions { first, last } => {
-                keep(&mut parts, first, last + 1);
+                parts.push(Part::Kept {
+                    start: first,
+                    end: last + 1,
+                });
                 position += (last - first) as usize + 1;
             }
             ContextItem::Insert(json) => {
-                inserted(&mut parts, position, json)?;
-                position += 1;
-            }
-            ContextItem::Keep(_) => unreachable!("a plan with single keeps is checked by entry"),
-        }
-    }
-    Ok(parts)
-}
-
-fn inserted(parts: &mut Vec<Part>, position: usize, json: String) -> Result<(), String> {
-    check_message(&json)
-        .map_err(|problem| format!("item {position} inserts an invalid message: {problem}"))?;
-    parts.push(Part::Inserted(json.into()));
-    Ok(())
-}
-
-/// Any plan, entry by entry: a state per transcript entry (not given, given at a position, or
-/// kept), each run counted as one item per entry it keeps.
-fn by_entry(
-    given: &[ContextEntry],
-    transcript_len: usize,
-    items: Vec<ContextItem>,
-) -> Result<Vec<Part>, String> {
-    const NOT_GIVEN: u32 = 0;
-    const KEPT: u32 = u32::MAX;
-    // 1 + the entry's position in `given`, or one of the two above.
-    let mut state = vec![NOT_GIVEN; transcript_len];
-    for (position, entry) in given.iter().enumerate() {
-        if let Some(slot) = state.get_mut(entry.entry as usize) {
-            *slot = position as u32 + 1;
-        }
-    }
-    let mut parts = Vec::with_capacity(items.len());
-    let mut take =
-        |parts: &mut Vec<Part>, position: usize, r: u32| match state.get(r as usize).copied() {
-            Some(KEPT) => Err(format!("item {position} keeps entry {r} a second time")),
-            Some(NOT_GIVEN) | None => Err(format!(
-                "item {position} keeps entry {r}, which is not in the context it was given"
-            )),
-            Some(at) => {
-                state[r as usize] = KEPT;
-                keep(parts, at - 1, at);
-                Ok(())
-            }
-        };
-    let mut position = 0usize;
-    for item in items {
-        match item {
-            ContextItem::Keep(r) => {
-                take(&mut parts, position, r)?;
-                position += 1;
-            }
-            ContextItem::KeepPositions { first, last } => {
-                if first > last {
-                    return Err(format!(
-                        "item {position} keeps positions {first} to {last}, which run backwards"
-                    ));
-                }
-                for at in first..=last {
-                    let Some(entry) = given.get(at as usize) else {
-                        return Err(format!(
-                            "item {position} keeps position {at}, past the {} entries of the context it was given",
-                            given.len()
-                        ));
-                    };
-                    take(&mut parts, position, entry.entry)?;
-                    position += 1;
-                }
-            }
-            ContextItem::Insert(json) => {
-                inserted(&mut parts, position, json)?;
+                check_message(&json).map_err(|problem| {
+                    format!("item {position} inserts an invalid message: {problem}")
+                })?;
+                parts.push(Part::Inserted(json.into()));
                 position += 1;
             }
         }
     }
-    Ok(parts)
+    Ok((parts, position))
 }
 
 fn check_message(json: &str) -> Result<(), String> {
@@ -472,16 +353,12 @@ mod tests {
 
     const CAP: usize = 1 << 20;
 
-    fn capped_assembly(
-        given: &[ContextEntry],
-        len: usize,
-        result: AssembleResult,
-    ) -> Result<Assembly, String> {
+    fn capped_assembly(given: &[ContextEntry], result: AssembleResult) -> Result<Assembly, String> {
         let context = Arc::new(Context {
             entries: given.to_vec(),
             tool_names: Vec::new(),
         });
-        assembly(&context, 1, len, result, CAP)
+        assembly(&context, 1, result, CAP)
     }
 
     fn capped_compaction(context: &[ContextEntry], c: &Compaction) -> Result<(), String> {
@@ -491,7 +368,7 @@ mod tests {
     #[test]
     fn results_over_the_host_bytes_limit_are_refused() {
         let big = format!(r#"{{"role":"user","content":"{}"}}"#, "x".repeat(CAP));
-        let err = capped_assembly(&[], 0, result(vec![ContextItem::Insert(big)])).unwrap_err();
+        let err = capped_assembly(&[], result(vec![ContextItem::Insert(big)])).unwrap_err();
         assert!(err.contains("hostBytesPerCall"), "{err}");
     }
 
@@ -516,32 +393,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn keeps_of_offered_entries_and_valid_inserts_pass() {
-        let out = capped_assembly(
-            &entries(&[1, 2, 3]),
-            4,
-            result(vec![
-                ContextItem::Insert(r#"{"role":"user","content":"hi"}"#.into()),
-                ContextItem::Keep(3),
-                ContextItem::Keep(1),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(out.kept(), 2);
-        assert_eq!(out.inserted(), 1);
-        assert_eq!(out.items().nth(1), Some(AssembledItem::Entry(3)));
-    }
-
     fn run(first: u32, last: u32) -> ContextItem {
         ContextItem::KeepPositions { first, last }
     }
 
     #[test]
-    fn runs_are_checked_by_their_ends_and_read_as_their_entries() {
+    fn runs_and_messages_read_as_their_items() {
         let given = entries(&[9, 1, 2, 3, 4]);
         let note = || ContextItem::Insert(r#"{"role":"user","content":"note"}"#.into());
-        let out = capped_assembly(&given, 10, result(vec![run(0, 1), note(), run(2, 4)])).unwrap();
+        let out = capped_assembly(&given, result(vec![run(0, 1), note(), run(2, 4)])).unwrap();
         let items: Vec<_> = out.items().collect();
         assert_eq!(items.len(), 6);
         assert_eq!(items[0], AssembledItem::Entry(9));
@@ -551,22 +411,12 @@ mod tests {
         for skip in 0..=6 {
             assert_eq!(out.items().skip(skip).collect::<Vec<_>>(), items[skip..]);
         }
-        // The same plan as single keeps is the same assembly.
-        let singles = [9, 1].map(ContextItem::Keep).into_iter().chain([note()]);
-        let singles = singles.chain([2, 3, 4].map(ContextItem::Keep)).collect();
-        assert_eq!(capped_assembly(&given, 10, result(singles)).unwrap(), out);
-        // Out of order runs pass; overlapping ones are refused as the entry-by-entry check words it.
-        assert!(capped_assembly(&given, 10, result(vec![run(3, 4), run(0, 2)])).is_ok());
-        let err = capped_assembly(&given, 10, result(vec![run(0, 2), run(2, 3)])).unwrap_err();
-        assert_eq!(err, "item 3 keeps entry 2 a second time");
-        let err =
-            capped_assembly(&given, 10, result(vec![run(0, 0), ContextItem::Keep(9)])).unwrap_err();
-        assert_eq!(err, "item 1 keeps entry 9 a second time");
-        let err = capped_assembly(&given, 10, result(vec![run(4, 5)])).unwrap_err();
-        assert!(err.contains("past the 5 entries"), "{err}");
+        // Runs in any order read in the plan's order.
+        let swapped = capped_assembly(&given, result(vec![run(3, 4), run(0, 0)])).unwrap();
+        let swapped: Vec<_> = swapped.items().collect();
+        assert_eq!(swapped, [3, 4, 9].map(AssembledItem::Entry));
         let err = capped_assembly(
             &given,
-            10,
             result(vec![run(0, 1), ContextItem::Insert("x".into())]),
         )
         .unwrap_err();
@@ -577,18 +427,12 @@ mod tests {
     fn an_assembly_extends_an_earlier_one_only_when_its_runs_do() {
         let given = entries(&[1, 2, 3, 4]);
         let note = || ContextItem::Insert(r#"{"role":"user","content":"note"}"#.into());
-        let earlier =
-            capped_assembly(&given, 10, result(vec![run(0, 0), note(), run(1, 2)])).unwrap();
+        let earlier = capped_assembly(&given, result(vec![run(0, 0), note(), run(1, 2)])).unwrap();
         let shape = earlier.shape();
-        let later =
-            capped_assembly(&given, 10, result(vec![run(0, 0), note(), run(1, 3)])).unwrap();
+        let later = capped_assembly(&given, result(vec![run(0, 0), note(), run(1, 3)])).unwrap();
         assert_eq!(later.extension_of(&shape), Some(4));
-        let more = capped_assembly(
-            &given,
-            10,
-            result(vec![run(0, 0), note(), run(1, 2), note()]),
-        )
-        .unwrap();
+        let more =
+            capped_assembly(&given, result(vec![run(0, 0), note(), run(1, 2), note()])).unwrap();
         assert_eq!(more.extension_of(&shape), Some(4));
         for other in [
             vec![run(0, 0), note(), run(2, 3)],
@@ -596,27 +440,10 @@ mod tests {
             vec![note(), run(0, 0), note(), run(1, 3)],
             vec![run(0, 0), note()],
         ] {
-            let other = capped_assembly(&given, 10, result(other)).unwrap();
+            let other = capped_assembly(&given, result(other)).unwrap();
             assert_eq!(other.extension_of(&shape), None, "{other:?}");
         }
         assert_eq!(later.extension_of(&AssemblyShape::default()), None);
-    }
-
-    #[test]
-    fn forged_duplicate_and_out_of_range_refs_are_rejected() {
-        let given = entries(&[1, 2]);
-        let err = capped_assembly(&given, 4, result(vec![ContextItem::Keep(0)])).unwrap_err();
-        assert!(err.contains("entry 0"), "{err}");
-        let err =
-            capped_assembly(&given, 4, result(vec![ContextItem::Keep(9_999_999)])).unwrap_err();
-        assert!(err.contains("9999999"), "{err}");
-        let err = capped_assembly(
-            &given,
-            4,
-            result(vec![ContextItem::Keep(1), ContextItem::Keep(1)]),
-        )
-        .unwrap_err();
-        assert!(err.contains("second time"), "{err}");
     }
 
     #[test]
@@ -627,7 +454,7 @@ mod tests {
             (r#"{"content":"x"}"#, "no string `role`"),
             (r#"{"role":"system"}"#, "unknown role `system`"),
         ] {
-            let err = capped_assembly(&given, 0, result(vec![ContextItem::Insert(json.into())]))
+            let err = capped_assembly(&given, result(vec![ContextItem::Insert(json.into())]))
                 .unwrap_err();
             assert!(err.contains(problem), "{json}: {err}");
         }
