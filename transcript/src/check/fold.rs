@@ -62,31 +62,56 @@ pub(super) fn hash(id: &str) -> u64 {
     foldhash::fast::FixedState::default().hash_one(id)
 }
 
-/// The hashes of every id read: those of a remembered prefix of the file (sorted: read from
-/// disk, not rebuilt into a table) and those read since.
+/// The hashes of every id read: those of a remembered prefix of the file and those read since.
 #[derive(Default)]
 pub(super) struct Ids {
-    pub(super) earlier: Vec<u64>,
+    pub(super) earlier: SortedIds,
     pub(super) read: HashSet<u64, foldhash::fast::FixedState>,
+}
+
+/// Sorted id hashes as a record holds them, 8 bytes each (little-endian) from `start`, looked
+/// up where they were read: no table is built and nothing is copied.
+#[derive(Default)]
+pub(super) struct SortedIds {
+    bytes: Vec<u8>,
+    start: usize,
+}
+
+impl SortedIds {
+    /// `bytes[start..]`: the ids, sorted.
+    pub(super) fn new(bytes: Vec<u8>, start: usize) -> Self {
+        Self { bytes, start }
+    }
+
+    fn each(&self) -> &[[u8; 8]] {
+        self.bytes[self.start..].as_chunks::<8>().0
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        let each = self.each();
+        each.binary_search_by(|b| u64::from_le_bytes(*b).cmp(&id))
+            .is_ok()
+    }
 }
 
 impl Ids {
     fn contains(&self, id: u64) -> bool {
-        self.read.contains(&id) || self.earlier.binary_search(&id).is_ok()
+        self.read.contains(&id) || self.earlier.contains(id)
     }
 
     /// False when the id was read before.
     fn insert(&mut self, id: u64) -> bool {
-        self.earlier.binary_search(&id).is_err() && self.read.insert(id)
+        !self.earlier.contains(id) && self.read.insert(id)
     }
 
     /// All of them, sorted.
     pub(super) fn sorted(&self) -> Vec<u64> {
         let mut read: Vec<u64> = self.read.iter().copied().collect();
         read.sort_unstable();
-        let mut all = Vec::with_capacity(self.earlier.len() + read.len());
-        let (mut a, mut b) = (self.earlier.iter().peekable(), read.iter().peekable());
-        while let (Some(&&x), Some(&&y)) = (a.peek(), b.peek()) {
+        let earlier = self.earlier.each().iter().map(|b| u64::from_le_bytes(*b));
+        let mut all = Vec::with_capacity(self.earlier.each().len() + read.len());
+        let (mut a, mut b) = (earlier.peekable(), read.into_iter().peekable());
+        while let (Some(&x), Some(&y)) = (a.peek(), b.peek()) {
             if x <= y {
                 all.push(x);
                 a.next();

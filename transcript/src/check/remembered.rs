@@ -18,10 +18,10 @@
 
 use std::fs::File;
 use std::hash::{BuildHasher, Hasher};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::fold::{Chain, Folded, Ids, Links, hash};
+use super::fold::{Chain, Folded, Ids, Links, SortedIds, hash};
 use crate::error::LoadWarning;
 use crate::read::Head;
 
@@ -91,9 +91,7 @@ fn hash_prefix(file: &mut File, end: u64) -> std::io::Result<u64> {
     for range in ranges {
         buf.clear();
         file.seek(SeekFrom::Start(range.start))?;
-        file.by_ref()
-            .take(range.end - range.start)
-            .read_to_end(&mut buf)?;
+        Read::take(&mut *file, range.end - range.start).read_to_end(&mut buf)?;
         if buf.len() as u64 != range.end - range.start {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
@@ -148,8 +146,10 @@ pub(super) fn recall(
     let later_parents = r.lined_texts()?;
     let boundaries = r.u64s()?;
     let warnings = r.lined_texts()?;
-    let earlier = r.u64s()?;
-    (r.0.is_empty() && earlier.is_sorted()).then_some(())?;
+    // The sorted ids end the record; they are looked up where they were read.
+    let count = r.usize()?;
+    (r.0.len() == count.checked_mul(8)?).then_some(())?;
+    let ids_at = bytes.len() - r.0.len();
     let links = Links::resumed(later_parents, boundaries, chain);
     let warnings = warnings
         .into_iter()
@@ -160,7 +160,7 @@ pub(super) fn recall(
         })
         .collect();
     let ids = Ids {
-        earlier,
+        earlier: SortedIds::new(bytes, ids_at),
         ..Ids::default()
     };
     let folded = Folded::resume(source.to_string(), lines, ids, links, messages, warnings);
@@ -178,75 +178,99 @@ pub(super) fn remember(dir: &Path, path: &Path, head: &Head, end: u64, folded: &
     else {
         return;
     };
-    let ids = folded.ids.sorted();
-    let mut w = Vec::with_capacity(256 + ids.len() * 8);
-    w.extend_from_slice(MAGIC);
-    let u64s = |w: &mut Vec<u8>, values: &[u64]| {
-        values
-            .iter()
-            .for_each(|v| w.extend_from_slice(&v.to_le_bytes()));
+    let record = Record {
+        identity,
+        prefix_hash,
+        head,
+        end,
     };
-    u64s(&mut w, &[FORMAT, probe()]);
-    put_bytes(&mut w, identity.path.to_string_lossy().as_bytes());
-    let chain = &folded.links.chain;
-    let flags = u8::from(chain.first_parent.is_some())
-        | u8::from(chain.first_parent.flatten().is_some()) << 1
-        | u8::from(chain.last.is_some()) << 2
-        | u8::from(chain.broken) << 3;
-    u64s(
-        &mut w,
-        &[
-            identity.device,
-            identity.inode,
-            end,
-            prefix_hash,
-            head.body_start,
-            head.line as u64,
-            u64::from(head.header.version()),
-            folded.lines as u64,
-            folded.messages as u64,
-        ],
-    );
-    w.push(flags);
-    let first_parent = chain.first_parent.flatten().unwrap_or(0);
-    u64s(&mut w, &[first_parent, chain.last.unwrap_or(0)]);
-    put_lined_texts(
-        &mut w,
-        folded
-            .links
-            .later_parents
-            .iter()
-            .map(|(l, t)| (*l, t.as_str())),
-    );
-    let boundaries = folded.boundaries_not_found();
-    u64s(&mut w, &[boundaries.len() as u64]);
-    u64s(&mut w, &boundaries);
-    let warnings = folded.warnings.iter();
-    put_lined_texts(&mut w, warnings.map(|w| (w.line, w.message.as_str())));
-    u64s(&mut w, &[ids.len() as u64]);
-    u64s(&mut w, &ids);
-    let target = identity.record_path(dir);
+    let target = record.identity.record_path(dir);
     let tmp = target.with_extension(format!("tmp-{}", std::process::id()));
     let written = std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&tmp, &w))
+        .and_then(|()| File::create(&tmp))
+        .and_then(|f| {
+            // Written as it is made: a record of a big file is tens of MiB.
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+            record.write(&mut out, folded)?;
+            out.flush()
+        })
         .and_then(|()| std::fs::rename(&tmp, &target));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
 }
 
-fn put_bytes(w: &mut Vec<u8>, bytes: &[u8]) {
-    w.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    w.extend_from_slice(bytes);
+/// What a record says of the bytes it is of.
+struct Record<'h> {
+    identity: Identity,
+    prefix_hash: u64,
+    head: &'h Head,
+    end: u64,
+}
+
+impl Record<'_> {
+    /// The record of `folded` (the fields in the order [`recall`] reads them).
+    fn write(&self, out: &mut impl Write, folded: &Folded) -> std::io::Result<()> {
+        out.write_all(MAGIC)?;
+        put_u64s(out, &[FORMAT, probe()])?;
+        put_bytes(out, self.identity.path.to_string_lossy().as_bytes())?;
+        let chain = &folded.links.chain;
+        let flags = u8::from(chain.first_parent.is_some())
+            | u8::from(chain.first_parent.flatten().is_some()) << 1
+            | u8::from(chain.last.is_some()) << 2
+            | u8::from(chain.broken) << 3;
+        put_u64s(
+            out,
+            &[
+                self.identity.device,
+                self.identity.inode,
+                self.end,
+                self.prefix_hash,
+                self.head.body_start,
+                self.head.line as u64,
+                u64::from(self.head.header.version()),
+                folded.lines as u64,
+                folded.messages as u64,
+            ],
+        )?;
+        out.write_all(&[flags])?;
+        let first_parent = chain.first_parent.flatten().unwrap_or(0);
+        put_u64s(out, &[first_parent, chain.last.unwrap_or(0)])?;
+        let later_parents = folded.links.later_parents.iter();
+        put_lined_texts(out, later_parents.map(|(l, t)| (*l, t.as_str())))?;
+        let boundaries = folded.boundaries_not_found();
+        put_u64s(out, &[boundaries.len() as u64])?;
+        put_u64s(out, &boundaries)?;
+        let warnings = folded.warnings.iter();
+        put_lined_texts(out, warnings.map(|w| (w.line, w.message.as_str())))?;
+        let ids = folded.ids.sorted();
+        put_u64s(out, &[ids.len() as u64])?;
+        put_u64s(out, &ids)
+    }
+}
+
+fn put_u64s(out: &mut impl Write, values: &[u64]) -> std::io::Result<()> {
+    values
+        .iter()
+        .try_for_each(|v| out.write_all(&v.to_le_bytes()))
+}
+
+fn put_bytes(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    put_u64s(out, &[bytes.len() as u64])?;
+    out.write_all(bytes)
 }
 
 /// (line, text) pairs: missing parents, warnings.
-fn put_lined_texts<'t>(w: &mut Vec<u8>, items: impl ExactSizeIterator<Item = (usize, &'t str)>) {
-    w.extend_from_slice(&(items.len() as u64).to_le_bytes());
+fn put_lined_texts<'t>(
+    out: &mut impl Write,
+    items: impl ExactSizeIterator<Item = (usize, &'t str)>,
+) -> std::io::Result<()> {
+    put_u64s(out, &[items.len() as u64])?;
     for (line, text) in items {
-        w.extend_from_slice(&(line as u64).to_le_bytes());
-        put_bytes(w, text.as_bytes());
+        put_u64s(out, &[line as u64])?;
+        put_bytes(out, text.as_bytes())?;
     }
+    Ok(())
 }
 
 /// A record read front to back; None for anything short or out of place (a record cut
