@@ -1,14 +1,28 @@
 //! `context status` without the CLI around it, to time the scan alone:
-//! `cargo run --release -p ctxhost-transcript --example status -- FILE` prints the status's
-//! figures, its first warning and how long the scan took.
+//! `cargo run --release -p ctxhost-transcript --example status -- [--remember DIR] FILE`
+//! prints the status's figures, its first warning and how long the scan took. With
+//! `--remember DIR` the check's records are kept in DIR (as `context status` keeps them), so
+//! a second run on the same file checks only what was appended since.
+
+use std::path::Path;
 
 fn main() {
-    let Some(path) = std::env::args().nth(1) else {
-        eprintln!("usage: status FILE");
-        std::process::exit(2)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (remember, path) = match args.as_slice() {
+        [path] => (None, path),
+        [flag, dir, path] if flag == "--remember" => (Some(dir), path),
+        _ => {
+            eprintln!("usage: status [--remember DIR] FILE");
+            std::process::exit(2)
+        }
     };
     let started = std::time::Instant::now();
-    match ctxhost_transcript::status::scan(std::path::Path::new(&path)) {
+    let path = Path::new(path);
+    let status = match remember {
+        Some(dir) => ctxhost_transcript::status::scan_remembering(path, u64::MAX, dir.as_ref()),
+        None => ctxhost_transcript::status::scan(path),
+    };
+    match status {
         Ok(s) => {
             if let Some(first) = s.warnings.first() {
                 println!("first warning: {first}");

@@ -13,10 +13,13 @@
 //! hashes cannot settle exactly (two ids with one hash, a parent written after its child, so
 //! maybe a cycle, a boundary that is not an entry of the file, a v1 boundary, which is a line
 //! index) is handed to the full load ([`Verdict::AskTheLoader`]): its answer is then the answer.
+//!
+//! [`check_remembering`] keeps the state after the lines checked in a record of its own
+//! (`remembered`), so that the next check of the same file goes on from there: only the bytes
+//! appended since are read, and the verdict is the one a whole check gives (`fold` puts the
+//! findings together the same way from either start).
 
-use std::collections::HashSet;
 use std::fs::File;
-use std::hash::BuildHasher;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
@@ -24,33 +27,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::de::IgnoredAny;
 
-use crate::entry::{Decode, Entry, FastIds, Line, fast_ids};
-use crate::error::{LoadWarning, TranscriptError};
-use crate::lines::{TORN_LAST_LINE, missing_parent, read_line, split_concatenated};
+use crate::entry::{Decode, FastIds, Line, fast_ids};
+use crate::error::TranscriptError;
+use crate::lines::{read_line, split_concatenated};
 use crate::read::Head;
+
+mod fold;
+mod remembered;
+
+pub(crate) use fold::Verdict;
+use fold::{Chunk, Folded, Refused};
 
 /// Bytes per chunk: small enough that the buffers of all workers stay a few MiB, large enough
 /// that a chunk holds thousands of lines.
 const CHUNK: u64 = 256 << 10;
 
-/// What the check found.
-#[derive(Debug)]
-pub(crate) enum Verdict {
-    /// Loading accepts the file, with these warnings (in loading's order).
-    Valid(Vec<LoadWarning>, Shape),
-    /// Only the full load can say (see the module docs).
-    AskTheLoader,
-}
-
-/// What the check saw of the file's shape, so that `status` need not walk it again.
-#[derive(Debug, Default, PartialEq)]
-pub(crate) struct Shape {
-    /// For a file whose entries form one chain (each entry's parent is the entry before it)
-    /// without a compaction: the messages of its context, which are then all of the file's.
-    pub(crate) chain_messages: Option<usize>,
-    /// The last line is torn (loading skips it).
-    pub(crate) torn: bool,
-}
+/// A remembered prefix is brought up to date once this many more bytes have been checked:
+/// writing the record costs about what checking a megabyte does.
+const REMEMBER_STEP: u64 = 1 << 20;
 
 /// The file's body, `start..end` in bytes, and how to read it.
 struct Body<'p> {
@@ -75,12 +69,78 @@ fn check_in_chunks(
     file_bytes: u64,
     chunk: u64,
 ) -> Result<Verdict, TranscriptError> {
+    let source = path.display().to_string();
+    let mut folded = Folded::new(source, head.line);
+    let end = file_bytes.max(head.body_start);
+    folded.add(check_range(path, head, head.body_start..end, chunk)?)?;
+    folded.verdict()
+}
+
+/// [`check`], resumed after the bytes an earlier check of this file verified if it still
+/// starts with them, and remembering in `dir` what this one verified (see `remembered`).
+pub(crate) fn check_remembering(
+    path: &Path,
+    head: &Head,
+    file_bytes: u64,
+    dir: &Path,
+) -> Result<Verdict, TranscriptError> {
+    check_remembering_in_chunks(path, head, file_bytes, dir, CHUNK)
+}
+
+fn check_remembering_in_chunks(
+    path: &Path,
+    head: &Head,
+    file_bytes: u64,
+    dir: &Path,
+    chunk: u64,
+) -> Result<Verdict, TranscriptError> {
+    let source = path.display().to_string();
+    let end = file_bytes.max(head.body_start);
+    let recalled = remembered::recall(dir, path, head, end, &source);
+    let recalled_end = recalled.as_ref().map(|(_, at)| *at);
+    let (mut folded, from) =
+        recalled.unwrap_or_else(|| (Folded::new(source, head.line), head.body_start));
+    // The lines that end with a line break are remembered; the last one, maybe torn or still
+    // being written, is checked each time.
+    let lines_end = lines_end(path, from, end)?;
+    folded.add(check_range(path, head, from..lines_end, chunk)?)?;
+    let grown = recalled_end.is_none_or(|at| lines_end >= at + REMEMBER_STEP);
+    if grown && lines_end > head.body_start && folded.settled() {
+        remembered::remember(dir, path, head, lines_end, &folded);
+    }
+    folded.add(check_range(path, head, lines_end..end, chunk)?)?;
+    folded.verdict()
+}
+
+/// Just after the last line break of `file[from..end]`; `from` if there is none.
+fn lines_end(path: &Path, from: u64, end: u64) -> Result<u64, TranscriptError> {
+    let mut file = crate::read::open_transcript(path)?;
+    let mut buf = Vec::new();
+    let mut to = end;
+    while to > from {
+        let at = to.saturating_sub(64 << 10).max(from);
+        read_range(&mut file, path, at, to, &mut buf)?;
+        if let Some(n) = memchr::memrchr(b'\n', &buf) {
+            return Ok(at + n as u64 + 1);
+        }
+        to = at;
+    }
+    Ok(from)
+}
+
+/// The findings of the chunks of `range` of the body, in file order, checked on every core.
+fn check_range(
+    path: &Path,
+    head: &Head,
+    range: std::ops::Range<u64>,
+    chunk: u64,
+) -> Result<Vec<Chunk>, TranscriptError> {
     let body = Body {
         path,
         chunk,
         source: path.display().to_string(),
-        start: head.body_start,
-        end: file_bytes.max(head.body_start),
+        start: range.start,
+        end: range.end,
         version: head.header.version(),
     };
     let count = (body.end - body.start).div_ceil(body.chunk) as usize;
@@ -89,7 +149,7 @@ fn check_in_chunks(
     let mut done: Vec<(usize, Result<Chunk, TranscriptError>)> = std::thread::scope(|scope| {
         let work = || work(&body, &next, count);
         // Where threads cannot be made (a wasm guest), the calling thread does all the work.
-        let helpers: Vec<_> = (1..workers)
+        let helpers: Vec<_> = (1..workers.min(count))
             .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
             .collect();
         let mut done = work();
@@ -99,8 +159,7 @@ fn check_in_chunks(
         done
     });
     done.sort_unstable_by_key(|(k, _)| *k);
-    let chunks = done.into_iter().map(|(_, c)| c);
-    fold(chunks, &body, head.line)
+    done.into_iter().map(|(_, c)| c).collect()
 }
 
 /// Chunks taken in turn until none is left: (index, findings).
@@ -123,37 +182,6 @@ fn work(
         }
         out.push((k, check_chunk(&mut file, body, k, &mut buf)));
     }
-}
-
-/// What one chunk holds; line numbers count from its first line (0).
-#[derive(Default)]
-struct Chunk {
-    /// Lines that start in the chunk, blank ones too.
-    lines: usize,
-    /// Whether one of them is not blank.
-    any_text: bool,
-    /// Whether its last line ends with a line break.
-    ends_with_newline: bool,
-    /// Invalid UTF-8: (line, byte in the line).
-    bad_utf8: Option<(usize, usize)>,
-    /// Loading's warnings for its lines, in order.
-    warnings: Vec<(usize, String)>,
-    links: Links,
-    /// Entries sent to the model (context role, not a compaction).
-    messages: usize,
-    refused: Option<Refused>,
-}
-
-/// The first line that does not decode, held until it is known whether it is the file's torn
-/// last line (which loading skips with a warning) and whether invalid UTF-8 follows (which
-/// loading reports first).
-struct Refused {
-    line: usize,
-    problem: String,
-    /// Not JSON at all, so a torn last line if nothing follows it.
-    torn_if_last: bool,
-    /// A line that is not blank follows it.
-    followed: bool,
 }
 
 fn io<'a>(path: &'a Path, action: &'static str) -> impl Fn(std::io::Error) -> TranscriptError + 'a {
@@ -330,188 +358,6 @@ fn problem_of(e: TranscriptError) -> String {
     match e {
         TranscriptError::Invalid { problem, .. } => problem,
         other => other.to_string(),
-    }
-}
-
-/// The chunks' findings in file order, put together as loading would: the verdict.
-fn fold(
-    chunks: impl Iterator<Item = Result<Chunk, TranscriptError>>,
-    body: &Body<'_>,
-    header_line: usize,
-) -> Result<Verdict, TranscriptError> {
-    let source = &body.source;
-    // Line `n` of the chunk whose first line follows `before` lines is line `before + 1 + n`.
-    let mut before = header_line;
-    let chunks: Vec<Chunk> = chunks.collect::<Result<_, _>>()?;
-    // Sized once: a set grown step by step holds its old table and its new one at once.
-    let mut ids: HashSet<u64, foldhash::fast::FixedState> = HashSet::with_capacity_and_hasher(
-        chunks.iter().map(|c| c.links.ids.len()).sum(),
-        Default::default(),
-    );
-    let mut links = Links::default();
-    let mut messages = 0;
-    let mut warnings = Vec::new();
-    let mut refused: Option<Refused> = None;
-    let mut ends_with_newline = true;
-    for chunk in chunks {
-        let line = |n: usize| before + 1 + n;
-        if let Some((n, at)) = chunk.bad_utf8 {
-            return Err(crate::read::invalid_utf8(source, line(n), at));
-        }
-        // A chunk inside a line that started before it says nothing of the file's end.
-        ends_with_newline = chunk.ends_with_newline || (chunk.lines == 0 && ends_with_newline);
-        if let Some(r) = &mut refused {
-            r.followed |= chunk.any_text;
-            before += chunk.lines;
-            continue;
-        }
-        warnings.extend(chunk.warnings.into_iter().map(|(n, message)| LoadWarning {
-            source: source.clone(),
-            line: line(n),
-            message,
-        }));
-        let c = chunk.links;
-        // The ids in file order, each parent off the chain looked up just before its child.
-        let mut off_chain = c.off_chain.into_iter().peekable();
-        for (k, id) in c.ids.into_iter().enumerate() {
-            while let Some((_, n, parent)) = off_chain.next_if(|(at, ..)| *at == k) {
-                if !ids.contains(&hash(&parent)) {
-                    links.later_parents.push((line(n), parent));
-                }
-            }
-            links.ask_the_loader |= !ids.insert(id);
-        }
-        links.boundaries.extend(c.boundaries);
-        links.ask_the_loader |= c.ask_the_loader;
-        // The chunk's chain goes on from the chunk before, if that had entries.
-        let chain = &mut links.chain;
-        chain.broken |= c.chain.broken;
-        if let Some(parent) = c.chain.first_parent {
-            chain.broken |= chain.last.is_some() && parent != chain.last;
-            chain.last = c.chain.last;
-        }
-        messages += chunk.messages;
-        refused = chunk.refused.map(|r| Refused {
-            line: line(r.line),
-            ..r
-        });
-        before += chunk.lines;
-    }
-    let shape = Shape {
-        chain_messages: (!links.chain.broken).then_some(messages),
-        torn: refused.is_some(),
-    };
-    if let Some(r) = refused {
-        if r.followed || ends_with_newline || !r.torn_if_last {
-            return Err(TranscriptError::invalid(source, r.line, r.problem));
-        }
-        // Loading drops a torn last line before reading the others, and says so first.
-        warnings.insert(
-            0,
-            LoadWarning {
-                source: source.clone(),
-                line: r.line,
-                message: TORN_LAST_LINE.into(),
-            },
-        );
-    }
-    Ok(links.verdict(&ids, warnings, shape, source))
-}
-
-fn hash(id: &str) -> u64 {
-    foldhash::fast::FixedState::default().hash_one(id)
-}
-
-/// What linking would find, kept as 64-bit hashes of ids: of one chunk while it is read, then
-/// of the file as the chunks are put together (in file order: whether a parent comes before
-/// its child is only known then).
-#[derive(Default)]
-struct Links {
-    /// The chunk's ids, in file order.
-    ids: Vec<u64>,
-    /// Parents that are not the entry before their child in the chunk: (the child's place in
-    /// `ids`, its line, the parent id). Few: an appended file is one chain, mostly.
-    off_chain: Vec<(usize, usize, String)>,
-    /// Of the file: parents not read before their child, (line, parent id).
-    later_parents: Vec<(usize, String)>,
-    /// The first kept entry of every compaction.
-    boundaries: Vec<u64>,
-    ask_the_loader: bool,
-    chain: Chain,
-}
-
-/// Whether entries link as one chain, each to the one before it (v1 files by their position).
-#[derive(Default)]
-struct Chain {
-    /// The first entry's parent (v2/v3).
-    first_parent: Option<Option<u64>>,
-    /// The last entry's id (v2/v3).
-    last: Option<u64>,
-    /// An entry links elsewhere, or is a compaction.
-    broken: bool,
-}
-
-impl Chain {
-    fn link(&mut self, id: u64, parent: Option<u64>) {
-        match self.first_parent {
-            None => self.first_parent = Some(parent),
-            Some(_) => self.broken |= parent != self.last,
-        }
-        self.last = Some(id);
-    }
-}
-
-impl Links {
-    fn note(&mut self, id: &str, parent: Option<&str>, kept: Option<&str>, line: usize) {
-        let parent_hash = parent.map(hash);
-        if let Some(parent) = parent
-            && (self.ids.is_empty() || parent_hash != self.chain.last)
-        {
-            self.off_chain
-                .push((self.ids.len(), line, parent.to_string()));
-        }
-        let id = hash(id);
-        self.ids.push(id);
-        self.chain.link(id, parent_hash);
-        if let Some(kept) = kept {
-            self.boundaries.push(hash(kept));
-        }
-    }
-
-    fn note_entry(&mut self, e: &Entry, line: usize, version: u32) {
-        let compaction = e.entry_type() == "compaction";
-        self.chain.broken |= compaction;
-        if version == 1 {
-            self.ask_the_loader |= compaction;
-            return;
-        }
-        self.note(e.id(), e.parent_id(), e.first_kept_entry_id(), line);
-    }
-
-    /// Loading's verdict once every line is read (`ids`: all of them): its warnings with the
-    /// missing parents added, or the full load when the hashes cannot settle it.
-    fn verdict(
-        self,
-        ids: &HashSet<u64, foldhash::fast::FixedState>,
-        mut warnings: Vec<LoadWarning>,
-        shape: Shape,
-        source: &str,
-    ) -> Verdict {
-        if self.ask_the_loader || self.boundaries.iter().any(|b| !ids.contains(b)) {
-            return Verdict::AskTheLoader;
-        }
-        for (line, parent) in self.later_parents {
-            if ids.contains(&hash(&parent)) {
-                // Written after its child: fine, unless the links go round; loading knows.
-                return Verdict::AskTheLoader;
-            }
-            warnings.push(LoadWarning {
-                source: source.to_string(),
-                line,
-                message: missing_parent(&parent),
-            });
-        }
-        Verdict::Valid(warnings, shape)
     }
 }
 

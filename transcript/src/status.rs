@@ -5,7 +5,8 @@
 //! One reader, one verdict: first the whole file is checked as loading checks it (`check.rs`:
 //! every line through the loader's own scanner or line reader, on every core, in bounded
 //! memory), so status refuses what every other command refuses, in the same words, and its
-//! warnings are loading's. A file the check saw to be one chain without a compaction (the
+//! warnings are loading's. [`scan_remembering`] keeps what the check verified of the file, so
+//! that the next status of the same file checks only the bytes appended since. A file the check saw to be one chain without a compaction (the
 //! common shape of a long session) needs no walk: its context is all its messages, which the
 //! check counted, and only the lines after the latest usage are read again to measure it.
 //!
@@ -179,17 +180,32 @@ fn trim_newline(mut line: &[u8]) -> &[u8] {
 
 /// The status of the transcript at `path`, reading only its tail (see the module docs).
 pub fn scan(path: &Path) -> Result<Status, TranscriptError> {
-    scan_with(path, None)
+    scan_with(path, None, None)
 }
 
 /// [`scan`] for a context window of `window` tokens: recorded usage above the window was
 /// measured at another window and does not stand for the context (see
 /// [`Transcript::context_tokens`]).
 pub fn scan_for_window(path: &Path, window: u64) -> Result<Status, TranscriptError> {
-    scan_with(path, Some(window))
+    scan_with(path, Some(window), None)
 }
 
-fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError> {
+/// [`scan_for_window`] that keeps what the check verified of the file in `checked` (a
+/// directory of records, one per transcript), so that the next status of the same file checks
+/// only the bytes appended since; the verdict is the one a whole check gives.
+pub fn scan_remembering(
+    path: &Path,
+    window: u64,
+    checked: &Path,
+) -> Result<Status, TranscriptError> {
+    scan_with(path, Some(window), Some(checked))
+}
+
+fn scan_with(
+    path: &Path,
+    window: Option<u64>,
+    checked: Option<&Path>,
+) -> Result<Status, TranscriptError> {
     let mut file = crate::read::open_transcript(path)?;
     let file_bytes = file
         .metadata()
@@ -199,7 +215,11 @@ fn scan_with(path: &Path, window: Option<u64>) -> Result<Status, TranscriptError
     let full = || full_load(path, window, file_bytes);
     // The whole file is checked as loading checks it first (on every core); what it saw of
     // the file's shape may spare the walk.
-    let (warnings, shape) = match crate::check::check(path, &head, file_bytes)? {
+    let verdict = match checked {
+        Some(dir) => crate::check::check_remembering(path, &head, file_bytes, dir)?,
+        None => crate::check::check(path, &head, file_bytes)?,
+    };
+    let (warnings, shape) = match verdict {
         Verdict::Valid(warnings, shape) => (warnings, shape),
         Verdict::AskTheLoader => return full(),
     };

@@ -1,5 +1,6 @@
 use super::*;
 use crate::Transcript;
+use crate::entry::Entry;
 use crate::generate::{Mutator, coding_session, to_v1, with_outside_parent};
 
 /// Fragments that reach the readers' special cases.
@@ -59,6 +60,35 @@ fn agrees_with_loading(path: &Path) {
     }
 }
 
+/// The answer of [`check_remembering`] with its records in `dir`, in words.
+fn remembering_verdict(path: &Path, dir: &Path, chunk: u64) -> String {
+    let Some((head, len)) = head_of(path) else {
+        return "no header".into();
+    };
+    match check_remembering_in_chunks(path, &head, len, dir, chunk) {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!("error {e}"),
+    }
+}
+
+/// The file holds `earlier`, is checked (and remembered), then is written `now` in place (the
+/// same inode): the check then gives the answer of a whole check of `now`. Returns whether
+/// the first check left a record, so that the second could resume from it.
+fn resumed_agrees(path: &Path, earlier: &[u8], now: &[u8], what: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(path, earlier).unwrap();
+    remembering_verdict(path, dir.path(), 1024);
+    let recorded = std::fs::read_dir(dir.path()).unwrap().count() > 0;
+    std::fs::write(path, now).unwrap();
+    assert_eq!(
+        remembering_verdict(path, dir.path(), 1024),
+        verdict(path, 1 << 40),
+        "{what}, resumed, on {}",
+        String::from_utf8_lossy(now)
+    );
+    recorded
+}
+
 fn inputs() -> Vec<Vec<u8>> {
     let session = coding_session(21, 30);
     let mut inputs = vec![
@@ -96,6 +126,23 @@ fn every_chunk_size_gives_one_verdict_and_it_is_loadings() {
             );
         }
     }
+    // The same answers from a check resumed after what a check of an earlier content of the
+    // file remembered: appended to, truncated, rewritten in place at the same length,
+    // appended with a malformed line.
+    let mut resumed = 0;
+    for input in inputs().into_iter().step_by(2) {
+        let half = memchr::memrchr(b'\n', &input[..input.len() / 2]).map_or(0, |n| n + 1);
+        resumed += usize::from(resumed_agrees(&path, &input[..half], &input, "appended"));
+        let cut = &input[..input.len() * 2 / 3];
+        resumed_agrees(&path, &input, cut, "truncated");
+        let mut rewritten = input.clone();
+        let at = input.len() / 3;
+        rewritten[at] = if rewritten[at] == b'"' { b'x' } else { b'"' };
+        resumed_agrees(&path, &input, &rewritten, "rewritten in place");
+        let malformed = [&input[..], b"{\"type\":\"message\",\"id\":\n"].concat();
+        resumed_agrees(&path, &input, &malformed, "appended a malformed line");
+    }
+    assert!(resumed > 50, "only {resumed} checks resumed");
     // The mutants reach every kind of answer ("no": the header is broken).
     assert_eq!(
         kinds.into_iter().collect::<Vec<_>>(),
@@ -138,4 +185,43 @@ fn the_scan_answers_only_what_decoding_answers() {
         }
     }
     assert!(answered > 1000, "{answered}");
+}
+
+/// A record is taken only while the file still starts with the bytes it was made of: appended
+/// to, yes; truncated, replaced by another file, or rewritten in place where its hash looks,
+/// no. The file is larger than what is hashed whole: its edges and samples tell.
+#[test]
+fn a_record_is_recalled_only_while_the_file_starts_with_its_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let checked = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let session = coding_session(5, 5000).into_bytes();
+    assert!(session.len() > 5 << 20, "{}", session.len());
+    std::fs::write(&path, &session).unwrap();
+    let (head, len) = head_of(&path).unwrap();
+    check_remembering(&path, &head, len, checked.path()).unwrap();
+    let recalled = |bytes: &[u8]| {
+        std::fs::write(&path, bytes).unwrap();
+        let (head, len) = head_of(&path).unwrap();
+        remembered::recall(checked.path(), &path, &head, len, "s").map(|(_, end)| end)
+    };
+    assert_eq!(recalled(&session), Some(len));
+    let appended = [&session[..], b"{\"type\":\"mess"].concat();
+    assert_eq!(recalled(&appended), Some(len));
+    assert_eq!(recalled(&session[..session.len() - 1]), None, "truncated");
+    // A byte of the first line after the header, of the last 64 KiB and of the first
+    // sampled block.
+    let first_line = head.body_start as usize + 20;
+    for at in [first_line, session.len() - 100, (64 << 10) + 5] {
+        let mut rewritten = session.clone();
+        rewritten[at] ^= 1;
+        assert_eq!(recalled(&rewritten), None, "rewritten at {at}");
+    }
+    assert_eq!(recalled(&session), Some(len));
+    // Another file with the same bytes renamed over it (both exist at once: another inode).
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(&other, &session).unwrap();
+    std::fs::rename(&other, &path).unwrap();
+    let (head, len) = head_of(&path).unwrap();
+    assert!(remembered::recall(checked.path(), &path, &head, len, "s").is_none());
 }

@@ -408,6 +408,11 @@ fn status_and_loading_give_one_verdict_on_malformed_files() {
     .join("\n");
     let glued = format!("{second}{}", lines[3]);
     let implausible = r#"{"type":"compaction","id":"k0","parentId":null,"summary":"s","firstKeptEntryId":"k0","tokensBefore":-5}"#;
+    // The second entry's id, every char replaced: the same length, another id.
+    let renamed: String = id_of_second
+        .chars()
+        .map(|c| if c == 'z' { 'y' } else { 'z' })
+        .collect();
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("invalid UTF-8", invalid_utf8),
         ("syntax error", with_early(&second[..second.len() - 1])),
@@ -437,20 +442,72 @@ fn status_and_loading_give_one_verdict_on_malformed_files() {
             "unterminated last line",
             format!("{good}{}", &second[..20]).into_bytes(),
         ),
+        (
+            "truncated",
+            good.as_bytes()[..good.len() - second.len() / 2].to_vec(),
+        ),
+        (
+            "rewritten in place at the same length",
+            with_early(&second.replacen(id_of_second, &renamed, 1)),
+        ),
+        (
+            "appended with a malformed line",
+            format!("{good}{{\"type\":\"message\",\"id\":\n").into_bytes(),
+        ),
     ];
     for (kind, bytes) in cases {
+        // Status of the good file remembered, then the file written in place (same inode).
+        let checked = tempfile::tempdir().unwrap();
+        std::fs::write(&path, &good).unwrap();
+        scan_remembering(&path, u64::MAX, checked.path()).unwrap();
         std::fs::write(&path, &bytes).unwrap();
         let loaded = Transcript::load(&path);
-        let scanned = scan(&path);
-        match (loaded, scanned) {
-            (Err(l), Err(s)) => assert_eq!(s.to_string(), l.to_string(), "{kind}"),
-            (Ok(l), Ok(s)) => {
-                assert_eq!(s.warnings, l.warnings(), "{kind}");
-                assert_eq!(s.context_tokens, l.context_tokens(), "{kind}");
+        for (how, scanned) in [
+            ("whole", scan(&path)),
+            ("resumed", scan_remembering(&path, u64::MAX, checked.path())),
+        ] {
+            match (&loaded, scanned) {
+                (Err(l), Err(s)) => assert_eq!(s.to_string(), l.to_string(), "{kind}, {how}"),
+                (Ok(l), Ok(s)) => {
+                    assert_eq!(s.warnings, l.warnings(), "{kind}, {how}");
+                    assert_eq!(s.context_tokens, l.context_tokens(), "{kind}, {how}");
+                }
+                (l, s) => panic!(
+                    "{kind}, {how}: loading says {:?}, status {:?}",
+                    l.as_ref().err(),
+                    s.err()
+                ),
             }
-            (l, s) => panic!("{kind}: loading says {:?}, status {:?}", l.err(), s.err()),
         }
     }
+}
+
+/// A status that remembers what it checked gives what a whole check gives as the file grows,
+/// and on a file whose first lines were replaced at the same length.
+#[test]
+fn a_remembered_status_is_a_whole_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let checked = tempfile::tempdir().unwrap();
+    let (path, t) = compacted(dir.path(), 2);
+    let text = t.to_v3_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let same = |a: &Status, b: &Status| {
+        assert_eq!(
+            (a.context_tokens, a.context_messages, a.compaction_count),
+            (b.context_tokens, b.context_messages, b.compaction_count)
+        );
+        assert_eq!(a.warnings, b.warnings);
+    };
+    // Grown in 20 steps, each appending some lines (the compactions among them).
+    let step = lines.len().div_ceil(40);
+    for end in (lines.len() / 2..=lines.len()).step_by(step) {
+        std::fs::write(&path, lines[..end].join("\n") + "\n").unwrap();
+        same(
+            &scan_remembering(&path, u64::MAX, checked.path()).unwrap(),
+            &scan(&path).unwrap(),
+        );
+    }
+    assert_eq!(std::fs::read_dir(checked.path()).unwrap().count(), 1);
 }
 
 #[test]

@@ -97,7 +97,10 @@ pub(super) fn status(
         .unwrap_or(0);
     let (_, path) = session.existing(host)?;
     let started = std::time::Instant::now();
-    let s = status::scan_for_window(&path, window)?;
+    // What the check verified of the file is kept with the other caches, so the next status
+    // of a session only checks what was appended since.
+    let checked = host.home().cache_dir().join("checked");
+    let s = status::scan_remembering(&path, window, &checked)?;
     let elapsed = started.elapsed();
     for w in &s.warnings {
         stderr_line!("warning: {w}");
