@@ -183,36 +183,37 @@ pub enum BundleError {
     },
 }
 
+/// The newest checkpoint on the active branch: a `custom` entry whose type names one.
+fn newest_checkpoint(transcript: &Transcript) -> Option<Checkpoint> {
+    let entries = transcript.entries();
+    (transcript.active_branch().into_iter().rev())
+        .filter(|&i| entries[i].entry_type() == "custom")
+        .filter_map(|i| serde_json::from_str::<Value>(entries[i].line()).ok())
+        .find_map(|line| {
+            let custom_type = line.get("customType")?.as_str()?;
+            custom_type.contains("checkpoint").then(|| Checkpoint {
+                custom_type: custom_type.to_string(),
+                data: line.get("data").cloned().unwrap_or(Value::Null),
+            })
+        })
+}
+
+/// Every context entry but the compaction `boundary`, as its AgentMessage: all of them are
+/// sent to the model, `custom_message` and `branch_summary` entries as much as messages.
+fn messages_after(transcript: &Transcript, boundary: Option<usize>) -> Vec<Value> {
+    let entries = transcript.entries();
+    (transcript.context().iter())
+        .filter(|&&i| Some(i) != boundary)
+        .filter_map(|&i| serde_json::from_str::<Value>(&entries[i].message_json()).ok())
+        .collect()
+}
+
 impl ContextBundle {
     /// The bundle of `transcript` (read from `path`), its context measured against `window`.
     pub fn export(transcript: &Transcript, path: &Path, window: u64) -> Self {
-        let ctx = transcript.context();
         let entries = transcript.entries();
-        let boundary = ctx
-            .first()
-            .copied()
+        let boundary = (transcript.context().first().copied())
             .filter(|&i| entries[i].entry_type() == "compaction");
-        let summary = boundary.and_then(|b| entries[b].view()).map(|v| v.text);
-        let checkpoint = transcript
-            .active_branch()
-            .into_iter()
-            .rev()
-            .filter(|&i| entries[i].entry_type() == "custom")
-            .filter_map(|i| serde_json::from_str::<Value>(entries[i].line()).ok())
-            .find_map(|line| {
-                let custom_type = line.get("customType")?.as_str()?;
-                custom_type.contains("checkpoint").then(|| Checkpoint {
-                    custom_type: custom_type.to_string(),
-                    data: line.get("data").cloned().unwrap_or(Value::Null),
-                })
-            });
-        // Every context entry after the boundary is sent to the model — `custom_message` and
-        // `branch_summary` entries as much as messages — so each goes in, as its AgentMessage.
-        let recent = ctx
-            .iter()
-            .filter(|&&i| Some(i) != boundary)
-            .filter_map(|&i| serde_json::from_str::<Value>(&entries[i].message_json()).ok())
-            .collect();
         let header = transcript.header();
         ContextBundle {
             format: BUNDLE_FORMAT.into(),
@@ -229,9 +230,9 @@ impl ContextBundle {
                 compaction_count: transcript.compaction_count(),
                 entries_in_file: entries.len(),
             },
-            summary,
-            checkpoint,
-            entries: recent,
+            summary: boundary.and_then(|b| entries[b].view()).map(|v| v.text),
+            checkpoint: newest_checkpoint(transcript),
+            entries: messages_after(transcript, boundary),
         }
     }
 
@@ -303,26 +304,10 @@ impl ContextBundle {
         for (n, message) in self.entries.iter().enumerate() {
             append_bundled(&mut t, message, &now).map_err(entry_error(n))?;
         }
-        let appended = |source| BundleError::Entry {
-            bundle: name.to_string(),
-            index: self.entries.len(),
-            problem: problem_of(source),
-        };
-        if let Some(summary) = &self.summary
-            && let Some(first) = t.entries().first().map(|e| e.id().to_string())
-        {
-            let record = CompactionRecord {
-                layer: Some(Layer::Import),
-                trigger: Some(Trigger::Manual),
-                imported_from: serde_json::to_value(&self.source).ok(),
-                ..CompactionRecord::default()
-            };
-            let compaction = NewCompaction {
-                summary: summary.clone(),
-                first_kept_entry_id: first,
-                tokens_before: self.metadata.context_tokens,
-                details: Some(record.to_value()),
-            };
+        // What follows the entries is reported as the entry after the last.
+        let appended = entry_error(self.entries.len());
+        let first_kept = t.entries().first().map(|e| e.id().to_string());
+        if let Some(compaction) = self.imported_compaction(first_kept) {
             t.append_compaction(&compaction, &now).map_err(appended)?;
         }
         if let Some(cp) = &self.checkpoint {
@@ -330,6 +315,24 @@ impl ContextBundle {
             t.append_other("custom", &members, &now).map_err(appended)?;
         }
         Ok(t)
+    }
+
+    /// The compaction holding the bundle's summary, keeping `first_kept` on; None without a
+    /// summary or an entry to keep.
+    fn imported_compaction(&self, first_kept: Option<String>) -> Option<NewCompaction> {
+        let summary = self.summary.clone()?;
+        let record = CompactionRecord {
+            layer: Some(Layer::Import),
+            trigger: Some(Trigger::Manual),
+            imported_from: serde_json::to_value(&self.source).ok(),
+            ..CompactionRecord::default()
+        };
+        Some(NewCompaction {
+            summary,
+            first_kept_entry_id: first_kept?,
+            tokens_before: self.metadata.context_tokens,
+            details: Some(record.to_value()),
+        })
     }
 
     /// Starts a fresh session from the bundle in the transcript file `path` (for a session

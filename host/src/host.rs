@@ -1,7 +1,7 @@
 //! The library's entry point: config, the engines it can run, and sessions on them.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxhost_transcript::compaction::Settings;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::config::{Config, Home};
 use crate::error::Result;
 use crate::model::ModelConfig;
-use crate::plugins::{Capability, PluginError, Registry, validate_config};
+use crate::plugins::{AvailableEngine, Capability, PluginError, Registry, validate_config};
 use crate::session::Session;
 use crate::session_file::{encode_key, session_file};
 use ctxhost_runtime::{EngineSpec, Grants, Limits, PreparedEngine, Runtime, RuntimeOptions};
@@ -139,13 +139,13 @@ impl Host {
     /// `id` loaded to serve sessions, or the fallback engine when it cannot be and the config
     /// opts into that.
     async fn serving(&self, id: &str) -> Result<Arc<PreparedEngine>> {
-        let fallback = self
+        let fallback = (self
             .config
             .settings
             .plugins
             .context_engine_fallback
-            .as_deref();
-        let fallback = fallback.filter(|fallback| *fallback != id);
+            .as_deref())
+        .filter(|fallback| *fallback != id);
         let Some(fallback) = fallback else {
             return self.engine(id).await;
         };
@@ -155,17 +155,19 @@ impl Host {
         match self.engine(id).await {
             Ok(engine) => Ok(engine),
             Err(cause) => {
-                tracing::warn!(
-                    "context engine `{id}` quarantined for this process, `{fallback}` serves instead (plugins.contextEngineFallback): {}",
-                    crate::error::chain(&cause)
-                );
-                self.quarantined
-                    .lock()
-                    .await
-                    .insert(id.to_string(), crate::error::chain(&cause));
+                self.quarantine(id, fallback, &cause).await;
                 self.engine(fallback).await
             }
         }
+    }
+
+    /// Puts `id`, which failed to load for `cause`, aside for this process: `fallback` serves.
+    async fn quarantine(&self, id: &str, fallback: &str, cause: &crate::error::Error) {
+        let cause = crate::error::chain(cause);
+        tracing::warn!(
+            "context engine `{id}` quarantined for this process, `{fallback}` serves instead (plugins.contextEngineFallback): {cause}"
+        );
+        self.quarantined.lock().await.insert(id.to_string(), cause);
     }
 
     /// Engines quarantined by the fallback policy, with the cause.
@@ -204,33 +206,7 @@ impl Host {
     /// enabled, have a config its schema accepts, and answer `info` with its own id.
     async fn load(&self, id: &str, state_dir: PathBuf) -> Result<Arc<PreparedEngine>> {
         let available = self.registry.resolve(id, self.config.source.path())?;
-        let entry = self.config.plugin_entry(id);
-        if entry.and_then(|e| e.enabled) == Some(false) {
-            return Err(PluginError::Disabled { id: id.to_string() }.into());
-        }
-        let config = entry
-            .and_then(|entry| entry.config.clone())
-            .unwrap_or_else(|| Value::Object(Default::default()));
-        validate_config(&available.config_schema(), &config).map_err(|(pointer, rule)| {
-            PluginError::Config {
-                id: id.to_string(),
-                pointer,
-                rule,
-            }
-        })?;
-        let limits = entry
-            .and_then(|entry| entry.limits.as_ref())
-            .map_or_else(Limits::default, |overrides| {
-                overrides.apply(Limits::default())
-            });
-        let spec = EngineSpec {
-            id: id.to_string(),
-            origin: available.origin(),
-            state_dir,
-            config_json: config.to_string(),
-            limits,
-            grants: self.grants(id, available.capabilities()),
-        };
+        let spec = self.engine_spec(id, available, state_dir)?;
         let bytes = available.component_bytes()?;
         let engine = self.runtime.prepare(spec, &bytes).await?;
         if engine.info().id != id {
@@ -241,6 +217,36 @@ impl Host {
             .into());
         }
         Ok(engine)
+    }
+
+    /// How the engine `id` runs, as the config sets it: enabled, with a config its schema
+    /// accepts, under its limits and grants.
+    fn engine_spec(
+        &self,
+        id: &str,
+        available: &AvailableEngine,
+        state_dir: PathBuf,
+    ) -> Result<EngineSpec> {
+        let entry = self.config.plugin_entry(id);
+        if entry.and_then(|e| e.enabled) == Some(false) {
+            return Err(PluginError::Disabled { id: id.to_string() }.into());
+        }
+        let config = (entry.and_then(|entry| entry.config.clone()))
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        validate_config(&available.config_schema(), &config).map_err(|(pointer, rule)| {
+            let id = id.to_string();
+            PluginError::Config { id, pointer, rule }
+        })?;
+        let limits = (entry.and_then(|entry| entry.limits.as_ref()))
+            .map_or_else(Limits::default, |set| set.apply(Limits::default()));
+        Ok(EngineSpec {
+            id: id.to_string(),
+            origin: available.origin(),
+            state_dir,
+            config_json: config.to_string(),
+            limits,
+            grants: self.grants(id, available.capabilities()),
+        })
     }
 
     /// What an engine may use: what its manifest asks for and the operator granted.
@@ -285,20 +291,8 @@ impl Host {
     /// The transcript path of a session target.
     pub fn session_path(&self, target: &SessionTarget) -> Result<(String, PathBuf)> {
         match target {
-            SessionTarget::Path(path) => {
-                let key = path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "session".into());
-                Ok((key, path.clone()))
-            }
-            SessionTarget::Copy { copy, original } => {
-                let key = original
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "session".into());
-                Ok((key, copy.clone()))
-            }
+            SessionTarget::Path(path) => Ok((key_of_file(path), path.clone())),
+            SessionTarget::Copy { copy, original } => Ok((key_of_file(original), copy.clone())),
             SessionTarget::KeyAt { key, path } => {
                 encode_key(key)?;
                 Ok((key.clone(), path.clone()))
@@ -330,22 +324,13 @@ impl Host {
             Some(engine) => engine.clone(),
             None => self.engine_for_session(&key).await?,
         };
-        let settings = options
-            .settings
-            .clone()
-            .unwrap_or_else(|| self.compaction_settings());
+        let settings = (options.settings.clone()).unwrap_or_else(|| self.compaction_settings());
         let compaction = &self.config.settings.agents.defaults.compaction;
+        let counter = compaction.token_counter.counter();
+        let model = compaction.model.clone();
         let report_load = !matches!(target, SessionTarget::Copy { .. });
-        let mut session = Session::open(
-            engine,
-            &key,
-            &path,
-            settings,
-            compaction.token_counter.counter(),
-            compaction.model.clone(),
-            report_load,
-        )
-        .await?;
+        let mut session =
+            Session::open(engine, &key, &path, settings, counter, model, report_load).await?;
         session.set_recall_tools(self.config.settings.recall.tools_enabled());
         if !options.defer_instance {
             session.resume().await?;
@@ -363,4 +348,11 @@ impl Host {
     pub fn model_config(&self) -> &ModelConfig {
         &self.config.settings.agents.defaults.compaction.model
     }
+}
+
+/// The session key of a transcript file named for no key: its file stem.
+fn key_of_file(path: &Path) -> String {
+    (path.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".into())
 }

@@ -232,33 +232,35 @@ pub struct LedgerHistory {
 pub fn read_history(transcript: &Path) -> std::io::Result<LedgerHistory> {
     let mut history = LedgerHistory::default();
     for path in [rotated_path(transcript), ledger_path(transcript)] {
-        let file = match File::open(&path) {
-            Ok(file) => file,
+        match File::open(&path) {
+            Ok(file) => history.read(BufReader::new(file), &path)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
-        };
-        let mut reader = BufReader::new(file);
+        }
+    }
+    Ok(history)
+}
+
+impl LedgerHistory {
+    /// The records of one ledger file (at `path`), up to a torn last line.
+    fn read(&mut self, mut reader: impl BufRead, path: &Path) -> std::io::Result<()> {
         let mut line = Vec::new();
         let mut number = 0;
         loop {
             line.clear();
-            if reader.read_until(b'\n', &mut line)? == 0 {
-                break;
+            if reader.read_until(b'\n', &mut line)? == 0 || !line.ends_with(b"\n") {
+                return Ok(());
             }
             number += 1;
-            if line.last() != Some(&b'\n') {
-                break;
-            }
             match serde_json::from_slice::<LedgerRecord>(&line) {
-                Ok(record) => history.records.push(record),
-                Err(e) => history.warnings.push(format!(
+                Ok(record) => self.records.push(record),
+                Err(e) => self.warnings.push(format!(
                     "{}:{number}: not a ledger record: {e}",
                     path.display()
                 )),
             }
         }
     }
-    Ok(history)
 }
 
 #[cfg(test)]

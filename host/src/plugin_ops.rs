@@ -53,14 +53,7 @@ async fn validate_manifest(
         path: std::env::temp_dir(),
         source,
     })?;
-    let spec = EngineSpec {
-        id: manifest.id.clone(),
-        origin: component.display().to_string(),
-        state_dir: scratch.path().to_path_buf(),
-        config_json: "{}".into(),
-        limits: Limits::default(),
-        grants: Grants::default(),
-    };
+    let spec = default_spec(&manifest.id, &component, scratch.path());
     let engine = host.runtime().prepare(spec, &bytes).await?;
     if engine.info().id != manifest.id {
         return Err(PluginError::IdMismatch {
@@ -76,6 +69,19 @@ async fn validate_manifest(
         engine_version: engine.info().version.clone(),
         manifest,
     })
+}
+
+/// The engine `id` of `component` as a package runs before any config: the default limits,
+/// no grants, an empty config.
+fn default_spec(id: &str, component: &Path, state_dir: &Path) -> EngineSpec {
+    EngineSpec {
+        id: id.to_string(),
+        origin: component.display().to_string(),
+        state_dir: state_dir.to_path_buf(),
+        config_json: "{}".into(),
+        limits: Limits::default(),
+        grants: Grants::default(),
+    }
 }
 
 /// Validates, then installs (copies, or links with `link`). `force` replaces an installed
@@ -113,33 +119,34 @@ async fn store_validated(
     force: bool,
 ) -> Result<ValidatedPackage> {
     // The id is checked first: a collision is the answer, whatever the component holds.
-    let id = manifest.id.clone();
-    if host.registry().get(&id).is_some_and(|e| e.is_bundled()) {
+    check_id_free(host, &manifest.id, force)?;
+    let package = validate_manifest(host, dir, manifest).await?;
+    let plugins_dir = host.home().plugins_dir();
+    package::store(&plugins_dir, dir, &package.manifest, link, force)?;
+    Ok(package)
+}
+
+/// Whether a package may take `id`: never a bundled engine's, an installed one's only with
+/// `force`.
+fn check_id_free(host: &Host, id: &str, force: bool) -> Result<()> {
+    if host.registry().get(id).is_some_and(|e| e.is_bundled()) {
         return Err(PluginError::Taken {
-            id,
+            id: id.to_string(),
             what: "bundled with ctxhost".into(),
             fix: "choose another id in ctxhost.plugin.json".into(),
         }
         .into());
     }
-    let installed = host.home().plugins_dir().join(&id);
+    let installed = host.home().plugins_dir().join(id);
     if installed.exists() && !force {
         return Err(PluginError::Taken {
-            id,
+            id: id.to_string(),
             what: format!("installed at {}", installed.display()),
             fix: "pass --force to replace it".into(),
         }
         .into());
     }
-    let package = validate_manifest(host, dir, manifest).await?;
-    package::store(
-        &host.home().plugins_dir(),
-        dir,
-        &package.manifest,
-        link,
-        force,
-    )?;
-    Ok(package)
+    Ok(())
 }
 
 /// What `uninstall` did, for the operator.
@@ -174,18 +181,21 @@ pub fn uninstall(host: &Host, id: &str, purge: bool) -> Result<Uninstalled> {
     let state_dir = host.home().state_dir(id);
     let slot_reset = host.config().active_engine() == id;
     if slot_reset {
-        edit(&host.config().source, |e| {
-            e.set(
-                &["plugins", "slots", "contextEngine"],
-                crate::config::DEFAULT_ENGINE.into(),
-            )
-        })?;
+        reset_slot(host)?;
     }
     package::remove(&plugins_dir, &state_dir, id, purge)?;
     Ok(Uninstalled {
         id: id.to_string(),
         slot_reset,
         kept_state: (!purge && state_dir.exists()).then_some(state_dir),
+    })
+}
+
+/// Points the slot back at the default engine.
+fn reset_slot(host: &Host) -> Result<()> {
+    let slot = ["plugins", "slots", "contextEngine"];
+    edit(&host.config().source, |e| {
+        e.set(&slot, crate::config::DEFAULT_ENGINE.into())
     })
 }
 

@@ -12,11 +12,12 @@ use serde::Serialize;
 
 use crate::auto_compaction::AutoCompaction;
 use crate::error::Result;
-use crate::host::{Host, SessionTarget};
+use crate::host::{Host, SessionOptions, SessionTarget};
 use crate::ledger::{Ledger, LedgerCompaction, LedgerRecord, TurnOutcome};
 use crate::prompt::PromptSettings;
-use crate::session::{Prefix, Turn, TurnOptions, TurnRequest};
+use crate::session::{Prefix, Session, Turn, TurnOptions, TurnRequest};
 use ctxhost_runtime::PreparedEngine;
+use ctxhost_transcript::compaction::Settings;
 
 /// A compaction that ran during a replay.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -158,39 +159,43 @@ struct Measured {
 /// The engine's assembly alone, or — with prompt settings — the whole model request around it
 /// (system prompt, bootstrap files, skills), through the same path as `context inspect`.
 async fn measure(
-    session: &mut crate::session::Session,
+    session: &mut Session,
     turn: &Turn,
     prompt: Option<&PromptSettings>,
 ) -> Result<Measured> {
-    Ok(match prompt {
-        None => Measured {
+    match prompt {
+        None => Ok(Measured {
             tokens: turn.assembly.estimated_tokens,
             inserted: turn.assembly.inserted(),
             addition: turn.assembly.system_prompt_addition.clone(),
             overflow_compaction: None,
-        },
-        Some(settings) => {
-            // A request that still overflows is measured, not fatal: the report counts it.
-            let request = session
-                .inspect_request(settings, &TurnOptions::default())
-                .await?;
-            Measured {
-                tokens: u32::try_from(request.breakdown.total).unwrap_or(u32::MAX),
-                inserted: request.inserted_messages,
-                addition: request.engine_addition,
-                overflow_compaction: request
-                    .overflow_compaction
-                    .filter(|c| c.compacted)
-                    .zip(request.total_before_compaction)
-                    .map(|(c, before)| CompactionEvent {
-                        at_message: 0,
-                        tokens_before: before,
-                        tokens_after: request.breakdown.total,
-                        layer: newest_compaction_layer(session),
-                        warnings: c.warnings,
-                    }),
-            }
-        }
+        }),
+        Some(settings) => measure_request(session, settings).await,
+    }
+}
+
+/// The whole model request, built as `context inspect` builds it.
+async fn measure_request(session: &mut Session, settings: &PromptSettings) -> Result<Measured> {
+    // A request that still overflows is measured, not fatal: the report counts it.
+    let request = session
+        .inspect_request(settings, &TurnOptions::default())
+        .await?;
+    let total = request.breakdown.total;
+    let overflow_compaction = (request.overflow_compaction)
+        .filter(|c| c.compacted)
+        .zip(request.total_before_compaction)
+        .map(|(c, before)| CompactionEvent {
+            at_message: 0,
+            tokens_before: before,
+            tokens_after: total,
+            layer: newest_compaction_layer(session),
+            warnings: c.warnings,
+        });
+    Ok(Measured {
+        tokens: u32::try_from(total).unwrap_or(u32::MAX),
+        inserted: request.inserted_messages,
+        addition: request.engine_addition,
+        overflow_compaction,
     })
 }
 
@@ -206,75 +211,130 @@ pub async fn replay_with(
 ) -> Result<ReplayReport> {
     let messages = replayed_messages(source)?;
     let settings = host.compaction_settings().for_window(window);
-    let mut session = host
-        .open_session(
-            &SessionTarget::Path(output.to_path_buf()),
-            &crate::host::SessionOptions::on(engine.clone()).with_settings(settings.clone()),
-        )
-        .await?;
-    session.set_estimates_only(true);
-    session.set_sync(false);
+    let mut replay = Replay::open(host, engine, &settings, output, prompt).await?;
     let started = Instant::now();
-    let mut tally = Tally::new(window);
-    // The replayed transcript gets a turn ledger like a served one (`ctxhost report` reads it).
-    let mut ledger = Ledger::new(output);
     for (n, message) in messages.iter().enumerate() {
         if message.get("role").and_then(|r| r.as_str()) == Some("assistant") {
-            let turn_started = Instant::now();
-            let agent_tokens = prompt.map_or(0, |settings| {
-                session.agent_tokens(settings, &TurnOptions::default())
-            });
-            let request = TurnRequest {
-                agent_tokens,
-                ..TurnRequest::default()
-            };
-            let mut notices = Vec::new();
-            let turn = session
-                .assemble_turn(&request, &mut |due| notices.push(due.clone()))
-                .await?;
-            for due in &notices {
-                progress.before_auto_compaction(due);
-            }
-            tally.auto_notices += notices.len();
-            let auto_layer = (turn.compaction.as_ref())
-                .and_then(|c| c.compacted())
-                .and_then(|_| newest_compaction_layer(&session));
-            let measured = measure(&mut session, &turn, prompt).await?;
-            let compaction = tally.count(n + 1, &turn, auto_layer, measured);
-            let record = LedgerRecord {
-                at: crate::timestamp::now_iso(),
-                engine: engine.id().to_string(),
-                contract: engine.contract_version().to_string(),
-                configured_engine: None,
-                outcome: TurnOutcome::Ok,
-                error: None,
-                messages: n,
-                assembled_tokens: tally.assembled.last().copied().unwrap_or_default(),
-                prefix: turn.prefix,
-                request: Some(turn.request_digest.clone()),
-                compaction,
-                engine_micros: micros(turn.engine_time),
-                bridge_micros: micros(turn_started.elapsed()),
-            };
-            if let Err(e) = ledger.append(&record) {
-                tracing::warn!("{}: the turn ledger was not written: {e}", output.display());
-            }
+            replay.turn(n, progress).await?;
         }
-        session.append(message).await?;
+        replay.session.append(message).await?;
         progress.advance(n + 1, messages.len());
     }
     let elapsed = started.elapsed();
-    session.close().await?;
-    let mut report = tally.finish();
-    report.engine = engine.id().to_string();
-    report.source = source.display().to_string();
-    report.output = Some(output.display().to_string());
-    report.messages = messages.len();
-    report.threshold = settings.auto_threshold();
-    report.auto_compaction = settings.auto_enabled;
-    report.keep_recent_tokens = settings.keep_recent_tokens;
-    report.elapsed_ms = duration_ms(elapsed);
-    Ok(report)
+    replay.session.close().await?;
+    Ok(ReplayReport {
+        engine: replay.engine.id().to_string(),
+        source: source.display().to_string(),
+        output: Some(output.display().to_string()),
+        messages: messages.len(),
+        threshold: settings.auto_threshold(),
+        auto_compaction: settings.auto_enabled,
+        keep_recent_tokens: settings.keep_recent_tokens,
+        elapsed_ms: duration_ms(elapsed),
+        ..replay.tally.finish()
+    })
+}
+
+/// A replay under way: the scratch session it feeds, what it counts, the ledger it writes.
+struct Replay<'a> {
+    session: Session,
+    engine: Arc<PreparedEngine>,
+    /// With prompt settings, each turn's whole request is measured, not the assembly alone.
+    prompt: Option<&'a PromptSettings>,
+    tally: Tally,
+    /// The replayed transcript gets a turn ledger like a served one (`ctxhost report` reads it).
+    ledger: Ledger,
+    output: &'a Path,
+}
+
+impl<'a> Replay<'a> {
+    /// Opens the session at `output`, measured by estimates (the source's usage was recorded
+    /// at another window) and written without syncing (it is a scratch file).
+    async fn open(
+        host: &Host,
+        engine: Arc<PreparedEngine>,
+        settings: &Settings,
+        output: &'a Path,
+        prompt: Option<&'a PromptSettings>,
+    ) -> Result<Self> {
+        let target = SessionTarget::Path(output.to_path_buf());
+        let options = SessionOptions::on(engine.clone()).with_settings(settings.clone());
+        let mut session = host.open_session(&target, &options).await?;
+        session.set_estimates_only(true);
+        session.set_sync(false);
+        Ok(Self {
+            session,
+            engine,
+            prompt,
+            tally: Tally::new(settings.context_window),
+            ledger: Ledger::new(output),
+            output,
+        })
+    }
+
+    /// The assistant turn before message `n` (0-based): driven, measured, counted, and
+    /// recorded in the ledger.
+    async fn turn(&mut self, n: usize, progress: &mut dyn Progress) -> Result<()> {
+        let started = Instant::now();
+        let turn = self.drive(progress).await?;
+        let auto_layer = (turn.compaction.as_ref())
+            .and_then(|c| c.compacted())
+            .and_then(|_| newest_compaction_layer(&self.session));
+        let measured = measure(&mut self.session, &turn, self.prompt).await?;
+        let compaction = self.tally.count(n + 1, &turn, auto_layer, measured);
+        let record = self.ledger_record(n, &turn, compaction, started.elapsed());
+        if let Err(e) = self.ledger.append(&record) {
+            let output = self.output.display();
+            tracing::warn!("{output}: the turn ledger was not written: {e}");
+        }
+        Ok(())
+    }
+
+    /// The session's turn driver, as a runtime calls it (the agent's own tokens counted when
+    /// the whole request is measured); its notices go to `progress`.
+    async fn drive(&mut self, progress: &mut dyn Progress) -> Result<Turn> {
+        let agent_tokens = self.prompt.map_or(0, |settings| {
+            (self.session).agent_tokens(settings, &TurnOptions::default())
+        });
+        let request = TurnRequest {
+            agent_tokens,
+            ..TurnRequest::default()
+        };
+        let mut notices = Vec::new();
+        let turn = (self.session)
+            .assemble_turn(&request, &mut |due| notices.push(due.clone()))
+            .await?;
+        for due in &notices {
+            progress.before_auto_compaction(due);
+        }
+        self.tally.auto_notices += notices.len();
+        Ok(turn)
+    }
+
+    /// The ledger's record of the turn before message `n`, which took `bridge` in all.
+    fn ledger_record(
+        &self,
+        n: usize,
+        turn: &Turn,
+        compaction: Option<LedgerCompaction>,
+        bridge: Duration,
+    ) -> LedgerRecord {
+        LedgerRecord {
+            at: crate::timestamp::now_iso(),
+            engine: self.engine.id().to_string(),
+            contract: self.engine.contract_version().to_string(),
+            configured_engine: None,
+            outcome: TurnOutcome::Ok,
+            error: None,
+            messages: n,
+            assembled_tokens: self.tally.assembled.last().copied().unwrap_or_default(),
+            prefix: turn.prefix,
+            request: Some(turn.request_digest.clone()),
+            compaction,
+            engine_micros: micros(turn.engine_time),
+            bridge_micros: micros(bridge),
+        }
+    }
 }
 
 /// The messages of `source`'s active branch a replay feeds in.
@@ -339,26 +399,9 @@ impl Tally {
         message: usize,
         turn: &Turn,
         auto_layer: Option<String>,
-        measured: Measured,
+        mut measured: Measured,
     ) -> Option<LedgerCompaction> {
-        let compacted = turn.compaction.as_ref().filter(|c| c.compacted().is_some());
-        if let Some(compaction) = compacted {
-            self.compactions.push(CompactionEvent {
-                at_message: message,
-                tokens_before: compaction.measured_tokens,
-                tokens_after: u64::from(measured.tokens),
-                layer: auto_layer,
-                warnings: (compaction.compacted()).map_or_else(Vec::new, |c| c.warnings.clone()),
-            });
-        }
-        let overflowed = measured.overflow_compaction.is_some();
-        if let Some(overflow) = measured.overflow_compaction {
-            self.compactions.push(CompactionEvent {
-                at_message: message,
-                ..overflow
-            });
-        }
-        let compacted_now = compacted.is_some() || overflowed;
+        let compacted_now = self.count_compactions(message, turn, auto_layer, &mut measured);
         if !compacted_now && !self.compacted_last_turn {
             self.turns_between_compactions += 1;
             self.prefix_kept_turns += usize::from(turn.prefix.kept_previous);
@@ -371,13 +414,7 @@ impl Tally {
         self.assembled.push(measured.tokens);
         self.inserted += measured.inserted;
         if let Some(addition) = measured.addition {
-            match self.additions.last_mut() {
-                Some(last) if last.text == addition => last.turns += 1,
-                _ => self.additions.push(PromptAddition {
-                    text: addition,
-                    turns: 1,
-                }),
-            }
+            self.count_addition(addition);
         }
         self.turn_points.push(TurnPoint {
             message,
@@ -385,8 +422,56 @@ impl Tally {
             prefix: turn.prefix,
             engine_micros: micros(turn.engine_time),
         });
+        compacted_now
+            .then(|| self.ledger_compaction(message))
+            .flatten()
+    }
+
+    /// Lists the turn's compactions, automatic and forced by an overflow (taken out of
+    /// `measured`); whether there were any.
+    fn count_compactions(
+        &mut self,
+        message: usize,
+        turn: &Turn,
+        auto_layer: Option<String>,
+        measured: &mut Measured,
+    ) -> bool {
+        let auto = turn.compaction.as_ref().and_then(|c| c.compacted());
+        if let Some((compaction, outcome)) = turn.compaction.as_ref().zip(auto) {
+            self.compactions.push(CompactionEvent {
+                at_message: message,
+                tokens_before: compaction.measured_tokens,
+                tokens_after: u64::from(measured.tokens),
+                layer: auto_layer,
+                warnings: outcome.warnings.clone(),
+            });
+        }
+        let overflow = measured.overflow_compaction.take();
+        let overflowed = overflow.is_some();
+        if let Some(overflow) = overflow {
+            self.compactions.push(CompactionEvent {
+                at_message: message,
+                ..overflow
+            });
+        }
+        auto.is_some() || overflowed
+    }
+
+    /// A system-prompt addition: one more turn of the last one, or a new one.
+    fn count_addition(&mut self, addition: String) {
+        match self.additions.last_mut() {
+            Some(last) if last.text == addition => last.turns += 1,
+            _ => self.additions.push(PromptAddition {
+                text: addition,
+                turns: 1,
+            }),
+        }
+    }
+
+    /// The last compaction listed, as the ledger keeps it, when it ran before `message`.
+    fn ledger_compaction(&self, message: usize) -> Option<LedgerCompaction> {
         (self.compactions.last())
-            .filter(|c| compacted_now && c.at_message == message)
+            .filter(|c| c.at_message == message)
             .map(|c| LedgerCompaction {
                 compacted: true,
                 layer: c.layer.clone(),
@@ -439,7 +524,7 @@ fn replayed(entry_type: &str) -> bool {
 }
 
 /// The layer the newest compaction entry's record names, as its JSON spells it.
-fn newest_compaction_layer(session: &crate::session::Session) -> Option<String> {
+fn newest_compaction_layer(session: &Session) -> Option<String> {
     let transcript = session.transcript();
     let newest = (transcript.entries().iter().rev()).find(|e| e.entry_type() == "compaction")?;
     newest

@@ -16,6 +16,7 @@
 //!   when that comes before the reserve threshold; the layer is still picked by
 //!   `pruneAt` / `summarizeAt` / `fullAt`, and below `pruneAt` the run summarizes.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 use std::time::Duration;
 
@@ -326,82 +327,63 @@ impl CompactionSettings {
     fn resolve_inner(&mut self, object: Option<&Value>) -> Result<(), Problem> {
         let empty = Value::Object(Default::default());
         let object = object.unwrap_or(&empty);
-        let has = |key: &str| object.get(key).is_some();
         self.policy = serde_path_to_error::deserialize(object).map_err(|e| Problem {
             field: format!("{SECTION}.{}", e.path()),
             message: e.inner().to_string(),
         })?;
-        if let (Some(a), Some(b)) = (self.enabled, self.auto_enabled)
-            && a != b
-        {
-            return Err(problem(
-                "autoEnabled",
-                format!("contradicts `{SECTION}.enabled` ({a}); they are one switch, set one"),
-            ));
-        }
-        match &self.prune {
-            None => {}
-            Some(PruneSetting::Switch(on)) => self.policy.prune_enabled = *on,
-            Some(PruneSetting::Object(o)) => {
-                self.policy.prune_enabled = o.enabled.unwrap_or(true);
-                let pairs = [
-                    (
-                        "protectRecentTokens",
-                        o.protect_recent_tokens,
-                        "pruneProtectTokens",
-                        &mut self.policy.prune_protect_tokens,
-                    ),
-                    (
-                        "pruneMinimumTokens",
-                        o.prune_minimum_tokens,
-                        "pruneMinimumTokens",
-                        &mut self.policy.prune_minimum_tokens,
-                    ),
-                ];
-                for (nested, value, flat, current) in pairs {
-                    let Some(value) = value else { continue };
-                    if has(flat) && *current != value {
-                        return Err(problem(
-                            format!("prune.{nested}"),
-                            format!(
-                                "{value} contradicts `{SECTION}.{flat}` ({current}); set one of them"
-                            ),
-                        ));
-                    }
-                    *current = value;
-                }
-            }
-        }
-        if let Some(preserve) = self.preserve_recent_tokens {
-            for (flat, current) in [
-                ("keepRecentTokens", &mut self.keep_recent_tokens),
-                (
-                    "summarizeKeepRecentTokens",
-                    &mut self.policy.summarize_keep_recent_tokens,
-                ),
-            ] {
-                if has(flat) && *current != preserve {
-                    return Err(problem(
-                        "preserveRecentTokens",
-                        format!(
-                            "{preserve} contradicts `{SECTION}.{flat}` ({current}); set one of them"
-                        ),
-                    ));
-                }
-                *current = preserve;
-            }
-        }
+        self.check_one_switch()?;
+        self.resolve_prune(object)?;
+        self.resolve_preserve_recent(object)?;
         self.check_ranges()?;
-        if self.token_counter != TokenCounterSetting::Chars
-            && self.token_counter.counter().is_none()
-        {
-            return Err(problem(
-                "tokenCounter",
-                "this build has no BPE vocabularies (feature `bpe`); use \"chars\"",
-            ));
-        }
+        self.check_token_counter()?;
         self.model = model_config(self.model_setting.as_ref())?;
         Ok(())
+    }
+
+    /// `enabled` and `autoEnabled` are one switch: both set, they must agree.
+    fn check_one_switch(&self) -> Result<(), Problem> {
+        match (self.enabled, self.auto_enabled) {
+            (Some(a), Some(b)) if a != b => Err(problem(
+                "autoEnabled",
+                format!("contradicts `{SECTION}.enabled` ({a}); they are one switch, set one"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// `prune`: a switch, or the spec's object spelling of the flat prune keys.
+    fn resolve_prune(&mut self, object: &Value) -> Result<(), Problem> {
+        let prune = match &self.prune {
+            None => return Ok(()),
+            Some(PruneSetting::Switch(on)) => {
+                self.policy.prune_enabled = *on;
+                return Ok(());
+            }
+            Some(PruneSetting::Object(prune)) => prune.clone(),
+        };
+        self.policy.prune_enabled = prune.enabled.unwrap_or(true);
+        let policy = &mut self.policy;
+        if let Some(value) = prune.protect_recent_tokens {
+            let (field, flat) = ("prune.protectRecentTokens", "pruneProtectTokens");
+            set_alias(object, field, flat, value, &mut policy.prune_protect_tokens)?;
+        }
+        if let Some(value) = prune.prune_minimum_tokens {
+            let (field, flat) = ("prune.pruneMinimumTokens", "pruneMinimumTokens");
+            set_alias(object, field, flat, value, &mut policy.prune_minimum_tokens)?;
+        }
+        Ok(())
+    }
+
+    /// `preserveRecentTokens`: what every summarizing layer keeps verbatim.
+    fn resolve_preserve_recent(&mut self, object: &Value) -> Result<(), Problem> {
+        let Some(value) = self.preserve_recent_tokens else {
+            return Ok(());
+        };
+        let field = "preserveRecentTokens";
+        let keep = &mut self.keep_recent_tokens;
+        set_alias(object, field, "keepRecentTokens", value, keep)?;
+        let keep = &mut self.policy.summarize_keep_recent_tokens;
+        set_alias(object, field, "summarizeKeepRecentTokens", value, keep)
     }
 
     fn check_ranges(&self) -> Result<(), Problem> {
@@ -418,18 +400,27 @@ impl CompactionSettings {
                 ));
             }
         }
-        if let Some(percent) = self.auto_threshold_percent
-            && !(1.0..=100.0).contains(&percent)
-        {
-            return Err(problem(
-                "autoThresholdPercent",
-                format!("{percent} is out of range (1 to 100)"),
-            ));
-        }
         if self.preserve_recent_tokens == Some(0) {
             return Err(problem(
                 "preserveRecentTokens",
                 "0 is out of range (at least 1)",
+            ));
+        }
+        check_range(
+            "autoThresholdPercent",
+            self.auto_threshold_percent,
+            1.0..=100.0,
+        )
+    }
+
+    /// A BPE counter needs the vocabularies compiled in.
+    fn check_token_counter(&self) -> Result<(), Problem> {
+        if self.token_counter != TokenCounterSetting::Chars
+            && self.token_counter.counter().is_none()
+        {
+            return Err(problem(
+                "tokenCounter",
+                "this build has no BPE vocabularies (feature `bpe`); use \"chars\"",
             ));
         }
         Ok(())
@@ -455,32 +446,51 @@ impl CompactionSettings {
     }
 }
 
+/// Sets `current`, the key `flat` of the object, to `value`, which `field` (another spelling
+/// of it) gave; when the object sets `flat` too, the two must agree.
+fn set_alias(
+    object: &Value,
+    field: &str,
+    flat: &str,
+    value: u64,
+    current: &mut u64,
+) -> Result<(), Problem> {
+    if object.get(flat).is_some() && *current != value {
+        return Err(problem(
+            field,
+            format!("{value} contradicts `{SECTION}.{flat}` ({current}); set one of them"),
+        ));
+    }
+    *current = value;
+    Ok(())
+}
+
+/// `value`, when set, within `range`.
+fn check_range<T: PartialOrd + std::fmt::Display>(
+    field: &str,
+    value: Option<T>,
+    range: RangeInclusive<T>,
+) -> Result<(), Problem> {
+    match value {
+        Some(value) if !range.contains(&value) => Err(problem(
+            field,
+            format!(
+                "{value} is out of range ({} to {})",
+                range.start(),
+                range.end()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `model` as written: None for the extractive summarizer (absent, `"extractive"`, or an object
 /// naming it as its provider), else `"<provider>/<model name>"` or an object, read.
 fn model_object(setting: Option<&Value>) -> Result<Option<ModelObject>, Problem> {
     let object = match setting {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(name)) if name == "extractive" => return Ok(None),
-        Some(Value::String(name)) => {
-            let (provider_name, model_name) = name.split_once('/').ok_or_else(|| {
-                problem(
-                    "model",
-                    format!(
-                        "unknown model `{name}`: use \"extractive\", \"<provider>/<model>\" (e.g. \"openrouter/meta-llama/llama-3.1-8b-instruct\") or an object with provider and modelName"
-                    ),
-                )
-            })?;
-            ModelObject {
-                provider: provider_name.to_string(),
-                base_url: None,
-                model_name: Some(model_name.to_string()),
-                api_key_env: None,
-                temperature: None,
-                max_tokens: None,
-                timeout_ms: None,
-                retries: None,
-            }
-        }
+        Some(Value::String(name)) => model_named(name)?,
         Some(value @ Value::Object(_)) => serde_path_to_error::deserialize(value).map_err(|e| {
             let inner = e.path().to_string();
             Problem {
@@ -501,28 +511,73 @@ fn model_object(setting: Option<&Value>) -> Result<Option<ModelObject>, Problem>
     Ok(Some(object).filter(|object| object.provider != "extractive"))
 }
 
+/// `model: "<provider>/<model name>"`, as the object it abbreviates.
+fn model_named(name: &str) -> Result<ModelObject, Problem> {
+    let (provider_name, model_name) = name.split_once('/').ok_or_else(|| {
+        problem(
+            "model",
+            format!(
+                "unknown model `{name}`: use \"extractive\", \"<provider>/<model>\" (e.g. \"openrouter/meta-llama/llama-3.1-8b-instruct\") or an object with provider and modelName"
+            ),
+        )
+    })?;
+    Ok(ModelObject {
+        provider: provider_name.to_string(),
+        base_url: None,
+        model_name: Some(model_name.to_string()),
+        api_key_env: None,
+        temperature: None,
+        max_tokens: None,
+        timeout_ms: None,
+        retries: None,
+    })
+}
+
 /// `model`, checked: `"extractive"`, `"<provider>/<model name>"`, or an object.
 fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
     let Some(object) = model_object(setting)? else {
         return Ok(ModelConfig::Extractive);
     };
-    let provider = provider(&object.provider).ok_or_else(|| {
+    let provider = known_provider(&object.provider)?;
+    let base_url = base_url(&object, provider)?;
+    let model_name = (object.model_name.clone())
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| problem("model.modelName", "is required"))?;
+    check_model_ranges(&object)?;
+    let defaults = OpenAiConfig::default();
+    Ok(ModelConfig::OpenAiCompatible(OpenAiConfig {
+        base_url,
+        model_name,
+        api_key_env: (object.api_key_env.clone())
+            .or_else(|| provider.api_key_env.map(str::to_string)),
+        temperature: object.temperature.or(defaults.temperature),
+        max_tokens: object.max_tokens.unwrap_or(defaults.max_tokens),
+        timeout: (object.timeout_ms).map_or(defaults.timeout, Duration::from_millis),
+        retries: object.retries.unwrap_or(defaults.retries),
+        ..defaults
+    }))
+}
+
+/// The provider called `name`, or an error listing the known ones (the closest first).
+fn known_provider(name: &str) -> Result<&'static Provider, Problem> {
+    provider(name).ok_or_else(|| {
         let names: Vec<&str> = PROVIDERS.iter().map(|p| p.name).collect();
-        let hint = super::spelling::closest(&object.provider, &names)
+        let hint = super::spelling::closest(name, &names)
             .map(|n| format!("did you mean `{n}`? "))
             .unwrap_or_default();
         problem(
             "model.provider",
             format!(
-                "unknown provider `{}`: {hint}known: extractive, {}",
-                object.provider,
+                "unknown provider `{name}`: {hint}known: extractive, {}",
                 names.join(", ")
             ),
         )
-    })?;
-    let base_url = object
-        .base_url
-        .clone()
+    })
+}
+
+/// The model's endpoint: its own `baseUrl`, else the provider's; an http(s) URL either way.
+fn base_url(object: &ModelObject, provider: &Provider) -> Result<String, Problem> {
+    let base_url = (object.base_url.clone())
         .or_else(|| provider.base_url.map(str::to_string))
         .ok_or_else(|| {
             problem(
@@ -536,65 +591,15 @@ fn model_config(setting: Option<&Value>) -> Result<ModelConfig, Problem> {
             format!("`{base_url}` is not an http:// or https:// URL"),
         ));
     }
-    let model_name = object
-        .model_name
-        .clone()
-        .filter(|m| !m.is_empty())
-        .ok_or_else(|| problem("model.modelName", "is required"))?;
-    check_model_ranges(&object)?;
-    let defaults = OpenAiConfig::default();
-    Ok(ModelConfig::OpenAiCompatible(OpenAiConfig {
-        base_url,
-        model_name,
-        api_key_env: object
-            .api_key_env
-            .clone()
-            .or_else(|| provider.api_key_env.map(str::to_string)),
-        temperature: object.temperature.or(defaults.temperature),
-        max_tokens: object.max_tokens.unwrap_or(defaults.max_tokens),
-        timeout: object
-            .timeout_ms
-            .map_or(defaults.timeout, Duration::from_millis),
-        retries: object.retries.unwrap_or(defaults.retries),
-        ..defaults
-    }))
+    Ok(base_url)
 }
 
 /// The model's numeric settings within their ranges.
 fn check_model_ranges(object: &ModelObject) -> Result<(), Problem> {
-    if let Some(t) = object.temperature
-        && !(0.0..=2.0).contains(&t)
-    {
-        return Err(problem(
-            "model.temperature",
-            format!("{t} is out of range (0 to 2)"),
-        ));
-    }
-    if let Some(m) = object.max_tokens
-        && !(1..=1_000_000).contains(&m)
-    {
-        return Err(problem(
-            "model.maxTokens",
-            format!("{m} is out of range (1 to 1000000)"),
-        ));
-    }
-    if let Some(ms) = object.timeout_ms
-        && !(100..=3_600_000).contains(&ms)
-    {
-        return Err(problem(
-            "model.timeoutMs",
-            format!("{ms} is out of range (100 to 3600000)"),
-        ));
-    }
-    if let Some(r) = object.retries
-        && r > 10
-    {
-        return Err(problem(
-            "model.retries",
-            format!("{r} is out of range (0 to 10)"),
-        ));
-    }
-    Ok(())
+    check_range("model.temperature", object.temperature, 0.0..=2.0)?;
+    check_range("model.maxTokens", object.max_tokens, 1..=1_000_000)?;
+    check_range("model.timeoutMs", object.timeout_ms, 100..=3_600_000)?;
+    check_range("model.retries", object.retries, 0..=10)
 }
 
 #[cfg(test)]

@@ -195,20 +195,12 @@ pub fn unknown_keys(
 ) -> Vec<UnknownKey> {
     let mut out = Vec::new();
     for (section, known) in sections() {
-        let openclaw: &[&str] = OPENCLAW_KEYS
-            .iter()
-            .find(|(s, _)| *s == section)
-            .map_or(&[], |(_, keys)| keys);
+        let openclaw = openclaw_keys(section);
         for (path, object) in objects_at(raw, section) {
-            for key in object.keys() {
-                if known.contains(&key.as_str()) || openclaw.contains(&key.as_str()) {
-                    continue;
-                }
-                let path = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
+            let unknown = (object.keys())
+                .filter(|key| !known.contains(&key.as_str()) && !openclaw.contains(&key.as_str()));
+            for key in unknown {
+                let path = joined(&path, key);
                 out.push(UnknownKey {
                     line: lines.get(&path).copied(),
                     did_you_mean: closest(key, &known),
@@ -220,6 +212,22 @@ pub fn unknown_keys(
     out
 }
 
+/// The keys of `section` that OpenClaw reads and ctxhost leaves alone.
+fn openclaw_keys(section: &str) -> &'static [&'static str] {
+    (OPENCLAW_KEYS.iter())
+        .find(|(s, _)| *s == section)
+        .map_or(&[], |(_, keys)| keys)
+}
+
+/// `key` under the dotted `path` (the root's path is empty).
+fn joined(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
 /// The objects a section pattern names in `raw`, with their concrete paths.
 fn objects_at<'a>(
     raw: &'a Value,
@@ -227,28 +235,26 @@ fn objects_at<'a>(
 ) -> Vec<(String, &'a serde_json::Map<String, Value>)> {
     let mut found = vec![(String::new(), raw)];
     for part in section.split('.').filter(|p| !p.is_empty()) {
-        found = found
-            .into_iter()
-            .flat_map(|(path, value)| {
-                let join = |key: &str| {
-                    if path.is_empty() {
-                        key.to_string()
-                    } else {
-                        format!("{path}.{key}")
-                    }
-                };
-                match (part, value.as_object()) {
-                    ("*", Some(map)) => map.iter().map(|(k, v)| (join(k), v)).collect(),
-                    (key, Some(map)) => map.get(key).map(|v| (join(key), v)).into_iter().collect(),
-                    (_, None) => Vec::new(),
-                }
-            })
+        found = (found.into_iter())
+            .flat_map(|(path, value)| members(&path, value, part))
             .collect();
     }
     found
         .into_iter()
         .filter_map(|(path, value)| value.as_object().map(|map| (path, map)))
         .collect()
+}
+
+/// The members of `value` (at `path`) that `part` of a section pattern names: the one called
+/// `part`, or every member for `*`.
+fn members<'a>(path: &str, value: &'a Value, part: &str) -> Vec<(String, &'a Value)> {
+    let Some(map) = value.as_object() else {
+        return Vec::new();
+    };
+    match part {
+        "*" => map.iter().map(|(k, v)| (joined(path, k), v)).collect(),
+        key => (map.get(key).map(|v| (joined(path, key), v)).into_iter()).collect(),
+    }
 }
 
 #[cfg(test)]

@@ -43,36 +43,30 @@ impl RecallSettings {
     }
 }
 
+/// A problem with `field` of the config at `path` (its line found later, when there is one).
+fn field_error(path: &Path, field: String, message: String) -> ConfigError {
+    ConfigError::Field {
+        path: path.to_path_buf(),
+        line: None,
+        field,
+        message,
+    }
+}
+
 impl Settings {
     pub(super) fn from_value(raw: &Value, path: &Path) -> Result<Self, ConfigError> {
         if !raw.is_object() {
-            return Err(ConfigError::Field {
-                path: path.to_path_buf(),
-                line: None,
-                field: "(root)".into(),
-                message: "the config must be an object".into(),
-            });
+            let message = "the config must be an object";
+            return Err(field_error(path, "(root)".into(), message.into()));
         }
         if raw.get("compaction").is_some() {
-            return Err(ConfigError::Field {
-                path: path.to_path_buf(),
-                line: None,
-                field: "compaction".into(),
-                message: "a top-level `compaction` block is not read: move this under agents.defaults.compaction".into(),
-            });
+            let message = "a top-level `compaction` block is not read: move this under agents.defaults.compaction";
+            return Err(field_error(path, "compaction".into(), message.into()));
         }
-        let mut settings: Self =
-            serde_path_to_error::deserialize(raw).map_err(|e| ConfigError::Field {
-                path: path.to_path_buf(),
-                line: None,
-                field: e.path().to_string(),
-                message: e.inner().to_string(),
-            })?;
-        settings
-            .agents
-            .defaults
-            .compaction
-            .resolve(raw.pointer("/agents/defaults/compaction"), path)?;
+        let mut settings: Self = serde_path_to_error::deserialize(raw)
+            .map_err(|e| field_error(path, e.path().to_string(), e.inner().to_string()))?;
+        let compaction = raw.pointer("/agents/defaults/compaction");
+        (settings.agents.defaults.compaction).resolve(compaction, path)?;
         settings.check_ranges(path)?;
         Ok(settings)
     }

@@ -4,11 +4,13 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::compaction::SECTION;
+use super::compaction::{CompactionSettings, SECTION};
 use super::keys::UnknownKey;
+use super::settings::PluginEntry;
 use super::{Config, ConfigSource};
 use crate::model::{ModelConfig, OpenAiConfig};
 use ctxhost_runtime::{LIMIT_KEYS, Limits};
+use ctxhost_transcript::compaction::Policy;
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -148,25 +150,28 @@ impl Shower<'_> {
             json!(plugins.context_engine_fallback),
         );
         for (id, entry) in &plugins.entries {
-            let at = format!("plugins.entries.{id}");
-            self.add_own(
-                &format!("{at}.enabled"),
-                entry.enabled.unwrap_or(true).into(),
-            );
-            self.add_own(&format!("{at}.grants.llm"), entry.grants.llm.into());
-            if let Some(dir) = &entry.grants.workspace_read {
-                let key = format!("{at}.grants.workspaceRead");
-                self.add_own(&key, dir.display().to_string().into());
-            }
-            // Every limit, set or not: what the engine will run under.
-            let limits = entry
-                .limits
-                .as_ref()
-                .map_or_else(Limits::default, |set| set.apply(Limits::default()));
-            for limit in LIMIT_KEYS {
-                let key = format!("{at}.limits.{}", limit.key);
-                self.add_own(&key, limit.get(&limits).into());
-            }
+            self.plugin_entry(id, entry);
+        }
+    }
+
+    /// One configured engine's switch, grants, and every limit, set or not: what the engine
+    /// will run under.
+    fn plugin_entry(&mut self, id: &str, entry: &PluginEntry) {
+        let at = format!("plugins.entries.{id}");
+        self.add_own(
+            &format!("{at}.enabled"),
+            entry.enabled.unwrap_or(true).into(),
+        );
+        self.add_own(&format!("{at}.grants.llm"), entry.grants.llm.into());
+        if let Some(dir) = &entry.grants.workspace_read {
+            let key = format!("{at}.grants.workspaceRead");
+            self.add_own(&key, dir.display().to_string().into());
+        }
+        let limits = (entry.limits.as_ref())
+            .map_or_else(Limits::default, |set| set.apply(Limits::default()));
+        for limit in LIMIT_KEYS {
+            let key = format!("{at}.limits.{}", limit.key);
+            self.add_own(&key, limit.get(&limits).into());
         }
     }
 
@@ -189,42 +194,10 @@ impl Shower<'_> {
     /// the memory flush.
     fn compaction(&mut self) {
         let c = &self.config.settings.agents.defaults.compaction;
-        let k = |name: &str| format!("{SECTION}.{name}");
-        self.add(
-            &k("enabled"),
-            c.auto_enabled().into(),
-            &[&k("enabled"), &k("autoEnabled")],
-        );
-        self.add_own(&k("reserveTokens"), c.reserve_tokens.into());
-        self.add_own(&k("reserveTokensFloor"), c.reserve_tokens_floor.into());
-        self.add(
-            &k("keepRecentTokens"),
-            c.keep_recent_tokens.into(),
-            &[&k("preserveRecentTokens"), &k("keepRecentTokens")],
-        );
-        self.add_own(&k("autoThresholdPercent"), json!(c.auto_threshold_percent));
-        self.add_own(&k("notifyBeforeAuto"), c.notify_before_auto.into());
-        self.add(
-            &k("prune.enabled"),
-            c.policy.prune_enabled.into(),
-            &[&k("prune.enabled"), &k("prune")],
-        );
-        // The layered policy's keys, as the policy names them (aliases that can set them first).
-        if let Value::Object(policy) = serde_json::to_value(&c.policy).unwrap_or_default() {
-            for (name, value) in policy {
-                let mut keys = match name.as_str() {
-                    "pruneProtectTokens" => vec![k("prune.protectRecentTokens")],
-                    "pruneMinimumTokens" => vec![k("prune.pruneMinimumTokens")],
-                    "summarizeKeepRecentTokens" => vec![k("preserveRecentTokens")],
-                    _ => Vec::new(),
-                };
-                keys.push(k(&name));
-                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-                self.add(&k(&name), value, &keys);
-            }
-        }
-        self.add_own(&k("tokenCounter"), c.token_counter.as_str().into());
-        self.add_own(&k("model"), c.model.name().into());
+        self.compaction_thresholds(c);
+        self.compaction_policy(&c.policy);
+        self.add_own(&in_section("tokenCounter"), c.token_counter.as_str().into());
+        self.add_own(&in_section("model"), c.model.name().into());
         if let ModelConfig::OpenAiCompatible(m) = &c.model {
             self.summarizer_model(m);
         }
@@ -233,13 +206,60 @@ impl Shower<'_> {
             ("enabled", json!(flush.enabled)),
             ("softThresholdTokens", json!(flush.soft_threshold_tokens)),
         ] {
-            self.add_own(&k(&format!("memoryFlush.{name}")), value);
+            self.add_own(&in_section(&format!("memoryFlush.{name}")), value);
+        }
+    }
+
+    /// When automatic compaction runs, and what it keeps.
+    fn compaction_thresholds(&mut self, c: &CompactionSettings) {
+        self.add_compaction(
+            "enabled",
+            json!(c.auto_enabled()),
+            &["enabled", "autoEnabled"],
+        );
+        self.add_compaction_own("reserveTokens", json!(c.reserve_tokens));
+        self.add_compaction_own("reserveTokensFloor", json!(c.reserve_tokens_floor));
+        let keep = ["preserveRecentTokens", "keepRecentTokens"];
+        self.add_compaction("keepRecentTokens", json!(c.keep_recent_tokens), &keep);
+        self.add_compaction_own("autoThresholdPercent", json!(c.auto_threshold_percent));
+        self.add_compaction_own("notifyBeforeAuto", json!(c.notify_before_auto));
+        let prune = ["prune.enabled", "prune"];
+        self.add_compaction("prune.enabled", json!(c.policy.prune_enabled), &prune);
+    }
+
+    /// Shows `value` under the compaction key `name`, set by that key alone.
+    fn add_compaction_own(&mut self, name: &str, value: Value) {
+        self.add_compaction(name, value, &[name]);
+    }
+
+    /// Shows `value` under the compaction key `name`, set by the compaction keys `set_by`.
+    fn add_compaction(&mut self, name: &str, value: Value, set_by: &[&str]) {
+        let keys: Vec<String> = set_by.iter().map(|k| in_section(k)).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        self.add(&in_section(name), value, &keys);
+    }
+
+    /// The layered policy's keys, as the policy names them (with the aliases that can set them
+    /// first).
+    fn compaction_policy(&mut self, policy: &Policy) {
+        let Value::Object(policy) = serde_json::to_value(policy).unwrap_or_default() else {
+            return;
+        };
+        for (name, value) in policy {
+            let mut keys = match name.as_str() {
+                "pruneProtectTokens" => vec![in_section("prune.protectRecentTokens")],
+                "pruneMinimumTokens" => vec![in_section("prune.pruneMinimumTokens")],
+                "summarizeKeepRecentTokens" => vec![in_section("preserveRecentTokens")],
+                _ => Vec::new(),
+            };
+            keys.push(in_section(&name));
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            self.add(&in_section(&name), value, &keys);
         }
     }
 
     /// `compaction.model` when it is an OpenAI-compatible endpoint, and whether its key is set.
     fn summarizer_model(&mut self, m: &OpenAiConfig) {
-        let k = |name: &str| format!("{SECTION}.{name}");
         for (name, value) in [
             ("baseUrl", json!(m.base_url)),
             ("modelName", json!(m.model_name)),
@@ -249,11 +269,11 @@ impl Shower<'_> {
             ("timeoutMs", json!(m.timeout.as_millis() as u64)),
             ("retries", json!(m.retries)),
         ] {
-            let key = k(&format!("model.{name}"));
+            let key = in_section(&format!("model.{name}"));
             // The endpoint and the key variable are implied by the provider when not written,
             // the model name by the `"<provider>/<model>"` form; the other values are
             // ctxhost's defaults.
-            let (provider, string_form) = (k("model.provider"), k("model"));
+            let (provider, string_form) = (in_section("model.provider"), in_section("model"));
             let keys: &[&str] = match name {
                 "baseUrl" | "apiKeyEnv" => &[&key, &provider, &string_form],
                 "modelName" => &[&key, &string_form],
@@ -262,14 +282,24 @@ impl Shower<'_> {
             self.add(&key, value, keys);
         }
         if let Some(variable) = &m.api_key_env {
-            let set = std::env::var_os(variable).is_some_and(|v| !v.is_empty());
-            self.shown.push(Shown {
-                key: k("model.apiKey"),
-                value: if set { "set" } else { "not set" }.into(),
-                origin: Origin::Environment {
-                    variable: variable.clone(),
-                },
-            });
+            self.summarizer_key(variable);
         }
     }
+
+    /// Whether the summarizer's key is in `variable`.
+    fn summarizer_key(&mut self, variable: &str) {
+        let set = std::env::var_os(variable).is_some_and(|v| !v.is_empty());
+        self.shown.push(Shown {
+            key: in_section("model.apiKey"),
+            value: if set { "set" } else { "not set" }.into(),
+            origin: Origin::Environment {
+                variable: variable.to_string(),
+            },
+        });
+    }
+}
+
+/// `name`'s key in the compaction section.
+fn in_section(name: &str) -> String {
+    format!("{SECTION}.{name}")
 }

@@ -118,6 +118,21 @@ impl OpenAiCompatible {
         user: &str,
         max_tokens: Option<u32>,
     ) -> Result<String, ModelError> {
+        let body = self.request_body(system, user, max_tokens);
+        let mut attempt = 0;
+        loop {
+            match self.attempt(&body) {
+                Err(e) if e.is_retryable() && attempt < self.config.retries => {
+                    attempt += 1;
+                    std::thread::sleep(self.backoff(attempt));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// The chat completion request, as JSON text.
+    fn request_body(&self, system: Option<&str>, user: &str, max_tokens: Option<u32>) -> String {
         let mut messages = Vec::new();
         if let Some(s) = system {
             messages.push(json!({"role": "system", "content": s}));
@@ -132,19 +147,10 @@ impl OpenAiCompatible {
         if let Some(t) = self.config.temperature {
             body["temperature"] = json!(t);
         }
-        let body = body.to_string();
-        let mut attempt = 0;
-        loop {
-            match self.attempt(&body) {
-                Err(e) if e.is_retryable() && attempt < self.config.retries => {
-                    attempt += 1;
-                    std::thread::sleep(self.backoff(attempt));
-                }
-                other => return other,
-            }
-        }
+        body.to_string()
     }
 
+    /// One request: the response's text, or why there is none.
     fn attempt(&self, body: &str) -> Result<String, ModelError> {
         let mut request = self
             .agent
@@ -153,17 +159,7 @@ impl OpenAiCompatible {
         if let Some(key) = &self.key {
             request = request.header("Authorization", &format!("Bearer {key}"));
         }
-        let url = self.url.clone();
-        let transport = |e: ureq::Error| match e {
-            ureq::Error::Timeout(_) => ModelError::Timeout {
-                url: url.clone(),
-                ms: self.config.timeout.as_millis() as u64,
-            },
-            other => ModelError::Transport {
-                url: url.clone(),
-                problem: other.to_string(),
-            },
-        };
+        let transport = |e: ureq::Error| self.transport_error(e);
         let mut response = request.send(body).map_err(transport)?;
         let status = response.status().as_u16();
         let text = response
@@ -175,16 +171,35 @@ impl OpenAiCompatible {
         if !(200..300).contains(&status) {
             return Err(ModelError::Status {
                 status,
-                url,
+                url: self.url.clone(),
                 excerpt: excerpt(&text),
             });
         }
+        self.completion(&text)
+    }
+
+    /// A request that got no response, or lost it.
+    fn transport_error(&self, e: ureq::Error) -> ModelError {
+        match e {
+            ureq::Error::Timeout(_) => ModelError::Timeout {
+                url: self.url.clone(),
+                ms: self.config.timeout.as_millis() as u64,
+            },
+            other => ModelError::Transport {
+                url: self.url.clone(),
+                problem: other.to_string(),
+            },
+        }
+    }
+
+    /// The assistant's text in a successful response's body.
+    fn completion(&self, text: &str) -> Result<String, ModelError> {
         let malformed = |problem: String| ModelError::Malformed {
-            url: url.clone(),
+            url: self.url.clone(),
             problem,
         };
         let value: Value =
-            serde_json::from_str(&text).map_err(|e| malformed(format!("not JSON: {e}")))?;
+            serde_json::from_str(text).map_err(|e| malformed(format!("not JSON: {e}")))?;
         let content = value
             .pointer("/choices/0/message/content")
             .and_then(Value::as_str)

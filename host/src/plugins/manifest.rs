@@ -76,8 +76,28 @@ impl Manifest {
     }
 
     fn check(&self) -> Result<(), String> {
-        // A manifest's strings are printed by `plugins list` and `doctor`: refuse absurd ones
-        // (naming only their size) before anything quotes them.
+        self.check_sizes()?;
+        check_id(&self.id).map_err(|e| format!("`id` {e}"))?;
+        if self.kind != "context-engine" {
+            return Err(format!(
+                "`kind` is \"{}\"; this host runs \"context-engine\" plugins",
+                self.kind
+            ));
+        }
+        if let Some(version) = &self.version
+            && let Err(e) = semver::Version::parse(version)
+        {
+            return Err(format!(
+                "`version` \"{version}\" is not a semantic version (like 1.2.3): {e}"
+            ));
+        }
+        self.check_component()?;
+        check_schema(&self.config_schema).map_err(|e| format!("`configSchema`: {e}"))
+    }
+
+    /// A manifest's strings are printed by `plugins list` and `doctor`: absurd ones are
+    /// refused (naming only their size) before anything quotes them.
+    fn check_sizes(&self) -> Result<(), String> {
         for (field, value, max) in [
             ("id", Some(&self.id), MAX_ID),
             ("name", self.name.as_ref(), 256),
@@ -95,20 +115,11 @@ impl Manifest {
                 ));
             }
         }
-        check_id(&self.id).map_err(|e| format!("`id` {e}"))?;
-        if self.kind != "context-engine" {
-            return Err(format!(
-                "`kind` is \"{}\"; this host runs \"context-engine\" plugins",
-                self.kind
-            ));
-        }
-        if let Some(version) = &self.version
-            && let Err(e) = semver::Version::parse(version)
-        {
-            return Err(format!(
-                "`version` \"{version}\" is not a semantic version (like 1.2.3): {e}"
-            ));
-        }
+        Ok(())
+    }
+
+    /// The component is a relative path inside the package folder.
+    fn check_component(&self) -> Result<(), String> {
         let component = Path::new(&self.component);
         let inside = !self.component.is_empty()
             && component
@@ -120,7 +131,7 @@ impl Manifest {
                 self.component
             ));
         }
-        check_schema(&self.config_schema).map_err(|e| format!("`configSchema`: {e}"))
+        Ok(())
     }
 
     /// The component's path for a package in `dir`.

@@ -326,53 +326,55 @@ impl Registry {
     /// The bundled engines and every package under `plugins_dir`; a package that cannot be read
     /// goes to [`Registry::broken`] and the rest still load.
     pub fn discover(plugins_dir: &Path) -> Self {
-        let mut engines: BTreeMap<String, AvailableEngine> = BUNDLED
-            .iter()
-            .map(|(id, bytes)| {
-                let engine = AvailableEngine {
-                    id: id.to_string(),
-                    source: EngineSource::Bundled(bytes),
-                    manifest: None,
-                };
-                (id.to_string(), engine)
-            })
-            .collect();
-        let mut broken = Vec::new();
+        let mut registry = Self {
+            engines: (BUNDLED.iter())
+                .map(|(id, bytes)| {
+                    let engine = AvailableEngine {
+                        id: id.to_string(),
+                        source: EngineSource::Bundled(bytes),
+                        manifest: None,
+                    };
+                    (id.to_string(), engine)
+                })
+                .collect(),
+            broken: Vec::new(),
+        };
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(plugins_dir)
             .map(|dirs| dirs.flatten().map(|d| d.path()).collect())
             .unwrap_or_default();
         dirs.sort();
         for dir in dirs.into_iter().filter(|d| d.is_dir()) {
-            let folder = dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            match package::read(&folder, &dir) {
-                Ok(engine) if engine.id != folder => broken.push((
-                    folder.clone(),
-                    PluginError::Manifest {
-                        path: dir.join(MANIFEST),
-                        problem: format!(
-                            "id `{}` does not match its folder plugins/{folder}",
-                            engine.id
-                        ),
-                    },
-                )),
-                Ok(engine) if engines.contains_key(&engine.id) => broken.push((
-                    folder,
-                    PluginError::Taken {
-                        id: engine.id.clone(),
-                        what: "bundled".into(),
-                        fix: "a plugin cannot replace a bundled engine".into(),
-                    },
-                )),
-                Ok(engine) => {
-                    engines.insert(engine.id.clone(), engine);
-                }
-                Err(e) => broken.push((folder, e)),
-            }
+            registry.add_package(&dir);
         }
-        Self { engines, broken }
+        registry
+    }
+
+    /// The package in `dir`, or why it cannot be selected: unreadable, named for another
+    /// folder, or taking a bundled engine's id.
+    fn add_package(&mut self, dir: &Path) {
+        let folder = (dir.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let problem = match package::read(&folder, dir) {
+            Ok(engine) if engine.id != folder => PluginError::Manifest {
+                path: dir.join(MANIFEST),
+                problem: format!(
+                    "id `{}` does not match its folder plugins/{folder}",
+                    engine.id
+                ),
+            },
+            Ok(engine) if self.engines.contains_key(&engine.id) => PluginError::Taken {
+                id: engine.id.clone(),
+                what: "bundled".into(),
+                fix: "a plugin cannot replace a bundled engine".into(),
+            },
+            Ok(engine) => {
+                self.engines.insert(engine.id.clone(), engine);
+                return;
+            }
+            Err(e) => e,
+        };
+        self.broken.push((folder, problem));
     }
 
     /// The engine with this id.

@@ -39,27 +39,7 @@ fn package_json(path: &Path) -> impl FnOnce(serde_json::Error) -> PluginError + 
 pub(super) fn read(folder: &str, dir: &Path) -> Result<AvailableEngine, PluginError> {
     let link_file = dir.join(LINK);
     if link_file.is_file() {
-        let text = std::fs::read_to_string(&link_file).map_err(io(&link_file))?;
-        let link: Link = serde_json::from_str(&text).map_err(|e| PluginError::Manifest {
-            path: link_file.clone(),
-            problem: e.to_string(),
-        })?;
-        if !link.path.is_dir() {
-            return Err(PluginError::LinkGone {
-                id: folder.to_string(),
-                path: link.path,
-            });
-        }
-        let mut manifest = Manifest::read(&link.path)?;
-        if let Some(component) = link.component {
-            // Absolute, so `component_path` of the folder is this file.
-            manifest.component = component.to_string_lossy().into_owned();
-        }
-        return Ok(AvailableEngine {
-            id: manifest.id.clone(),
-            source: EngineSource::Linked { dir: link.path },
-            manifest: Some(manifest),
-        });
+        return read_link(folder, &link_file);
     }
     let manifest = Manifest::read(dir)?;
     Ok(AvailableEngine {
@@ -67,6 +47,31 @@ pub(super) fn read(folder: &str, dir: &Path) -> Result<AvailableEngine, PluginEr
         source: EngineSource::Installed {
             dir: dir.to_path_buf(),
         },
+        manifest: Some(manifest),
+    })
+}
+
+/// The package `link_file` (in `plugins/<folder>/`) points to.
+fn read_link(folder: &str, link_file: &Path) -> Result<AvailableEngine, PluginError> {
+    let text = std::fs::read_to_string(link_file).map_err(io(link_file))?;
+    let link: Link = serde_json::from_str(&text).map_err(|e| PluginError::Manifest {
+        path: link_file.to_path_buf(),
+        problem: e.to_string(),
+    })?;
+    if !link.path.is_dir() {
+        return Err(PluginError::LinkGone {
+            id: folder.to_string(),
+            path: link.path,
+        });
+    }
+    let mut manifest = Manifest::read(&link.path)?;
+    if let Some(component) = link.component {
+        // Absolute, so `component_path` of the folder is this file.
+        manifest.component = component.to_string_lossy().into_owned();
+    }
+    Ok(AvailableEngine {
+        id: manifest.id.clone(),
+        source: EngineSource::Linked { dir: link.path },
         manifest: Some(manifest),
     })
 }
@@ -95,41 +100,60 @@ pub(crate) fn store(
         .tempdir_in(plugins_dir)
         .map_err(io(plugins_dir))?;
     if link {
-        let absolute = std::fs::canonicalize(source).map_err(io(source))?;
-        // A manifest naming an absolute component is one `link_built` pointed elsewhere.
-        let component = Path::new(&manifest.component)
-            .is_absolute()
-            .then(|| PathBuf::from(&manifest.component));
-        let file = staging.path().join(LINK);
-        let text = serde_json::to_string_pretty(&Link {
-            path: absolute,
-            component,
-        })
-        .map_err(package_json(&file))?;
-        std::fs::write(&file, text).map_err(io(&file))?;
+        stage_link(staging.path(), source, manifest)?;
     } else {
-        let component = manifest.component_path(source);
-        let file_name = component
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| format!("{}.wasm", manifest.id));
-        let copy = staging.path().join(&file_name);
-        std::fs::copy(&component, &copy).map_err(io(&component))?;
-        let installed = Manifest {
-            component: file_name,
-            ..manifest.clone()
-        };
-        let file = staging.path().join(super::MANIFEST);
-        let text = serde_json::to_string_pretty(&installed).map_err(package_json(&file))?;
-        std::fs::write(&file, text).map_err(io(&file))?;
+        stage_copy(staging.path(), source, manifest)?;
     }
-    // Swap: move the old package aside first, so a failed rename can be undone.
-    let aside = plugins_dir.join(format!(".replaced-{}", manifest.id));
+    swap_in(plugins_dir, staging.keep(), dest, &manifest.id)
+}
+
+/// Writes into `staging` a link to the package folder `source`.
+fn stage_link(staging: &Path, source: &Path, manifest: &Manifest) -> Result<(), PluginError> {
+    let absolute = std::fs::canonicalize(source).map_err(io(source))?;
+    // A manifest naming an absolute component is one `link_built` pointed elsewhere.
+    let component = Path::new(&manifest.component)
+        .is_absolute()
+        .then(|| PathBuf::from(&manifest.component));
+    let file = staging.join(LINK);
+    let text = serde_json::to_string_pretty(&Link {
+        path: absolute,
+        component,
+    })
+    .map_err(package_json(&file))?;
+    std::fs::write(&file, text).map_err(io(&file))
+}
+
+/// Copies into `staging` the component of the package in `source`, and its manifest naming it.
+fn stage_copy(staging: &Path, source: &Path, manifest: &Manifest) -> Result<(), PluginError> {
+    let component = manifest.component_path(source);
+    let file_name = component
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| format!("{}.wasm", manifest.id));
+    let copy = staging.join(&file_name);
+    std::fs::copy(&component, &copy).map_err(io(&component))?;
+    let installed = Manifest {
+        component: file_name,
+        ..manifest.clone()
+    };
+    let file = staging.join(super::MANIFEST);
+    let text = serde_json::to_string_pretty(&installed).map_err(package_json(&file))?;
+    std::fs::write(&file, text).map_err(io(&file))
+}
+
+/// Puts the `staged` package of `id` at `dest`. The old package is moved aside first, so a
+/// failed rename can be undone.
+fn swap_in(
+    plugins_dir: &Path,
+    staged: PathBuf,
+    dest: PathBuf,
+    id: &str,
+) -> Result<PathBuf, PluginError> {
+    let aside = plugins_dir.join(format!(".replaced-{id}"));
     if dest.exists() {
         let _ = std::fs::remove_dir_all(&aside);
         std::fs::rename(&dest, &aside).map_err(io(&dest))?;
     }
-    let staged = staging.keep();
     if let Err(source) = std::fs::rename(&staged, &dest) {
         if aside.exists() {
             let _ = std::fs::rename(&aside, &dest);

@@ -36,38 +36,25 @@ pub struct BootstrapFiles {
     pub warnings: Vec<String>,
 }
 
+impl BootstrapFiles {
+    /// The files cut to `bootstrapMaxChars`: (name, characters before the cut).
+    pub fn truncated_files(&self) -> Vec<(String, usize)> {
+        (self.files.iter())
+            .filter(|f| f.truncated)
+            .map(|f| (f.name.clone(), f.original_chars))
+            .collect()
+    }
+}
+
 /// Reads the bootstrap files of `workspace`; missing files are skipped silently.
 pub fn load(workspace: &Path, extra: &[String], max_chars: usize) -> BootstrapFiles {
-    let mut names: Vec<String> = Vec::new();
-    if workspace.join(PRIMARY).is_file() {
-        names.push(PRIMARY.into());
-    } else {
-        names.push(ALTERNATIVE.into());
-    }
-    names.extend(IDENTITY.iter().map(|n| n.to_string()));
-    names.extend(
-        extra
-            .iter()
-            .filter(|n| !names.contains(n))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
-
     let mut out = BootstrapFiles::default();
-    for name in names {
+    for name in file_names(workspace, extra) {
         let path: PathBuf = workspace.join(&name);
         match std::fs::read(&path) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                let original_chars = text.chars().count();
-                let (content, truncated) = truncate(&text, max_chars);
-                out.files.push(BootstrapFile {
-                    name,
-                    content,
-                    original_chars,
-                    truncated,
-                });
-            }
+            Ok(bytes) => out
+                .files
+                .push(BootstrapFile::capped(name, &bytes, max_chars)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => out
                 .warnings
@@ -75,6 +62,40 @@ pub fn load(workspace: &Path, extra: &[String], max_chars: usize) -> BootstrapFi
         }
     }
     out
+}
+
+/// The bootstrap files to look for, in prompt order: the primary file (or its alternative),
+/// the identity files, then the operator's `extra` ones.
+fn file_names(workspace: &Path, extra: &[String]) -> Vec<String> {
+    let first = if workspace.join(PRIMARY).is_file() {
+        PRIMARY
+    } else {
+        ALTERNATIVE
+    };
+    let mut names: Vec<String> = std::iter::once(first)
+        .chain(IDENTITY.iter().copied())
+        .map(String::from)
+        .collect();
+    let extra: Vec<String> = (extra.iter())
+        .filter(|n| !names.contains(n))
+        .cloned()
+        .collect();
+    names.extend(extra);
+    names
+}
+
+impl BootstrapFile {
+    /// The file `name` with text `bytes`, capped at `max_chars`.
+    fn capped(name: String, bytes: &[u8], max_chars: usize) -> Self {
+        let text = String::from_utf8_lossy(bytes);
+        let (content, truncated) = truncate(&text, max_chars);
+        BootstrapFile {
+            name,
+            content,
+            original_chars: text.chars().count(),
+            truncated,
+        }
+    }
 }
 
 /// Keeps the first 70% and the last 20% of `max_chars` characters around a marker; text that

@@ -33,26 +33,33 @@ pub fn load(workspace: &Path) -> (Vec<Skill>, Vec<String>) {
             continue;
         }
         let folder = entry.file_name().to_string_lossy().into_owned();
-        match std::fs::read_to_string(&file) {
-            Ok(text) => match front_matter(&text) {
-                Ok(Some(FrontMatter {
-                    name,
-                    description: Some(description),
-                })) => skills.push(Skill {
-                    name: name.unwrap_or(folder),
-                    description: description.trim().to_string(),
-                }),
-                Ok(_) => warnings.push(format!(
-                    "{}: no `description` in its front matter; skipped",
-                    file.display()
-                )),
-                Err(e) => warnings.push(format!("{}: front matter: {e}", file.display())),
-            },
-            Err(e) => warnings.push(format!("{}: {e}", file.display())),
+        match read_skill(&file, folder) {
+            Ok(skill) => skills.push(skill),
+            Err(warning) => warnings.push(warning),
         }
     }
     skills.sort_by(|a, b| a.name.cmp(&b.name));
     (skills, warnings)
+}
+
+/// The skill described in `file` (named for its `folder` unless it names itself), or why it
+/// is skipped.
+fn read_skill(file: &Path, folder: String) -> Result<Skill, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    match front_matter(&text) {
+        Ok(Some(FrontMatter {
+            name,
+            description: Some(description),
+        })) => Ok(Skill {
+            name: name.unwrap_or(folder),
+            description: description.trim().to_string(),
+        }),
+        Ok(_) => Err(format!(
+            "{}: no `description` in its front matter; skipped",
+            file.display()
+        )),
+        Err(e) => Err(format!("{}: front matter: {e}", file.display())),
+    }
 }
 
 /// Parses the `---` fenced YAML block at the start of a file, if any.

@@ -140,23 +140,42 @@ fn section(kind: SectionKind, title: &str, text: String) -> Section {
 /// The sections in order: engine addition, runtime, identity, skills, tools, hints, extra
 /// (minimal mode: engine addition, subagent preamble, runtime, tools, extra).
 pub fn sections(parts: &PromptParts<'_>) -> Vec<Section> {
-    let mut out = Vec::new();
-    if let Some(addition) = parts.engine_addition.filter(|a| !a.trim().is_empty()) {
-        out.push(section(
-            SectionKind::EngineAddition,
-            "Context engine",
-            addition.to_string(),
-        ));
-    }
-    let minimal = matches!(parts.mode, PromptMode::Minimal { .. });
-    if let PromptMode::Minimal { task } = parts.mode {
-        out.push(section(
-            SectionKind::Subagent,
-            "Subagent",
-            format!("{SUBAGENT_PREAMBLE}\n\nTask: {task}"),
-        ));
-    }
-    let r = parts.runtime;
+    let full = !matches!(parts.mode, PromptMode::Minimal { .. });
+    let hints = || section(SectionKind::Hints, "Working style", HINTS.to_string());
+    let skills = parts.skills.iter().map(|s| (&s.name, &s.description));
+    let tools = parts.tools.iter().map(|t| (&t.name, &t.description));
+    [
+        (parts.engine_addition)
+            .and_then(|text| written(SectionKind::EngineAddition, "Context engine", text)),
+        subagent_section(parts.mode),
+        Some(runtime_section(parts.runtime)),
+        full.then(|| identity_section(parts.bootstrap)).flatten(),
+        full.then(|| listed(SectionKind::Skills, "Skills", skills))
+            .flatten(),
+        listed(SectionKind::Tools, "Tools", tools),
+        full.then(hints),
+        (parts.extra).and_then(|text| written(SectionKind::Extra, "Operator instructions", text)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A section of text someone wrote (the engine, the operator); none when it is blank.
+fn written(kind: SectionKind, title: &str, text: &str) -> Option<Section> {
+    (!text.trim().is_empty()).then(|| section(kind, title, text.to_string()))
+}
+
+/// The subagent preamble with its task, in minimal mode.
+fn subagent_section(mode: &PromptMode) -> Option<Section> {
+    let PromptMode::Minimal { task } = mode else {
+        return None;
+    };
+    let text = format!("{SUBAGENT_PREAMBLE}\n\nTask: {task}");
+    Some(section(SectionKind::Subagent, "Subagent", text))
+}
+
+fn runtime_section(r: &RuntimeFacts) -> Section {
     let mut runtime = format!(
         "Host: {}\nOS: {} ({})\nTime: {} ({})",
         r.host, r.os, r.arch, r.now, r.timezone
@@ -167,40 +186,28 @@ pub fn sections(parts: &PromptParts<'_>) -> Vec<Section> {
     if let Some(provider) = &r.provider {
         runtime.push_str(&format!("\nProvider: {provider}"));
     }
-    out.push(section(SectionKind::Runtime, "Runtime", runtime));
-    if !minimal && !parts.bootstrap.files.is_empty() {
-        let text = parts
-            .bootstrap
-            .files
-            .iter()
-            .map(|f| format!("## {}\n{}", f.name, f.content))
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        out.push(section(SectionKind::Identity, "Agent identity", text));
+    section(SectionKind::Runtime, "Runtime", runtime)
+}
+
+/// The bootstrap files, each under its name; none without files.
+fn identity_section(bootstrap: &BootstrapFiles) -> Option<Section> {
+    if bootstrap.files.is_empty() {
+        return None;
     }
-    if !minimal && !parts.skills.is_empty() {
-        let text = bullets(parts.skills.iter().map(|s| (&s.name, &s.description)));
-        out.push(section(SectionKind::Skills, "Skills", text));
-    }
-    if !parts.tools.is_empty() {
-        let text = bullets(parts.tools.iter().map(|t| (&t.name, &t.description)));
-        out.push(section(SectionKind::Tools, "Tools", text));
-    }
-    if !minimal {
-        out.push(section(
-            SectionKind::Hints,
-            "Working style",
-            HINTS.to_string(),
-        ));
-    }
-    if let Some(extra) = parts.extra.filter(|e| !e.trim().is_empty()) {
-        out.push(section(
-            SectionKind::Extra,
-            "Operator instructions",
-            extra.to_string(),
-        ));
-    }
-    out
+    let text = (bootstrap.files.iter())
+        .map(|f| format!("## {}\n{}", f.name, f.content))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Some(section(SectionKind::Identity, "Agent identity", text))
+}
+
+/// A list of named things (skills, tools) as bullets; none for an empty list.
+fn listed<'a>(
+    kind: SectionKind,
+    title: &str,
+    items: impl ExactSizeIterator<Item = (&'a String, &'a String)>,
+) -> Option<Section> {
+    (items.len() > 0).then(|| section(kind, title, bullets(items)))
 }
 
 /// `- name: description` lines.

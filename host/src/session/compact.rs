@@ -40,24 +40,9 @@ impl Session {
     /// `compaction` entry (and the next assemble starts from it).
     pub async fn compact(&mut self, options: &CompactOptions) -> Result<CompactOutcome> {
         let (request, tokens_before) = self.compact_request(options);
-        let result = self.instance().await?.compact(&request).await;
-        let result = self.settle(result)?;
-        if !result.ok {
-            return Err(Error::CompactionFailed {
-                engine: self.engine.id().to_string(),
-                session: self.key().to_string(),
-                reason: result.reason.unwrap_or_else(|| "no reason given".into()),
-            });
-        }
-        let compaction = match (result.compacted, result.compaction) {
-            (true, Some(compaction)) => compaction,
-            (true, None) => {
-                return Err(self.invalid(
-                    Function::Compact,
-                    "compacted is true but no compaction was returned".into(),
-                ));
-            }
-            (false, _) => return Ok(CompactOutcome::unchanged(result.reason, tokens_before)),
+        let (compaction, reason) = self.proposed_compaction(&request).await?;
+        let Some(compaction) = compaction else {
+            return Ok(CompactOutcome::unchanged(reason, tokens_before));
         };
         let (record, tokens_after) = match self.judge(&compaction, options, tokens_before)? {
             Verdict::Write {
@@ -76,12 +61,37 @@ impl Session {
         }
         Ok(CompactOutcome {
             compacted: true,
-            reason: result.reason,
+            reason,
             tokens_before,
             tokens_after,
             first_kept_entry_id: Some(first_kept_entry_id),
             warnings: record.warnings.clone(),
         })
+    }
+
+    /// What the engine proposes: a compaction (None when it declined), and the reason it
+    /// gives. An engine that says it could not compact fails the call.
+    async fn proposed_compaction(
+        &mut self,
+        request: &CompactRequest,
+    ) -> Result<(Option<Compaction>, Option<String>)> {
+        let result = self.instance().await?.compact(request).await;
+        let result = self.settle(result)?;
+        if !result.ok {
+            return Err(Error::CompactionFailed {
+                engine: self.engine.id().to_string(),
+                session: self.key().to_string(),
+                reason: result.reason.unwrap_or_else(|| "no reason given".into()),
+            });
+        }
+        match (result.compacted, result.compaction) {
+            (true, Some(compaction)) => Ok((Some(compaction), result.reason)),
+            (true, None) => Err(self.invalid(
+                Function::Compact,
+                "compacted is true but no compaction was returned".into(),
+            )),
+            (false, _) => Ok((None, result.reason)),
+        }
     }
 
     /// The engine's request, and the context's tokens before. "Before" and "after" are both
@@ -122,26 +132,7 @@ impl Session {
         options: &CompactOptions,
         tokens_before: u64,
     ) -> Result<Verdict> {
-        let within_limit = compaction.summary.len()
-            + compaction.details.as_ref().map_or(0, String::len)
-            <= self.host_bytes_limit();
-        // The engine's record, with what the host measured added (keys it wrote are kept).
-        let mut record = compaction
-            .details
-            .as_deref()
-            .filter(|_| within_limit)
-            .and_then(CompactionRecord::from_json)
-            .unwrap_or_default();
-        let tokens_after = within_limit
-            .then(|| {
-                request::counted_tokens_after(
-                    &self.shared.read(),
-                    &compaction.summary,
-                    compaction.first_kept_entry as usize,
-                    &request::pruned_ids(&record),
-                )
-            })
-            .flatten();
+        let (mut record, tokens_after) = self.measure_compaction(compaction);
         if let Some(after) = tokens_after
             && after >= tokens_before
         {
@@ -158,6 +149,44 @@ impl Session {
                 "first-kept-entry is not in the current context".into(),
             )
         })?;
+        self.complete_record(&mut record, compaction, options, tokens_after);
+        Ok(Verdict::Write {
+            record: Box::new(record),
+            tokens_after,
+        })
+    }
+
+    /// The engine's record of a compaction, and the context it would leave by the host's
+    /// count (None when its first kept entry is not in the context). A result over the size
+    /// limit is not read: an empty record, no count.
+    fn measure_compaction(&self, compaction: &Compaction) -> (CompactionRecord, Option<u64>) {
+        let within_limit = compaction.summary.len()
+            + compaction.details.as_ref().map_or(0, String::len)
+            <= self.host_bytes_limit();
+        if !within_limit {
+            return (CompactionRecord::default(), None);
+        }
+        let record = (compaction.details.as_deref())
+            .and_then(CompactionRecord::from_json)
+            .unwrap_or_default();
+        let tokens_after = request::counted_tokens_after(
+            &self.shared.read(),
+            &compaction.summary,
+            compaction.first_kept_entry as usize,
+            &request::pruned_ids(&record),
+        );
+        (record, tokens_after)
+    }
+
+    /// The engine's record with what the host measured and was asked added (keys the engine
+    /// wrote are kept).
+    fn complete_record(
+        &self,
+        record: &mut CompactionRecord,
+        compaction: &Compaction,
+        options: &CompactOptions,
+        tokens_after: u64,
+    ) {
         if u64::from(compaction.tokens_after) != tokens_after {
             record.engine_tokens_after = Some(compaction.tokens_after.into());
         }
@@ -167,10 +196,6 @@ impl Session {
         if let Some(focus) = &options.custom_instructions {
             record.custom_instructions = Some(focus.clone());
         }
-        Ok(Verdict::Write {
-            record: Box::new(record),
-            tokens_after,
-        })
     }
 
     /// Appends the compaction entry (undone if the file write fails); returns the id of the

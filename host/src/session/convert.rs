@@ -45,6 +45,65 @@ struct Kept {
     tokens: ContextTokens,
 }
 
+impl Kept {
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            context: self.context.clone(),
+            revision: self.context_revision,
+            tokens: self.tokens,
+        }
+    }
+
+    /// Starts the context again for transcript revision `revision`, as a new context revision.
+    /// Tool names are kept: they only ever grow.
+    fn restart(&mut self, revision: u64) {
+        // Copies the context only while an earlier request still holds it.
+        Arc::make_mut(&mut self.context).entries.clear();
+        self.seen = 0;
+        self.tokens = ContextTokens::default();
+        self.revision = Some(revision);
+        self.context_revision = NEXT_CONTEXT_REVISION.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The `tool` of each entry not yet named, each new tool name stored once.
+    fn name_tools(&mut self, entries: &[Entry]) {
+        let names = &mut Arc::make_mut(&mut self.context).tool_names;
+        for entry in &entries[self.tool_by_entry.len().min(entries.len())..] {
+            let tool = entry.tool_name().map_or(0, |name| {
+                let known = names.iter().position(|n| n == name);
+                let position = known.unwrap_or_else(|| {
+                    names.push(name.to_string());
+                    names.len() - 1
+                });
+                position as u32 + 1
+            });
+            self.tool_by_entry.push(tool);
+        }
+    }
+
+    /// Adds the rows of the context `indices` not yet seen, and their tokens.
+    fn extend(&mut self, entries: &[Entry], indices: &[usize]) {
+        let context = Arc::make_mut(&mut self.context);
+        context.entries.reserve(indices.len() - self.seen);
+        for &index in &indices[self.seen..] {
+            let entry = &entries[index];
+            self.tokens.entries += u64::from(entry.tokens());
+            if let Some(role) = entry.context_role() {
+                self.tokens.rows += u64::from(entry.tokens());
+                context.entries.push(ContextEntry {
+                    entry: index as u32,
+                    role,
+                    tokens: entry.tokens(),
+                    tool: self.tool_by_entry[index],
+                    is_error: entry.is_error(),
+                    pruned: entry.is_pruned(),
+                });
+            }
+        }
+        self.seen = indices.len();
+    }
+}
+
 /// The current context as [`ContextCache::context`] gives it.
 pub(super) struct Snapshot {
     pub context: Arc<Context>,
@@ -66,68 +125,19 @@ impl ContextCache {
     /// The current context of `transcript`, with its context revision and tokens.
     pub(super) fn context(&self, transcript: &Transcript) -> Snapshot {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let Kept {
-            revision,
-            context_revision,
-            seen,
-            context,
-            tool_by_entry,
-            tokens,
-        } = &mut *kept;
         let entries = transcript.entries();
         let indices = transcript.context();
-        let stale = *revision != Some(transcript.revision()) || *seen > indices.len();
-        if !stale && *seen == indices.len() && tool_by_entry.len() >= entries.len() {
-            return Snapshot {
-                context: context.clone(),
-                revision: *context_revision,
-                tokens: *tokens,
-            };
+        let stale = kept.revision != Some(transcript.revision()) || kept.seen > indices.len();
+        let complete = kept.seen == indices.len() && kept.tool_by_entry.len() >= entries.len();
+        if !stale && complete {
+            return kept.snapshot();
         }
-        // Copies the context only while an earlier request still holds it.
-        let context_mut = Arc::make_mut(context);
         if stale {
-            context_mut.entries.clear();
-            *seen = 0;
-            *tokens = ContextTokens::default();
-            *revision = Some(transcript.revision());
-            *context_revision = NEXT_CONTEXT_REVISION.fetch_add(1, Ordering::Relaxed);
+            kept.restart(transcript.revision());
         }
-        let context = context_mut;
-        for entry in &entries[tool_by_entry.len().min(entries.len())..] {
-            let tool = entry.tool_name().map_or(0, |name| {
-                let names = &mut context.tool_names;
-                let known = names.iter().position(|n| n == name);
-                let position = known.unwrap_or_else(|| {
-                    names.push(name.to_string());
-                    names.len() - 1
-                });
-                position as u32 + 1
-            });
-            tool_by_entry.push(tool);
-        }
-        context.entries.reserve(indices.len() - *seen);
-        for &index in &indices[*seen..] {
-            let entry = &entries[index];
-            tokens.entries += u64::from(entry.tokens());
-            if let Some(role) = entry.context_role() {
-                tokens.rows += u64::from(entry.tokens());
-                context.entries.push(ContextEntry {
-                    entry: index as u32,
-                    role,
-                    tokens: entry.tokens(),
-                    tool: tool_by_entry[index],
-                    is_error: entry.is_error(),
-                    pruned: entry.is_pruned(),
-                });
-            }
-        }
-        *seen = indices.len();
-        Snapshot {
-            context: kept.context.clone(),
-            revision: kept.context_revision,
-            tokens: kept.tokens,
-        }
+        kept.name_tools(entries);
+        kept.extend(entries, indices);
+        kept.snapshot()
     }
 
     /// The current context of `transcript`, owned (for callers that keep or change it).
@@ -169,27 +179,36 @@ impl CallIds {
                         "entry {r} is not in the current context"
                     )));
                 }
-                let entry = &entries[index];
-                if entry.context_role() != Some(Role::ToolResult) {
-                    return Ok(None);
-                }
-                if known.len() <= index {
-                    known.resize_with(index + 1, || None);
-                }
-                let id = match &known[index] {
-                    Some((entry_id, call_id)) if **entry_id == *entry.id() => call_id.clone(),
-                    _ => {
-                        let call_id = ToolHead::of(&entry.message_json())
-                            .tool_call_id
-                            .map(Arc::from);
-                        known[index] = Some((entry.id().into(), call_id.clone()));
-                        call_id
-                    }
-                };
-                Ok(id.as_deref().map(String::from))
+                Ok(known_call_id(&mut known, index, &entries[index]))
             })
             .collect()
     }
+}
+
+/// The call id of `entry` (at `index`) when it is a tool result: the one `known` keeps for
+/// it, else read from its message and kept.
+fn known_call_id(
+    known: &mut Vec<Option<KnownCallId>>,
+    index: usize,
+    entry: &Entry,
+) -> Option<String> {
+    if entry.context_role() != Some(Role::ToolResult) {
+        return None;
+    }
+    if known.len() <= index {
+        known.resize_with(index + 1, || None);
+    }
+    let id = match &known[index] {
+        Some((entry_id, call_id)) if **entry_id == *entry.id() => call_id.clone(),
+        _ => {
+            let call_id = ToolHead::of(&entry.message_json())
+                .tool_call_id
+                .map(Arc::from);
+            known[index] = Some((entry.id().into(), call_id.clone()));
+            call_id
+        }
+    };
+    id.as_deref().map(String::from)
 }
 
 /// One entry as a message, or `None` for entries that never reach the model.

@@ -31,7 +31,7 @@ pub use validate::{AssembledItem, Assembly, AssemblyShape, Items};
 use crate::error::{Error, Result};
 pub use convert::tokens_u32;
 use ctxhost_runtime::contract::{
-    AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactionTrigger, ContextMode,
+    AfterTurnRequest, AssembleRequest, BootstrapRequest, CompactionTrigger, ContextMode, Message,
     SessionIdentity, SubagentEndReason, SubagentSpawn,
 };
 use ctxhost_runtime::{EngineError, EngineInstance, Function, PreparedEngine};
@@ -189,17 +189,7 @@ impl Session {
         report_load: bool,
     ) -> Result<Self> {
         let context_window = settings.context_window;
-        let (file, transcript) = if path.exists() {
-            TranscriptFile::open(path)?
-        } else {
-            file::create(path, key, &uuid::Uuid::new_v4().to_string())?
-        };
-        if report_load {
-            for warning in transcript.warnings() {
-                tracing::warn!("{warning}");
-            }
-        }
-        let mut transcript = transcript;
+        let (file, mut transcript) = open_transcript(path, key, report_load)?;
         // Recorded usage above this window was measured elsewhere (a replayed or moved
         // session): it must not stand for this session's context.
         transcript.set_context_window(Some(context_window));
@@ -210,14 +200,19 @@ impl Session {
             id: transcript.header().id().to_string(),
             key: key.to_string(),
         };
-        let shared = Arc::new(Shared::new(
-            session,
-            path.to_path_buf(),
-            settings,
-            model,
-            transcript,
-        ));
-        let session = Self {
+        let file_path = path.to_path_buf();
+        let shared = Shared::new(session, file_path, settings, model, transcript);
+        Ok(Self::on(engine, Arc::new(shared), file, context_window))
+    }
+
+    /// A session of `shared` on `file`, no engine instance started yet.
+    fn on(
+        engine: Arc<PreparedEngine>,
+        shared: Arc<Shared>,
+        file: TranscriptFile,
+        context_window: u64,
+    ) -> Self {
+        Self {
             engine,
             shared,
             file,
@@ -230,8 +225,7 @@ impl Session {
             recall_tools: true,
             engine_tools: None,
             prefix: prefix::PrefixTracker::default(),
-        };
-        Ok(session)
+        }
     }
 
     /// The session key (`agent:main:main`, or a transcript's file stem).
@@ -384,43 +378,7 @@ impl Session {
         trailer: Option<(&str, &Value)>,
     ) -> Result<Vec<usize>> {
         let ready = self.instance().await.map(|_| ());
-        let (indices, batch) = {
-            let mut transcript = self.shared.write();
-            let first = transcript.entries().len();
-            let mut indices = Vec::with_capacity(messages.len());
-            // The transcript checks each message as it appends it (JSON, an object, a role);
-            // the first it refuses undoes the batch, so nothing is written.
-            let appended = messages
-                .iter()
-                .enumerate()
-                .map(|(index, text)| {
-                    transcript
-                        .append_message_text(text, &now_iso())
-                        .map_err(|e| invalid_message(index, e))
-                })
-                .collect::<Result<Vec<_>>>()
-                .and_then(|appended| {
-                    indices = appended;
-                    match trailer {
-                        Some((entry_type, members)) => transcript
-                            .append_other(entry_type, members, &now_iso())
-                            .map(|_| ())
-                            .map_err(Into::into),
-                        None => Ok(()),
-                    }
-                });
-            if let Err(e) = appended {
-                transcript.truncate(first);
-                return Err(e);
-            }
-            write_or_undo(&mut self.file, &mut transcript, first)?;
-            let entries = transcript.entries();
-            let batch: Vec<_> = indices
-                .iter()
-                .filter_map(|&i| convert::message(i, &entries[i]))
-                .collect();
-            (indices, batch)
-        };
+        let (indices, batch) = self.write_texts(messages, trailer)?;
         let Some(&last) = indices.last() else {
             return Ok(indices);
         };
@@ -428,6 +386,24 @@ impl Session {
         let result = self.instance().await?.ingest_batch(&batch, false).await;
         self.settle(result).map_err(|e| self.saved_but(last, e))?;
         Ok(indices)
+    }
+
+    /// Appends the messages and the trailer to the transcript and writes them, all or none;
+    /// returns the messages' indices, and the messages as the engine receives them.
+    fn write_texts(
+        &mut self,
+        messages: &[&str],
+        trailer: Option<(&str, &Value)>,
+    ) -> Result<(Vec<usize>, Vec<Message>)> {
+        let mut transcript = self.shared.write();
+        let first = transcript.entries().len();
+        let indices = append_all(&mut transcript, messages, trailer)?;
+        write_or_undo(&mut self.file, &mut transcript, first)?;
+        let entries = transcript.entries();
+        let batch = (indices.iter())
+            .filter_map(|&i| convert::message(i, &entries[i]))
+            .collect();
+        Ok((indices, batch))
     }
 
     /// Changes the window (and the compaction settings with it) the session is measured and
@@ -467,6 +443,26 @@ impl Session {
         options: &AssembleOptions,
         pending: &PendingCall,
     ) -> Result<Assembly> {
+        let (request, counted) = self.assemble_request(options, pending);
+        let result = self.instance().await?.assemble(&request).await;
+        let result = self.settle(result)?;
+        let assembly = validate::assembly(
+            &request.context,
+            request.context_revision,
+            result,
+            self.host_bytes_limit(),
+        )
+        .map_err(|problem| self.invalid(Function::Assemble, problem))?;
+        self.assembled_offset = Some(i64::from(assembly.estimated_tokens) - counted as i64);
+        Ok(assembly)
+    }
+
+    /// The engine's `assemble` request, with the host's count of the context rows it sends.
+    fn assemble_request(
+        &self,
+        options: &AssembleOptions,
+        pending: &PendingCall,
+    ) -> (AssembleRequest, u64) {
         let (snapshot, context_tokens) = {
             let transcript = self.shared.read();
             let snapshot = self.shared.context.context(&transcript);
@@ -483,18 +479,7 @@ impl Session {
             model: pending.model.clone(),
             prompt: pending.prompt.clone(),
         };
-        let result = self.instance().await?.assemble(&request).await;
-        let result = self.settle(result)?;
-        let assembly = validate::assembly(
-            &request.context,
-            request.context_revision,
-            result,
-            self.host_bytes_limit(),
-        )
-        .map_err(|problem| self.invalid(Function::Assemble, problem))?;
-        let counted = snapshot.tokens.rows;
-        self.assembled_offset = Some(i64::from(assembly.estimated_tokens) - counted as i64);
-        Ok(assembly)
+        (request, snapshot.tokens.rows)
     }
 
     /// The messages of an assembly as AgentMessage JSON, kept ones byte-identical to the file.
@@ -614,6 +599,59 @@ impl Session {
         self.file.reopen()?;
         self.instance().await.map(|_| ())
     }
+}
+
+/// The transcript at `path`, created (for session `key`) when missing; its load warnings
+/// logged when `report_load`.
+fn open_transcript(
+    path: &Path,
+    key: &str,
+    report_load: bool,
+) -> Result<(TranscriptFile, Transcript)> {
+    let (file, transcript) = if path.exists() {
+        TranscriptFile::open(path)?
+    } else {
+        file::create(path, key, &uuid::Uuid::new_v4().to_string())?
+    };
+    if report_load {
+        for warning in transcript.warnings() {
+            tracing::warn!("{warning}");
+        }
+    }
+    Ok((file, transcript))
+}
+
+/// Appends `messages`, then the `trailer` entry; the first message the transcript refuses
+/// undoes them all.
+fn append_all(
+    transcript: &mut Transcript,
+    messages: &[&str],
+    trailer: Option<(&str, &Value)>,
+) -> Result<Vec<usize>> {
+    let first = transcript.entries().len();
+    let appended = append_each(transcript, messages, trailer);
+    if appended.is_err() {
+        transcript.truncate(first);
+    }
+    appended
+}
+
+fn append_each(
+    transcript: &mut Transcript,
+    messages: &[&str],
+    trailer: Option<(&str, &Value)>,
+) -> Result<Vec<usize>> {
+    // The transcript checks each message as it appends it (JSON, an object, a role).
+    let indices = (messages.iter().enumerate())
+        .map(|(index, text)| {
+            (transcript.append_message_text(text, &now_iso()))
+                .map_err(|e| invalid_message(index, e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let Some((entry_type, members)) = trailer {
+        transcript.append_other(entry_type, members, &now_iso())?;
+    }
+    Ok(indices)
 }
 
 /// Writes the entries appended from `first` on; when the write fails (a full disk, the file

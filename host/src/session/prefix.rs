@@ -181,16 +181,7 @@ impl PrefixTracker {
         assembly: &Assembly,
         part: impl Fn(AssembledItem) -> (u64, u32),
     ) -> (Prefix, RequestDigest) {
-        let extends = match &self.previous {
-            Some(Previous::Parts(previous))
-                if previous.head == head.len()
-                    && (previous.fingerprints.iter().zip(&head))
-                        .all(|(was, (now, _))| was == now) =>
-            {
-                assembly.extension_of(&previous.shape)
-            }
-            _ => None,
-        };
+        let extends = self.extended_items(&head, assembly);
         let (observed, mut now) = match (extends, self.previous.take()) {
             (Some(items), Some(Previous::Parts(mut previous))) => {
                 let shared = previous.fingerprints.len();
@@ -211,6 +202,21 @@ impl PrefixTracker {
         now.shape = assembly.shape();
         self.previous = Some(Previous::Parts(now));
         observed
+    }
+
+    /// How many items of `assembly` the previous request's assembly held, when `assembly`
+    /// extends it after the same `head`.
+    fn extended_items(&self, head: &[(u64, u32)], assembly: &Assembly) -> Option<usize> {
+        match &self.previous {
+            Some(Previous::Parts(previous))
+                if previous.head == head.len()
+                    && (previous.fingerprints.iter().zip(head))
+                        .all(|(was, (now, _))| was == now) =>
+            {
+                assembly.extension_of(&previous.shape)
+            }
+            _ => None,
+        }
     }
 
     /// Takes another process's last request (from the ledger) as the previous one, unless this
@@ -248,21 +254,6 @@ impl Session {
     ) -> (Prefix, RequestDigest) {
         let transcript = self.shared.read();
         let entries = transcript.entries();
-        // Tools come first in a provider's request: a changed list changes everything after.
-        let tools = (!tools.is_empty()).then(|| {
-            let names: usize = tools.iter().map(String::len).sum();
-            (
-                fingerprint(("tools", tools)),
-                u32::try_from(names / 4).unwrap_or(u32::MAX),
-            )
-        });
-        let addition = assembly.system_prompt_addition.iter().map(|text| {
-            (
-                fingerprint(("addition", text)),
-                ctxhost_transcript::tokens::estimate_text(text),
-            )
-        });
-        let head = tools.into_iter().chain(addition).collect();
         let part = |item| match item {
             AssembledItem::Entry(index) => {
                 let entry = &entries[index];
@@ -273,8 +264,27 @@ impl Session {
                 ctxhost_transcript::tokens::estimate_text(&json),
             ),
         };
-        self.prefix.observe_assembly(head, assembly, part)
+        (self.prefix).observe_assembly(head_parts(tools, assembly), assembly, part)
     }
+}
+
+/// What a request sends before the assembled messages, as parts: the tools (first in a
+/// provider's request: a changed list changes everything after), then the engine's addition.
+fn head_parts(tools: &[String], assembly: &Assembly) -> Vec<(u64, u32)> {
+    let tools = (!tools.is_empty()).then(|| {
+        let names: usize = tools.iter().map(String::len).sum();
+        (
+            fingerprint(("tools", tools)),
+            u32::try_from(names / 4).unwrap_or(u32::MAX),
+        )
+    });
+    let addition = assembly.system_prompt_addition.iter().map(|text| {
+        (
+            fingerprint(("addition", text)),
+            ctxhost_transcript::tokens::estimate_text(text),
+        )
+    });
+    tools.into_iter().chain(addition).collect()
 }
 
 #[cfg(test)]

@@ -1,21 +1,21 @@
 //! A whole model request around the engine's assembly: system prompt sections, the history
-//! budget that remains, overflow recovery (compact, then assemble again), and the
-//! pre-compaction memory-flush signal.
+//! budget that remains, overflow recovery (the turn driver by its overflow rule: compact, then
+//! assemble again), and the pre-compaction memory-flush signal.
 
 use std::collections::HashSet;
 
 use ctxhost_transcript::tokens::estimate_text;
-use ctxhost_transcript::{CompactionRecord, PRUNED_TEXT, Role, Transcript};
+use ctxhost_transcript::{CompactionRecord, Entry, PRUNED_TEXT, Role, Transcript};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{AssembleOptions, AssembledItem, Assembly, CompactOptions, CompactOutcome, Session};
+use super::turn::{CompactionRule, Driven, TurnSize};
+use super::{AssembleOptions, AssembledItem, Assembly, CompactOutcome, PendingCall, Session};
 use crate::error::{ContextOverflow, Error, Result};
 use crate::prompt::{
     PromptMode, PromptSettings, RuntimeFacts, Section, SectionKind, ToolSpec, WorkspaceMaterial,
     system,
 };
-use ctxhost_runtime::contract::CompactionTrigger;
 
 /// What the embedding runtime asks for.
 #[derive(Debug, Clone)]
@@ -117,13 +117,20 @@ pub struct ModelRequest {
     pub overflow: Option<ContextOverflow>,
 }
 
+impl Breakdown {
+    /// What the window leaves for the request after the response reserve.
+    pub fn available(&self) -> u64 {
+        self.window.saturating_sub(self.response_reserve)
+    }
+}
+
 impl ContextOverflow {
     fn new(b: &Breakdown) -> Self {
         Self {
             total: b.total,
             window: b.window,
             reserve: b.response_reserve,
-            available: b.window.saturating_sub(b.response_reserve),
+            available: b.available(),
             system: b.system,
             bootstrap: b.bootstrap,
             skills: b.skills,
@@ -159,32 +166,34 @@ pub(super) fn counted_tokens_after(
     pruned_ids: &HashSet<&str>,
 ) -> Option<u64> {
     let entries = transcript.entries();
-    let count = |text: &str| {
-        u64::from(
-            transcript
-                .token_counter()
-                .map_or_else(|| estimate_text(text), |c| c.count_text(text)),
-        )
-    };
+    let count = |text: &str| u64::from(counted_text(transcript, text));
     let ctx = transcript.context();
     let from = ctx.iter().position(|&i| i == first_kept)?;
     let placeholder = count(PRUNED_TEXT);
-    let kept: u64 = ctx[from..]
-        .iter()
+    let kept: u64 = (ctx[from..].iter())
         .map(|&i| &entries[i])
         .filter(|e| e.entry_type() != "compaction")
-        .map(|e| {
-            let pruned_now = e.context_role() == Some(Role::ToolResult)
-                && !e.is_pruned()
-                && pruned_ids.contains(e.id());
-            if pruned_now {
-                placeholder
-            } else {
-                u64::from(e.tokens())
-            }
-        })
+        .map(|e| tokens_once_pruned(e, pruned_ids, placeholder))
         .sum();
     Some(count(summary) + kept)
+}
+
+/// An entry's tokens once a compaction prunes the tool results `pruned_ids`: one it prunes
+/// now counts as the `placeholder`.
+fn tokens_once_pruned(entry: &Entry, pruned_ids: &HashSet<&str>, placeholder: u64) -> u64 {
+    let pruned_now = entry.context_role() == Some(Role::ToolResult)
+        && !entry.is_pruned()
+        && pruned_ids.contains(entry.id());
+    if pruned_now {
+        placeholder
+    } else {
+        u64::from(entry.tokens())
+    }
+}
+
+/// `text`'s tokens by the transcript's counter (chars/4 without one).
+fn counted_text(transcript: &Transcript, text: &str) -> u32 {
+    (transcript.token_counter()).map_or_else(|| estimate_text(text), |c| c.count_text(text))
 }
 
 /// The ids of a compaction's `details.prunedEntryIds`.
@@ -220,8 +229,8 @@ impl Session {
     }
 
     /// Builds the next model request: system prompt, history from the engine within what the
-    /// window leaves, and — when it does not fit — one compaction and a second assembly, else
-    /// a `ContextOverflow` with the numbers.
+    /// window leaves, and — when it does not fit — one compaction and a second assembly (the
+    /// turn driver by its overflow rule), else a `ContextOverflow` with the numbers.
     pub async fn prepare_request(
         &mut self,
         settings: &PromptSettings,
@@ -267,82 +276,77 @@ impl Session {
         let material = WorkspaceMaterial::read(settings);
         let runtime = RuntimeFacts::current(settings.model.as_deref());
         let base_parts = base_parts(settings, options, &runtime, &material);
-        let (fixed, current) = Self::agent_parts(&base_parts, options);
+        let frame = self.request_frame(&base_parts, options);
+        // Before the turn: a compaction it runs starts a new cycle.
+        let flush = self.flush_signal(settings, &material);
+        let assemble = AssembleOptions {
+            token_budget: Some(super::tokens_u32(frame.history_budget)),
+            available_tools: options.tools.iter().map(|t| t.name.clone()).collect(),
+        };
+        let available = frame.available();
+        let rule = CompactionRule::Overflow { available };
+        let measure = |session: &Session, assembly: &Assembly| {
+            session.measure_request(&base_parts, assembly, &frame)
+        };
+        let pending = PendingCall::default();
+        let driven = self.drive_turn(&assemble, &pending, rule, measure).await?;
+        Ok(self.model_request(driven, material, flush))
+    }
+
+    /// What every measure of a request shares (`measure_request` fills in the rest): the
+    /// window, the response reserve, the message about to be sent, and the history budget
+    /// that leaves beside the agent's own part of the request.
+    fn request_frame(
+        &self,
+        base_parts: &system::PromptParts<'_>,
+        options: &TurnOptions,
+    ) -> Breakdown {
+        let (fixed, current) = Self::agent_parts(base_parts, options);
         let window = self.context_window();
         // The response reserve is the session's compaction reserve (reserveTokens, never below
         // its floor): what compaction keeps free is what the model's answer may use.
         let reserve = window.saturating_sub(self.shared.settings().threshold());
         let available = window - reserve;
-        let history_budget = available.saturating_sub(fixed + current);
-        let assemble = AssembleOptions {
-            token_budget: Some(super::tokens_u32(history_budget)),
-            available_tools: options.tools.iter().map(|t| t.name.clone()).collect(),
-        };
-
-        let flush = self.flush_signal(settings, &material);
-        // What every measure of this request shares; `measure_request` fills in the rest.
-        let frame = Breakdown {
+        Breakdown {
             current_message: current,
             window,
             response_reserve: reserve,
-            history_budget,
+            history_budget: available.saturating_sub(fixed + current),
             ..Breakdown::default()
-        };
-        let mut assembly = self.assemble(&assemble).await?;
-        let mut measured = self.measure_request(&base_parts, &assembly, &frame);
-        let mut overflow_compaction = None;
-        let mut total_before_compaction = None;
-        let mut overflow = None;
-        if measured.breakdown.total > available && !self.shared.settings().auto_enabled {
-            // Automatic compaction is off (`enabled: false`): the overflow is reported, never
-            // compacted behind the operator's back.
-            overflow = Some(ContextOverflow::new(&measured.breakdown));
-        } else if measured.breakdown.total > available {
-            total_before_compaction = Some(measured.breakdown.total);
-            let outcome = self
-                .compact(&CompactOptions {
-                    force: true,
-                    trigger: CompactionTrigger::Overflow,
-                    token_budget: Some(super::tokens_u32(history_budget)),
-                    custom_instructions: None,
-                })
-                .await?;
-            assembly = self.assemble(&assemble).await?;
-            measured = self.measure_request(&base_parts, &assembly, &frame);
-            overflow_compaction = Some(outcome);
-            if measured.breakdown.total > available {
-                overflow = Some(ContextOverflow::new(&measured.breakdown));
-            }
         }
-        let Measured {
-            message_tokens,
-            sections,
-            breakdown,
-        } = measured;
-        let messages = self.render(&assembly);
-        let items = assembly.items().collect();
-        Ok(ModelRequest {
-            system_prompt: system::render(&sections),
-            sections,
-            messages,
-            message_tokens,
+    }
+
+    /// The request around the context the turn driver settled on.
+    fn model_request(
+        &self,
+        driven: Driven<MeasuredRequest>,
+        material: WorkspaceMaterial,
+        flush: Option<FlushSignal>,
+    ) -> ModelRequest {
+        let (assembly, measured) = (driven.assembly, driven.measured);
+        // The overflow rule fails the request when the engine fails to compact, so a
+        // compaction here is one that ran.
+        let (overflow_compaction, total_before_compaction) = (driven.compaction)
+            .and_then(|c| Some((c.outcome.ok()?, c.measured_tokens)))
+            .unzip();
+        let breakdown = measured.breakdown;
+        ModelRequest {
+            system_prompt: system::render(&measured.sections),
+            sections: measured.sections,
+            messages: self.render(&assembly),
+            message_tokens: measured.message_tokens,
             inserted_messages: assembly.inserted(),
+            items: assembly.items().collect(),
             engine_addition: assembly.system_prompt_addition,
-            items,
+            overflow: (breakdown.total > breakdown.available())
+                .then(|| ContextOverflow::new(&breakdown)),
             breakdown,
-            truncated: material
-                .bootstrap
-                .files
-                .iter()
-                .filter(|f| f.truncated)
-                .map(|f| (f.name.clone(), f.original_chars))
-                .collect(),
+            truncated: material.bootstrap.truncated_files(),
             warnings: material.warnings,
             overflow_compaction,
             total_before_compaction,
             flush,
-            overflow,
-        })
+        }
     }
 
     fn sections_with_addition(
@@ -379,11 +383,11 @@ impl Session {
         base: &system::PromptParts<'_>,
         assembly: &Assembly,
         frame: &Breakdown,
-    ) -> Measured {
+    ) -> MeasuredRequest {
         let message_tokens = self.item_tokens(assembly);
         let sections = self.sections_with_addition(base, assembly);
         let breakdown = Self::breakdown(&sections, &message_tokens, frame);
-        Measured {
+        MeasuredRequest {
             message_tokens,
             sections,
             breakdown,
@@ -469,10 +473,17 @@ fn base_parts<'a>(
 }
 
 /// [`Session::measure_request`]'s answer.
-struct Measured {
+struct MeasuredRequest {
     message_tokens: Vec<u32>,
     sections: Vec<Section>,
     breakdown: Breakdown,
+}
+
+impl TurnSize for MeasuredRequest {
+    /// The whole request, what the overflow rule compares with the window.
+    fn tokens(&self) -> u64 {
+        self.breakdown.total
+    }
 }
 
 #[cfg(test)]

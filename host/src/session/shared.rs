@@ -101,30 +101,7 @@ impl Shared {
     /// when the summarizer is a remote model; the transcript lock is released before it runs.
     /// None when there is nothing to do (the reason is logged).
     pub(super) fn plan_compaction(&self, request: &CompactRequest) -> Option<Compaction> {
-        let job = {
-            let transcript = self.read();
-            let prepared = compaction::prepare(
-                &transcript,
-                &self.settings(),
-                &compaction::Request {
-                    trigger: request.trigger,
-                    focus: request.custom_instructions.as_deref(),
-                    engine: None,
-                    context_tokens: request.current_tokens.map(u64::from),
-                },
-            );
-            match prepared {
-                Ok(job) => job,
-                Err(skip) if skip.capped => {
-                    tracing::warn!(session = %self.session.key, "{}", skip.reason);
-                    return None;
-                }
-                Err(skip) => {
-                    tracing::info!(session = %self.session.key, "no compaction: {}", skip.reason);
-                    return None;
-                }
-            }
-        };
+        let job = self.compaction_job(request)?;
         // The model was checked when the config loaded; only its key variable can be missing
         // now, and a compaction must not fail for it: the extractive summary stands in, and
         // the reason is logged (and the summary's record names the summarizer that wrote it).
@@ -143,27 +120,37 @@ impl Shared {
             details: Some(plan.details.to_value().to_string()),
         })
     }
+
+    /// What the layered policy would compact for `request`, read under the transcript lock;
+    /// None, with the reason logged, when there is nothing to do.
+    fn compaction_job(&self, request: &CompactRequest) -> Option<compaction::Job> {
+        let prepared = compaction::prepare(
+            &self.read(),
+            &self.settings(),
+            &compaction::Request {
+                trigger: request.trigger,
+                focus: request.custom_instructions.as_deref(),
+                engine: None,
+                context_tokens: request.current_tokens.map(u64::from),
+            },
+        );
+        match prepared {
+            Ok(job) => Some(job),
+            Err(skip) if skip.capped => {
+                tracing::warn!(session = %self.session.key, "{}", skip.reason);
+                None
+            }
+            Err(skip) => {
+                tracing::info!(session = %self.session.key, "no compaction: {}", skip.reason);
+                None
+            }
+        }
+    }
 }
 
 impl SessionServices for Shared {
     fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, HostError> {
-        let role = request
-            .role
-            .as_deref()
-            .map(|r| {
-                Role::parse(r).ok_or_else(|| {
-                    HostError::InvalidArgument(format!("search-request.role: {r:?} is not a role"))
-                })
-            })
-            .transpose()?;
-        let query = SearchQuery {
-            query: request.query.clone(),
-            role,
-            tool: request.tool.clone(),
-            is_error: request.is_error,
-            limit: (request.limit != 0).then_some(request.limit),
-            ..SearchQuery::default()
-        };
+        let query = search_query(request)?;
         let hits = self
             .with_recall(|transcript, index| index.search(transcript, &query))
             .map_err(|e| match e {
@@ -257,4 +244,23 @@ impl SessionServices for Shared {
             }
         })
     }
+}
+
+/// An engine's `search` request as the recall index's query.
+fn search_query(request: &SearchRequest) -> Result<SearchQuery, HostError> {
+    let role = (request.role.as_deref())
+        .map(|r| {
+            Role::parse(r).ok_or_else(|| {
+                HostError::InvalidArgument(format!("search-request.role: {r:?} is not a role"))
+            })
+        })
+        .transpose()?;
+    Ok(SearchQuery {
+        query: request.query.clone(),
+        role,
+        tool: request.tool.clone(),
+        is_error: request.is_error,
+        limit: (request.limit != 0).then_some(request.limit),
+        ..SearchQuery::default()
+    })
 }

@@ -119,46 +119,43 @@ impl Session {
     /// naming the field; nothing runs. A host tool's bad id or query is an error output the
     /// model reads; an engine tool's failure is the engine's error.
     pub async fn call_tool(&mut self, name: &str, arguments: &Value) -> Result<ToolOutput> {
-        let refused = |problem: String| Error::ToolCall {
-            tool: shown(name),
-            problem,
-        };
         if name.starts_with(HOST_PREFIX) {
-            if !self.recall_tools {
-                return Err(refused(
-                    "the host's recall tools are off (recall.tools)".into(),
-                ));
-            }
-            let call = recall_tools::decode(name, arguments)
-                .ok_or_else(|| refused(self.unknown_tool_problem()))?
-                .map_err(|e| refused(e.to_string()))?;
-            return Ok(self
-                .shared
-                .with_recall(|transcript, index| recall_tools::run(&call, transcript, index))?);
+            self.call_host_tool(name, arguments)
+        } else {
+            self.call_engine_tool(name, arguments).await
         }
+    }
+
+    /// One of the host's recall tools, when they are on.
+    fn call_host_tool(&self, name: &str, arguments: &Value) -> Result<ToolOutput> {
+        if !self.recall_tools {
+            let problem = "the host's recall tools are off (recall.tools)";
+            return Err(refused(name, problem.into()));
+        }
+        let call = recall_tools::decode(name, arguments)
+            .ok_or_else(|| refused(name, self.unknown_tool_problem()))?
+            .map_err(|e| refused(name, e.to_string()))?;
+        Ok(self
+            .shared
+            .with_recall(|transcript, index| recall_tools::run(&call, transcript, index))?)
+    }
+
+    /// One of the engine's tools, with arguments its schema accepts.
+    async fn call_engine_tool(&mut self, name: &str, arguments: &Value) -> Result<ToolOutput> {
         let text = arguments.to_string();
         if text.len() > MAX_ARGUMENT_BYTES {
-            return Err(refused(format!(
+            let problem = format!(
                 "arguments are {} bytes; at most {MAX_ARGUMENT_BYTES}",
                 text.len()
-            )));
+            );
+            return Err(refused(name, problem));
         }
-        let Some(tool) = self
-            .engine_tools()
-            .await?
-            .iter()
-            .find(|t| t.tool.name == name)
-        else {
-            return Err(refused(self.unknown_tool_problem()));
+        let tools = self.engine_tools().await?;
+        let Some(tool) = tools.iter().find(|t| t.tool.name == name) else {
+            return Err(refused(name, self.unknown_tool_problem()));
         };
-        if let Some(error) = tool.validator.iter_errors(arguments).next() {
-            let at = error.instance_path().to_string();
-            let field = if at.is_empty() {
-                "arguments".to_string()
-            } else {
-                format!("arguments{}", at.replace('/', "."))
-            };
-            return Err(refused(format!("{field}: {error}")));
+        if let Some(problem) = argument_problem(&tool.validator, arguments) {
+            return Err(refused(name, problem));
         }
         let instance = self.instance().await?;
         let output = instance.call_tool(name, &text).await;
@@ -215,14 +212,52 @@ fn shown(name: &str) -> String {
     }
 }
 
+/// A call of tool `name` refused before anything ran, and why.
+fn refused(name: &str, problem: String) -> Error {
+    Error::ToolCall {
+        tool: shown(name),
+        problem,
+    }
+}
+
+/// Where `arguments` break the tool's schema, naming the field; None when they fit.
+fn argument_problem(validator: &jsonschema::Validator, arguments: &Value) -> Option<String> {
+    let error = validator.iter_errors(arguments).next()?;
+    let at = error.instance_path().to_string();
+    let field = if at.is_empty() {
+        "arguments".to_string()
+    } else {
+        format!("arguments{}", at.replace('/', "."))
+    };
+    Some(format!("{field}: {error}"))
+}
+
 /// An engine tool as the model may see it, or why it may not.
 fn check_engine_tool(tool: EngineTool, taken: bool) -> std::result::Result<CheckedTool, String> {
-    let name = &tool.name;
+    check_tool_name(&tool.name, taken)?;
+    let chars = tool.description.chars().count();
+    if chars > MAX_DESCRIPTION_CHARS {
+        return Err(format!(
+            "its description is {chars} characters; at most {MAX_DESCRIPTION_CHARS}"
+        ));
+    }
+    let (schema, validator) = checked_parameters(&tool.parameters)?;
+    Ok(CheckedTool {
+        tool: AgentTool {
+            name: tool.name,
+            description: tool.description,
+            parameters: schema,
+            source: ToolSource::Engine,
+        },
+        validator,
+    })
+}
+
+/// An engine tool's name: well formed, not the host's, offered once (`taken`: already offered).
+fn check_tool_name(name: &str, taken: bool) -> std::result::Result<(), String> {
     let well_formed = (1..=64).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        && (name.chars()).all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if !well_formed {
         return Err("a name is 1-64 of a-z A-Z 0-9 _ -, starting with a letter".into());
     }
@@ -234,34 +269,27 @@ fn check_engine_tool(tool: EngineTool, taken: bool) -> std::result::Result<Check
     if taken {
         return Err("offered twice".into());
     }
-    let chars = tool.description.chars().count();
-    if chars > MAX_DESCRIPTION_CHARS {
-        return Err(format!(
-            "its description is {chars} characters; at most {MAX_DESCRIPTION_CHARS}"
-        ));
-    }
-    if tool.parameters.len() > MAX_SCHEMA_BYTES {
+    Ok(())
+}
+
+/// An engine tool's parameters: an object schema, of bounded size, and its validator.
+fn checked_parameters(
+    parameters: &str,
+) -> std::result::Result<(Value, jsonschema::Validator), String> {
+    if parameters.len() > MAX_SCHEMA_BYTES {
         return Err(format!(
             "its parameters schema is {} bytes; at most {MAX_SCHEMA_BYTES}",
-            tool.parameters.len()
+            parameters.len()
         ));
     }
-    let schema: Value = serde_json::from_str(&tool.parameters)
+    let schema: Value = serde_json::from_str(parameters)
         .map_err(|e| format!("its parameters are not JSON: {e}"))?;
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Err("its parameters schema must be an object schema (\"type\": \"object\")".into());
     }
     let validator = jsonschema::validator_for(&schema)
         .map_err(|e| format!("its parameters are not a valid JSON Schema: {e}"))?;
-    Ok(CheckedTool {
-        tool: AgentTool {
-            name: tool.name,
-            description: tool.description,
-            parameters: schema,
-            source: ToolSource::Engine,
-        },
-        validator,
-    })
+    Ok((schema, validator))
 }
 
 #[cfg(test)]
