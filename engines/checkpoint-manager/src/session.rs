@@ -335,22 +335,31 @@ impl SessionState {
         summary_text: Option<&str>,
     ) -> AssembleResult {
         self.context_window = request.context_window;
-
-        let summary = request
-            .entries
-            .first()
-            .filter(|entry| entry.role == Role::CompactionSummary);
         let shown_before = self.shown.changes();
         if let Some(summary) = self.new_summary(request) {
-            self.shown.seen_summary = Some(summary);
-            // The compaction starts a new prefix: readings of the old context go with it.
-            self.shown.gauge = GaugeNotes::default();
-            self.shown.restore = self
-                .latest
-                .as_ref()
-                .map(|cp| restore::render(cp, Occasion::Compaction, summary_text));
+            self.restore_after(summary, summary_text);
         }
+        self.read_gauge(request, now_ms);
+        if !self.shown_saved || self.shown.changes() != shown_before {
+            self.save_shown(now_ms);
+        }
+        self.plan(request)
+    }
 
+    /// A compaction starts a new prefix: readings of the old context go with it, and the
+    /// restore is rendered from the newest checkpoint.
+    fn restore_after(&mut self, summary: EntryRef, summary_text: Option<&str>) {
+        self.shown.seen_summary = Some(summary);
+        self.shown.gauge = GaugeNotes::default();
+        self.shown.restore = self
+            .latest
+            .as_ref()
+            .map(|cp| restore::render(cp, Occasion::Compaction, summary_text));
+    }
+
+    /// Reads the gauge for this call, writes the checkpoint at the threshold, and pins a note
+    /// when the reading moved a step.
+    fn read_gauge(&mut self, request: &AssembleRequest, now_ms: u64) {
         // The gauge reads the host's estimate of what this call sends (the entries' counts,
         // which the host's compaction decides on, plus the restore inserted here), not
         // `context_tokens`: recorded usage may come from another window (a replayed file read
@@ -384,12 +393,17 @@ impl SessionState {
                 self.shown.gauge.notes.push((anchor, line));
             }
         }
-        if !self.shown_saved || self.shown.changes() != shown_before {
-            self.save_shown(now_ms);
-        }
+    }
 
+    /// The context: the summary, the restore after it, then the entries with each gauge note
+    /// where it was given.
+    fn plan(&self, request: &AssembleRequest) -> AssembleResult {
+        let summary = request
+            .entries
+            .first()
+            .filter(|entry| entry.role == Role::CompactionSummary);
         let mut plan = Plan::with_capacity(3);
-        let rest = match summary {
+        let mut rest = match summary {
             Some(summary) => {
                 plan = plan.keep(summary);
                 &request.entries[1..]
@@ -399,7 +413,6 @@ impl SessionState {
         if let Some(restore) = &self.shown.restore {
             plan = plan.insert_custom(restore::CUSTOM_TYPE, restore);
         }
-        let mut rest = rest;
         let mut last_kept = summary.map(|s| s.entry);
         for (after, line) in &self.shown.gauge.notes {
             if last_kept != Some(*after) {
