@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::config::{Config, Home};
 use crate::error::Result;
 use crate::model::ModelConfig;
-use crate::plugins::{AvailableEngine, Capability, PluginError, Registry, validate_config};
+use crate::plugins::{AvailableEngine, Capability, PluginError, Registry};
 use crate::session::Session;
 use crate::session_file::{encode_key, session_file};
 use ctxhost_runtime::{EngineSpec, Grants, Limits, PreparedEngine, Runtime, RuntimeOptions};
@@ -233,7 +233,7 @@ impl Host {
         }
         let config = (entry.and_then(|entry| entry.config.clone()))
             .unwrap_or_else(|| Value::Object(Default::default()));
-        validate_config(&available.config_schema(), &config).map_err(|(pointer, rule)| {
+        available.check_config(&config).map_err(|(pointer, rule)| {
             let id = id.to_string();
             PluginError::Config { id, pointer, rule }
         })?;
