@@ -241,6 +241,16 @@ fn more_sessions_than_instance_slots_all_answer() {
 }
 
 #[test]
+fn a_sidecar_on_stdio_holds_one_agents_sessions_by_default() {
+    let home = tempfile::tempdir().unwrap();
+    // 64 slots (two kept for loads) at a soft limit where ~180 sessions would fit.
+    let mut server = Server::start_limited_with(home.path(), "ulimit -Sn 1024", &[]);
+    let health = server.call("health", json!({}));
+    assert_eq!(health["sessions"]["residentLimit"], 62, "{health}");
+    server.finish();
+}
+
+#[test]
 fn a_pool_sized_by_the_operator_raises_the_soft_descriptor_limit_for_it() {
     let home = tempfile::tempdir().unwrap();
     // At a soft limit of 96 about 12 sessions fit; 40 slots need ~210 descriptors, which any

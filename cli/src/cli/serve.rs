@@ -10,6 +10,10 @@ use ctxhost::config::{Config, Home};
 use ctxhost::runtime::RuntimeOptions;
 use ctxhost_serve::{ServeOptions, Server};
 
+/// The default pool of a sidecar on stdio: one agent process's sessions, its subagents' and
+/// their compactions at once; more stay open, evicted and bootstrapped again when used.
+const ONE_AGENT_SLOTS: u32 = 64;
+
 #[derive(Args)]
 pub(super) struct ServeArgs {
     /// Serve one client on stdin/stdout (the default).
@@ -30,23 +34,27 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 300_000)]
     idle_release_ms: u64,
     /// Engine instances live at once (the size of the instance pool); more sessions than that
-    /// stay open, the least recently used idle ones giving their instance back. Default: as
-    /// many as the descriptor limit lets sessions hold (about 180 at `ulimit -n` 1024), at most 1000.
-    /// A larger N raises the soft descriptor limit as far as the hard limit allows.
+    /// stay open, the least recently used idle ones giving their instance back. Default: on
+    /// stdio (one agent process) 64; on a socket as many as the descriptor limit lets sessions
+    /// hold (about 180 at `ulimit -n` 1024), at most 1000. A larger N raises the soft
+    /// descriptor limit as far as the hard limit allows.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_instances: Option<u32>,
 }
 
 pub(super) async fn run(home: Home, config: Config, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // A pool the operator sized gets the descriptors its sessions need (the soft limit raised
-    // toward the hard one); the default pool fits the limit as it is, since reserving a larger
-    // one is most of a fresh sidecar's start.
+    // toward the hard one); the default pool fits the limit as it is and what the sidecar
+    // serves, since reserving slots that never fill is a fifth of a fresh sidecar's start.
     let max_instances = match args.max_instances {
         Some(slots) => {
             ctxhost_serve::raise_descriptor_limit_for(slots);
             slots
         }
-        None => ctxhost_serve::pool_slots(RuntimeOptions::default().max_instances),
+        None if args.socket.is_some() => {
+            ctxhost_serve::pool_slots(RuntimeOptions::default().max_instances)
+        }
+        None => ctxhost_serve::pool_slots(ONE_AGENT_SLOTS),
     };
     let runtime = RuntimeOptions {
         cache_dir: Some(home.cache_dir()),
