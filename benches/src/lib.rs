@@ -1085,6 +1085,16 @@ pub fn status_scan(
     Ok((s.done(), last.context("no sample")?))
 }
 
+/// `context status` as the CLI runs it, keeping what it checked: one untimed status records
+/// the file's verdict, and every timed one finds the file checked before (nothing appended).
+pub fn status_scan_remembering(path: &Path, budget: Budget) -> Result<Samples> {
+    const WINDOW: u64 = 200_000;
+    let checked = tempfile::tempdir()?;
+    let scan = || ctxhost_transcript::status::scan_remembering(path, WINDOW, checked.path());
+    scan()?;
+    Sampler::time(budget, scan)
+}
+
 /// Messages of the generated ~210 MB and ~1 GB sessions (never compacted, one linear branch).
 pub const SESSION_210M_MESSAGES: usize = 160_000;
 pub const SESSION_1G_MESSAGES: usize = 760_000;
