@@ -75,10 +75,17 @@ impl Server {
 
     /// Serves one client on stdin/stdout until EOF or `shutdown`, then closes every session.
     pub async fn serve_stdio(self: &Arc<Self>) -> std::io::Result<()> {
-        let input = tokio::io::BufReader::new(stdio::input());
-        self.serve_connection(input, stdio::output()).await;
+        // Read on a worker, not on the thread blocked on the runtime: a request's task then
+        // starts on the worker that read its line instead of waking another one (a fifth of a
+        // small request's round trip).
+        let server = self.clone();
+        let connection = tokio::spawn(async move {
+            let input = tokio::io::BufReader::new(stdio::input());
+            server.serve_connection(input, stdio::output()).await;
+        });
+        let served = connection.await.map_err(std::io::Error::other);
         self.close_all().await;
-        Ok(())
+        served
     }
 
     /// Serves clients on a unix socket until one sends `shutdown`, then closes every session.
