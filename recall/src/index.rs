@@ -14,21 +14,27 @@ use ctxhost_transcript::{Entry, Transcript};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use crate::error::RecallError;
+use crate::listed::{Listed, Ranked, copy_key};
 use crate::query::{SearchQuery, all_but_one_expression, match_expression};
 use crate::text;
 
 /// How much more a user request or a failed tool result weighs than other entries with the
 /// same words: they are what an agent searches its past for most (bm25 is negative, better
 /// is lower, so the weight multiplies it).
-const ROLE_WEIGHT: &str = "(CASE WHEN e.role = 'user' THEN 2.0 \
-     WHEN e.role = 'toolResult' AND e.is_error THEN 2.0 ELSE 1.0 END)";
+const ROLE_WEIGHT: &str = "(CASE WHEN f.role = 'user' THEN 2.0 \
+     WHEN f.role = 'toolResult' AND f.is_error THEN 2.0 ELSE 1.0 END)";
 
 /// Rows read per hit asked for, so that copies of a listed text can be passed over and the
-/// hits still filled.
-const COPIES_READ: u32 = 5;
+/// hits still filled (a row is two integers; no entry is decoded to tell copies apart).
+const COPIES_READ: u32 = 20;
+
+/// Entries a round ranks at most: the newest this many holding its words. FTS5 walks the
+/// words' lists from their end and stops there, so a search costs the same on a 1 GB session
+/// as on a small one; words held by more entries than this are found among the newest first.
+const RANKED_WINDOW: u32 = 2000;
 
 /// Bump when the tables or what is indexed change: an index of another schema is rebuilt.
-const SCHEMA: i64 = 2;
+const SCHEMA: i64 = 3;
 
 /// Where the index of the transcript at `transcript` lives.
 pub fn index_path(transcript: &Path) -> PathBuf {
@@ -262,8 +268,8 @@ impl RecallIndex {
         }
         {
             let mut facts = tx.prepare_cached(
-                "INSERT OR REPLACE INTO entries (seq, id, role, tool, is_error, ts) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR REPLACE INTO entries (seq, id, role, tool, is_error, ts, copy) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             let mut body = tx.prepare_cached("INSERT INTO body (rowid, text) VALUES (?1, ?2)")?;
             for (seq, entry) in entries.iter().enumerate().skip(from) {
@@ -272,6 +278,7 @@ impl RecallIndex {
                     .tool_name
                     .clone()
                     .or_else(|| view.tool_calls.first().map(|c| c.name.clone()));
+                let indexed = text::indexed(&view);
                 facts.execute(params![
                     seq as i64,
                     entry.id(),
@@ -279,8 +286,9 @@ impl RecallIndex {
                     tool,
                     view.is_error,
                     entry.timestamp().map(|t| t as i64),
+                    copy_key(&indexed),
                 ])?;
-                body.execute(params![seq as i64, text::indexed(&view)])?;
+                body.execute(params![seq as i64, indexed])?;
             }
         }
         let last = entries.len().checked_sub(1).map(|i| entries[i].id());
@@ -377,12 +385,14 @@ impl RecallIndex {
             let rows = (self.ranked(&expression, query, limit.saturating_mul(COPIES_READ)))
                 .map_err(|e| self.error(e))?;
             for row in rows {
-                let text = (entries.get(row.seq).and_then(Entry::view)).map(|v| text::indexed(&v));
-                listed.offer(row, text);
+                listed.offer(row);
             }
         }
-        let hits = listed.rows;
-        Ok(hits
+        let rows = (listed.rows.iter())
+            .map(|ranked| self.facts(ranked.seq))
+            .collect::<rusqlite::Result<Vec<Row>>>()
+            .map_err(|e| self.error(e))?;
+        Ok(rows
             .into_iter()
             .filter_map(|row| {
                 let entry = entries.get(row.seq)?;
@@ -405,32 +415,27 @@ impl RecallIndex {
             .collect())
     }
 
+    /// The best-ranked matches of `expression` among the newest [`RANKED_WINDOW`] entries
+    /// holding its words that pass the query's filters.
     fn ranked(
         &self,
         expression: &str,
         query: &SearchQuery,
         limit: u32,
-    ) -> rusqlite::Result<Vec<Row>> {
-        let filtered = query.role.is_some()
-            || query.tool.is_some()
-            || query.is_error.is_some()
-            || query.after_ms.is_some()
-            || query.before_ms.is_some();
-        if !filtered {
-            return self.ranked_unfiltered(expression, limit);
-        }
+    ) -> rusqlite::Result<Vec<Ranked>> {
         let conn = self.conn.borrow();
         let mut statement = conn.prepare_cached(&format!(
-            "SELECT e.seq, e.id, e.role, e.tool, e.is_error FROM body \
-             JOIN entries e ON e.seq = body.rowid \
-             WHERE body MATCH ?1 \
-               AND (?2 IS NULL OR e.role = ?2) \
-               AND (?3 IS NULL OR e.tool = ?3) \
-               AND (?4 IS NULL OR (e.role = 'toolResult' AND e.is_error = ?4)) \
-               AND (?5 IS NULL OR e.ts >= ?5) \
-               AND (?6 IS NULL OR e.ts < ?6) \
-             ORDER BY bm25(body) * {WEIGHT}, e.seq DESC LIMIT ?7",
-            WEIGHT = ROLE_WEIGHT
+            "SELECT seq, copy FROM ( \
+                 SELECT body.rowid AS seq, f.copy AS copy, bm25(body) * {ROLE_WEIGHT} AS score \
+                 FROM body JOIN entries f ON f.seq = body.rowid \
+                 WHERE body MATCH ?1 \
+                   AND (?2 IS NULL OR f.role = ?2) \
+                   AND (?3 IS NULL OR f.tool = ?3) \
+                   AND (?4 IS NULL OR (f.role = 'toolResult' AND f.is_error = ?4)) \
+                   AND (?5 IS NULL OR f.ts >= ?5) \
+                   AND (?6 IS NULL OR f.ts < ?6) \
+                 ORDER BY body.rowid DESC LIMIT {RANKED_WINDOW}) \
+             ORDER BY score, seq DESC LIMIT ?7"
         ))?;
         let rows = statement.query_map(
             params![
@@ -443,44 +448,29 @@ impl RecallIndex {
                 limit,
             ],
             |row| {
-                Ok(Row {
+                Ok(Ranked {
                     seq: row.get::<_, i64>(0)? as usize,
-                    id: row.get(1)?,
-                    role: row.get(2)?,
-                    tool: row.get(3)?,
-                    is_error: row.get(4)?,
+                    copy: row.get(1)?,
                 })
             },
         )?;
         rows.collect()
     }
 
-    /// Without filters only the hits' facts are looked up afterwards (the ranking joins the
-    /// role and error flag it weighs).
-    fn ranked_unfiltered(&self, expression: &str, limit: u32) -> rusqlite::Result<Vec<Row>> {
+    /// The facts kept of the entry at `seq`.
+    fn facts(&self, seq: usize) -> rusqlite::Result<Row> {
         let conn = self.conn.borrow();
-        let mut ranked = conn.prepare_cached(&format!(
-            "SELECT e.seq FROM body JOIN entries e ON e.seq = body.rowid \
-             WHERE body MATCH ?1 ORDER BY bm25(body) * {ROLE_WEIGHT}, e.seq DESC LIMIT ?2"
-        ))?;
-        let seqs = ranked
-            .query_map(params![expression, limit], |row| row.get::<_, i64>(0))?
-            .collect::<rusqlite::Result<Vec<i64>>>()?;
         let mut facts =
             conn.prepare_cached("SELECT id, role, tool, is_error FROM entries WHERE seq = ?1")?;
-        seqs.into_iter()
-            .map(|seq| {
-                facts.query_row([seq], |row| {
-                    Ok(Row {
-                        seq: seq as usize,
-                        id: row.get(0)?,
-                        role: row.get(1)?,
-                        tool: row.get(2)?,
-                        is_error: row.get(3)?,
-                    })
-                })
+        facts.query_row([seq as i64], |row| {
+            Ok(Row {
+                seq,
+                id: row.get(0)?,
+                role: row.get(1)?,
+                tool: row.get(2)?,
+                is_error: row.get(3)?,
             })
-            .collect()
+        })
     }
 
     /// Bytes the index takes on disk.
@@ -599,7 +589,7 @@ fn create_tables(conn: &Connection) -> rusqlite::Result<()> {
          CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
          CREATE TABLE entries (
              seq INTEGER PRIMARY KEY, id TEXT NOT NULL, role TEXT NOT NULL, tool TEXT,
-             is_error INTEGER NOT NULL, ts INTEGER);
+             is_error INTEGER NOT NULL, ts INTEGER, copy INTEGER NOT NULL);
          CREATE VIRTUAL TABLE body USING fts5(
              text, content='', tokenize='porter unicode61 remove_diacritics 2');
          INSERT INTO meta (key, value) VALUES ('schema', {SCHEMA});"
@@ -611,53 +601,6 @@ fn remove_index_files(path: &Path) {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(name));
-    }
-}
-
-/// The hits of one search: each indexed text once (the same request sent again, the same error
-/// on every retry would otherwise push every other text off the list). Of a text's copies the
-/// best-ranked is listed, unless a later one is out of the model's context while the listed one
-/// is in it: the copy the model cannot see is the one a search is for.
-struct Listed<F> {
-    rows: Vec<Row>,
-    texts: Vec<Option<String>>,
-    limit: usize,
-    in_context: F,
-}
-
-impl<F: Fn(usize) -> bool> Listed<F> {
-    fn new(limit: usize, in_context: F) -> Self {
-        Self {
-            rows: Vec::new(),
-            texts: Vec::new(),
-            limit,
-            in_context,
-        }
-    }
-
-    fn is_full(&self) -> bool {
-        self.rows.len() >= self.limit
-    }
-
-    fn offer(&mut self, row: Row, text: Option<String>) {
-        if self.rows.iter().any(|listed| listed.seq == row.seq) {
-            return;
-        }
-        let copy_of = text
-            .as_ref()
-            .and_then(|text| self.texts.iter().position(|t| t.as_ref() == Some(text)));
-        match copy_of {
-            Some(at) => {
-                if !(self.in_context)(row.seq) && (self.in_context)(self.rows[at].seq) {
-                    self.rows[at] = row;
-                }
-            }
-            None if !self.is_full() => {
-                self.rows.push(row);
-                self.texts.push(text);
-            }
-            None => {}
-        }
     }
 }
 

@@ -11,13 +11,14 @@
 //!
 //! Module direction (each uses only those after it): `tools` (the host's agent tools
 //! `ctx_search` / `ctx_expand`: schemas, argument checks, the text the model reads) →
-//! `index` (the SQLite file) and `expand` (opening entries again under a token cap) → `query`
-//! (what a search asks and how it becomes an FTS5 expression) and `text` (an entry's searchable
-//! text, snippets, rendering) → `error`.
+//! `index` (the SQLite file) and `expand` (opening entries again under a token cap) → `listed`
+//! (a search's hits, each text once), `query` (what a search asks and how it becomes an FTS5
+//! expression) and `text` (an entry's searchable text, snippets, rendering) → `error`.
 
 mod error;
 mod expand;
 mod index;
+mod listed;
 mod query;
 mod text;
 pub mod tools;

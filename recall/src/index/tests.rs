@@ -423,36 +423,6 @@ fn entries_missing_one_word_come_before_those_holding_only_one() {
     assert_eq!(ids(&index.search(&t, &query).unwrap()), [1]);
 }
 
-fn row(seq: usize) -> Row {
-    Row {
-        seq,
-        id: format!("e{seq}"),
-        role: "user".into(),
-        tool: None,
-        is_error: false,
-    }
-}
-
-#[test]
-fn a_text_is_listed_once_by_its_copy_out_of_context() {
-    // Entries from 10 on are in the context; the ranking put the in-context copy first.
-    let mut listed = Listed::new(3, |seq| seq >= 10);
-    let text = |t: &str| Some(t.to_string());
-    listed.offer(row(12), text("socket timeout"));
-    listed.offer(row(11), text("socket timeout"));
-    listed.offer(row(3), text("socket timeout"));
-    listed.offer(row(4), text("socket timeout"));
-    listed.offer(row(13), text("the deploy script times out"));
-    listed.offer(row(2), text("retry the upload"));
-    listed.offer(row(1), text("one text too many"));
-    let seqs: Vec<usize> = listed.rows.iter().map(|r| r.seq).collect();
-    assert_eq!(
-        seqs,
-        [3, 13, 2],
-        "the first compacted copy stands for its text"
-    );
-}
-
 #[test]
 fn repeated_errors_leave_room_for_other_texts() {
     let dir = tempfile::tempdir().unwrap();
@@ -491,4 +461,36 @@ fn tool_calls_without_text_are_told_apart_by_their_arguments() {
     index.sync(&t).unwrap();
     let hits = index.search(&t, &SearchQuery::words("read src")).unwrap();
     assert_eq!(hits.len(), 2, "two different calls, both listed");
+}
+
+#[test]
+fn words_held_by_more_entries_than_a_round_ranks_are_found_among_the_newest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Transcript::new("s-window", "/work", TS);
+    // The oldest entry would rank first (a user request holding both words) but is older than
+    // the newest RANKED_WINDOW entries holding them.
+    t.append_message(
+        &json!({"role": "user", "content": "socket timeout on the staging host", "timestamp": 0}),
+        TS,
+    )
+    .unwrap();
+    let newer = RANKED_WINDOW as usize + 100;
+    for i in 0..newer {
+        t.append_message(&json!({"role": "assistant", "content": format!("retry {i} after the socket timeout in step {i}"), "timestamp": i + 1}), TS).unwrap();
+    }
+    let mut index = index(&dir);
+    index.sync(&t).unwrap();
+    let hits = index
+        .search(&t, &SearchQuery::words("socket timeout"))
+        .unwrap();
+    assert_eq!(hits.len(), 10, "{hits:?}");
+    let oldest_ranked = newer + 1 - RANKED_WINDOW as usize;
+    assert!(
+        hits.iter().all(|h| h.entry as usize >= oldest_ranked),
+        "{hits:?}"
+    );
+    let hits = index
+        .search(&t, &SearchQuery::words("socket timeout staging"))
+        .unwrap();
+    assert_eq!(hits[0].entry, 0, "a word only it holds finds it: {hits:?}");
 }
