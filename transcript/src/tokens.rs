@@ -96,7 +96,7 @@ pub(crate) fn plausible(v: f64) -> Option<u64> {
     (v >= 0.0 && v.fract() == 0.0 && v <= MAX_PLAUSIBLE_TOKENS as f64).then_some(v as u64)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(expecting = "a usage object")]
 pub(crate) struct RawUsage {
     pub input: Option<f64>,
@@ -326,15 +326,20 @@ impl MessageStats<'_> {
         };
         chars_to_tokens(n)
     }
+}
 
-    /// The usage's total as a context size, for an assistant message that did not fail: a
-    /// zero total carries no measurement (pi writes zeros on failed turns).
-    fn valid_usage(&self, role: Option<Role>, usage: Option<Usage>) -> Option<u64> {
-        let failed = matches!(self.stop_reason.as_deref(), Some("error" | "aborted"));
-        match (role, usage) {
-            (Some(Role::Assistant), Some(u)) if !failed => Some(u.total_tokens).filter(|t| *t > 0),
-            _ => None,
-        }
+/// The usage total of a message of `role` as a context size: an assistant message's whose
+/// turn did not fail (`stop_reason`). A zero total carries no measurement (pi writes zeros on
+/// failed turns).
+pub(crate) fn context_size(
+    role: Option<Role>,
+    stop_reason: Option<&[u8]>,
+    usage: Option<Usage>,
+) -> Option<u64> {
+    let failed = matches!(stop_reason, Some(b"error" | b"aborted"));
+    match (role, usage) {
+        (Some(Role::Assistant), Some(u)) if !failed => Some(u.total_tokens).filter(|t| *t > 0),
+        _ => None,
     }
 }
 
@@ -354,7 +359,7 @@ pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
             Some(r) if !excluded => m.tokens(r),
             _ => 0,
         },
-        valid_usage: m.valid_usage(role, usage),
+        valid_usage: context_size(role, m.stop_reason.as_deref().map(str::as_bytes), usage),
         usage_problem: usage_problem.flatten(),
         excluded,
     })

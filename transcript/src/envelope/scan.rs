@@ -120,6 +120,16 @@ struct Escapes {
 }
 
 impl<'a> Scan<'a> {
+    /// A scan of `line` from its start; `measure` counts chars.
+    pub(super) fn new(line: &'a str, measure: bool) -> Scan<'a> {
+        Scan {
+            b: line.as_bytes(),
+            i: 0,
+            measure,
+            lone_surrogate: false,
+        }
+    }
+
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
@@ -291,30 +301,43 @@ impl<'a> Scan<'a> {
     }
 
     /// The items of an object or array, each read by `item`, between its opening bracket (at
-    /// the cursor) and `close`; in chars as written.
+    /// the cursor) and `close`.
+    pub(super) fn items(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.i += 1;
+        if self.peek()? == close {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                c if c == close => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// [`Scan::items`] in chars as written: brackets, items and the commas between them.
     fn sequence(
         &mut self,
         close: u8,
         mut item: impl FnMut(&mut Self) -> Option<usize>,
     ) -> Option<usize> {
-        self.i += 1;
-        let mut n = 2;
-        if self.peek()? == close {
-            self.i += 1;
-            return Some(n);
-        }
-        loop {
-            n += item(self)?;
-            match self.peek()? {
-                b',' => n += 1,
-                c if c == close => {
-                    self.i += 1;
-                    return Some(n);
-                }
-                _ => return None,
-            }
-            self.i += 1;
-        }
+        let (mut chars, mut count) = (2, 0usize);
+        self.items(close, |s| {
+            chars += item(s)?;
+            count += 1;
+            Some(())
+        })?;
+        Some(chars + count.saturating_sub(1))
     }
 
     /// The members of an object: calls `member` with each key that is one of `names` (None for
@@ -326,25 +349,15 @@ impl<'a> Scan<'a> {
         names: &[&'static [u8]],
         mut member: impl FnMut(&mut Self, Option<&'static [u8]>) -> Option<()>,
     ) -> Option<()> {
-        self.eat(b'{')?;
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Some(());
+        if self.peek()? != b'{' {
+            return None;
         }
         let mut seen = 0u32;
-        loop {
-            let which = self.key(names, &mut seen)?;
-            self.eat(b':')?;
-            member(self, which)?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.items(b'}', |s| {
+            let which = s.key(names, &mut seen)?;
+            s.eat(b':')?;
+            member(s, which)
+        })
     }
 
     /// A member's key, as one of `names` (None for any other), marked in `seen`; a key with
@@ -372,6 +385,14 @@ impl<'a> Scan<'a> {
             b'f' => self.literal(b"false").map(|_| Some(false)),
             _ => self.literal(b"null").map(|_| None),
         }
+    }
+
+    /// Any value, its length as written (see [`Scan::value`]), or null.
+    pub(super) fn value_or_null(&mut self, depth: usize) -> Option<Option<usize>> {
+        if self.is_null()? {
+            return Some(None);
+        }
+        self.value(depth).map(Some)
     }
 
     /// A member holding a string measured in chars, or null.
