@@ -91,12 +91,7 @@ impl Transcript {
     /// re-counts the context.
     fn mark_pruned(&mut self, entries: Vec<usize>) {
         let branch: std::collections::HashSet<usize> = self.active_branch().into_iter().collect();
-        for j in entries.into_iter().filter(|j| branch.contains(j)) {
-            let e = &mut self.entries[j];
-            if e.context_role() == Some(Role::ToolResult) {
-                e.pruned = true;
-            }
-        }
+        self.mark_tool_results_pruned(entries.into_iter().filter(|j| branch.contains(j)));
         self.recount_context();
     }
 
