@@ -130,15 +130,7 @@ impl TranscriptFile {
         self.refuse_if_torn()?;
         self.reopen()?;
         let mut file = self.file.take().expect("reopened above");
-        if let Err(e) = file.lock() {
-            self.file = Some(file);
-            return Err(TranscriptError::io(&self.path, "cannot append", e));
-        }
-        let result = if self.rewrite_first {
-            self.rewrite_locked(&file, transcript)
-        } else {
-            self.append_locked(&mut file, v3_lines(new).as_bytes())
-        };
+        let result = self.write_locked(&mut file, transcript, new);
         // A rewrite left this writer a handle on the new file; the old one reaches only the
         // backup, and dropping it releases its lock. Otherwise the writer keeps its handle for
         // the session (dropping it would release the lock too).
@@ -147,6 +139,23 @@ impl TranscriptFile {
             self.file = Some(file);
         }
         result
+    }
+
+    /// Under the file's lock: the whole transcript when the file must be rewritten first, else
+    /// the `new` entries appended.
+    fn write_locked(
+        &mut self,
+        file: &mut File,
+        transcript: &Transcript,
+        new: &[Entry],
+    ) -> Result<(), TranscriptError> {
+        file.lock()
+            .map_err(|e| TranscriptError::io(&self.path, "cannot append", e))?;
+        if self.rewrite_first {
+            self.rewrite_locked(file, transcript)
+        } else {
+            self.append_locked(file, v3_lines(new).as_bytes())
+        }
     }
 
     /// The entries an append from `from_index` writes; an index past the end is the caller's
@@ -326,7 +335,6 @@ fn backup_for(path: &Path) -> PathBuf {
 /// Whether the bytes of `prefix` begin the file at `path` (a read error says no: the backup
 /// is kept).
 fn is_prefix_of(prefix: &Path, path: &Path) -> bool {
-    use std::io::Read;
     let (Ok(mut a), Ok(mut b)) = (File::open(prefix), File::open(path)) else {
         return false;
     };
@@ -336,8 +344,14 @@ fn is_prefix_of(prefix: &Path, path: &Path) -> bool {
     if !a_meta.is_file() || a_meta.len() > b_meta.len() {
         return false;
     }
+    same_bytes(&mut a, &mut b, a_meta.len())
+}
+
+/// Whether the next `len` bytes of `a` and `b` are the same (a read error says no).
+fn same_bytes(a: &mut File, b: &mut File, len: u64) -> bool {
+    use std::io::Read;
     let (mut x, mut y) = (vec![0; CHUNK], vec![0; CHUNK]);
-    let mut left = a_meta.len();
+    let mut left = len;
     while left > 0 {
         let n = (CHUNK as u64).min(left) as usize;
         if a.read_exact(&mut x[..n]).is_err() || b.read_exact(&mut y[..n]).is_err() {
@@ -387,11 +401,7 @@ fn write_and_swap_steps(
     crash_before: Option<usize>,
     keep_backup: bool,
 ) -> Result<Option<PathBuf>, TranscriptError> {
-    let mut steps = Steps {
-        path,
-        crash_before,
-        taken: 0,
-    };
+    let mut steps = Steps::new(path, crash_before);
     let f = write_temp(path, tmp, contents, chunk, &mut steps)?;
     steps.next()?;
     let backup = if keep_backup && path.exists() {
@@ -414,7 +424,15 @@ struct Steps<'p> {
     taken: usize,
 }
 
-impl Steps<'_> {
+impl<'p> Steps<'p> {
+    fn new(path: &'p Path, crash_before: Option<usize>) -> Steps<'p> {
+        Steps {
+            path,
+            crash_before,
+            taken: 0,
+        }
+    }
+
     fn next(&mut self) -> Result<(), TranscriptError> {
         self.taken += 1;
         match self.crash_before {
