@@ -90,15 +90,9 @@ fn read_concatenated(
         return Err(out.invalid(problem));
     };
     if decode.version == 1 {
-        out.warn(kept_v1_line_warning(parts.len()));
-        let kept = kept_v1_line(&parts, out.line_no, decode).map_err(|p| out.invalid(p))?;
-        out.emit(kept);
-        return Ok(0);
+        return keep_v1_line(&parts, decode, out);
     }
-    out.warn(format!(
-        "{n} JSON entries on one line (no line break between them); read as {n} entries",
-        n = parts.len()
-    ));
+    out.warn(concatenated_warning(parts.len()));
     let decoded = (parts.into_iter())
         .map(|part| Entry::decode(line_of(part), out.line_no, decode))
         .collect::<Result<Vec<_>, _>>()
@@ -108,6 +102,18 @@ fn read_concatenated(
         out.emit(e);
     }
     Ok(positions)
+}
+
+/// A v1 line of several entries, kept whole at no position (see [`kept_v1_line`]).
+fn keep_v1_line(
+    parts: &[&str],
+    decode: &Decode,
+    out: &mut LineOut<'_, impl FnMut(Entry)>,
+) -> Result<usize, TranscriptError> {
+    out.warn(kept_v1_line_warning(parts.len()));
+    let kept = kept_v1_line(parts, out.line_no, decode).map_err(|p| out.invalid(p))?;
+    out.emit(kept);
+    Ok(0)
 }
 
 /// Files from this size on are read on two threads (see [`Lines::read_in_two`]).
@@ -254,6 +260,11 @@ fn split_lines(text: &str) -> impl Iterator<Item = &str> {
             start = end + 1;
             line
         })
+}
+
+/// What loading says of a v2/v3 line of `n` entries.
+fn concatenated_warning(n: usize) -> String {
+    format!("{n} JSON entries on one line (no line break between them); read as {n} entries")
 }
 
 /// What loading says of a v1 line of `n` entries.
