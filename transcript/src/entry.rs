@@ -97,6 +97,17 @@ struct ToolFacts {
     is_error: bool,
 }
 
+impl ToolFacts {
+    /// A tool result's facts as the fast path read them; None for other messages.
+    #[inline]
+    fn of_envelope(m: &crate::envelope::MessageLine) -> Option<ToolFacts> {
+        (m.summary.role == Some(Role::ToolResult)).then(|| ToolFacts {
+            name: m.tool_name.clone().map(Ok),
+            is_error: m.is_error == Some(true),
+        })
+    }
+}
+
 /// One entry (a line after the header).
 #[derive(Debug, Clone)]
 pub struct Entry {
@@ -227,12 +238,9 @@ impl Entry {
         ids: (Text, Option<Text>),
         v1: bool,
     ) -> Entry {
+        let tool = ToolFacts::of_envelope(&m);
         let timestamp_ms = m.timestamp.and_then(|r| parse_iso_ms(&line.as_str()[r]));
         let (role, tokens, usage_total) = m.summary.counted();
-        let tool = (m.summary.role == Some(Role::ToolResult)).then(|| ToolFacts {
-            name: m.tool_name.map(Ok),
-            is_error: m.is_error == Some(true),
-        });
         Entry {
             v1_ids: v1,
             tool,
