@@ -97,6 +97,17 @@ struct ToolFacts {
     is_error: bool,
 }
 
+impl ToolFacts {
+    /// A tool result's facts as the fast path read them; None for other messages.
+    #[inline]
+    fn of_envelope(m: &crate::envelope::MessageLine) -> Option<ToolFacts> {
+        (m.summary.role == Some(Role::ToolResult)).then(|| ToolFacts {
+            name: m.tool_name.clone().map(Ok),
+            is_error: m.is_error == Some(true),
+        })
+    }
+}
+
 /// One entry (a line after the header).
 #[derive(Debug, Clone)]
 pub struct Entry {
@@ -224,44 +235,57 @@ impl Entry {
         line: Line,
         line_no: usize,
         m: crate::envelope::MessageLine,
-        (id, parent_id): (Text, Option<Text>),
+        ids: (Text, Option<Text>),
         v1: bool,
     ) -> Entry {
-        let text = line.as_str();
-        let timestamp = m.timestamp.and_then(|r| parse_iso_ms(&text[r]));
-        let summary = m.summary;
-        let tool = (summary.role == Some(Role::ToolResult)).then(|| ToolFacts {
-            name: m.tool_name.map(Ok),
-            is_error: m.is_error == Some(true),
-        });
-        let (role, tokens, usage_total) = if summary.excluded {
-            (None, 0, None)
-        } else {
-            (summary.role, summary.tokens, summary.valid_usage)
-        };
+        let tool = ToolFacts::of_envelope(&m);
+        let timestamp_ms = m.timestamp.and_then(|r| parse_iso_ms(&line.as_str()[r]));
+        let (role, tokens, usage_total) = m.summary.counted();
         Entry {
-            id,
-            parent_id,
-            kind: Cow::Borrowed("message"),
-            timestamp_ms: timestamp,
+            v1_ids: v1,
+            tool,
+            timestamp_ms,
             message: Some(m.message),
-            synth: None,
             role,
             tokens,
             usage_total,
+            note: m.summary.usage_problem,
+            ..Entry::bare(line, line_no, ids, Cow::Borrowed("message"))
+        }
+    }
+
+    /// An entry of `kind` on `line` with nothing measured, found or resolved yet: what the
+    /// decoders fill in.
+    #[inline]
+    fn bare(
+        line: Line,
+        line_no: usize,
+        (id, parent_id): (Text, Option<Text>),
+        kind: Cow<'static, str>,
+    ) -> Entry {
+        Entry {
+            line,
+            original: None,
+            v1_ids: false,
+            spliced: OnceLock::new(),
+            tool: None,
+            line_no,
+            id,
+            parent_id,
+            kind,
+            timestamp_ms: None,
+            message: None,
+            synth: None,
+            role: None,
+            tokens: 0,
+            usage_total: None,
             first_kept_id: None,
             tokens_before: 0,
             meta: None,
-            note: summary.usage_problem,
+            note: None,
             pruned: false,
             parent: None,
             first_kept: None,
-            line,
-            original: None,
-            v1_ids: v1,
-            spliced: OnceLock::new(),
-            tool,
-            line_no,
         }
     }
 

@@ -100,27 +100,19 @@ fn content(s: &mut Scan<'_>) -> Option<Option<usize>> {
     match s.peek()? {
         b'n' => s.literal(b"null").map(|_| None),
         b'"' => s.string().filter(|st| !st.unicode).map(|st| Some(st.chars)),
-        b'[' => {
-            s.i += 1;
-            let mut total = 0;
-            if s.peek()? == b']' {
-                s.i += 1;
-                return Some(Some(total));
-            }
-            loop {
-                total += block(s)?;
-                match s.peek()? {
-                    b',' => s.i += 1,
-                    b']' => {
-                        s.i += 1;
-                        return Some(Some(total));
-                    }
-                    _ => return None,
-                }
-            }
-        }
+        b'[' => blocks(s).map(Some),
         _ => None,
     }
+}
+
+/// A list of content blocks, in chars.
+fn blocks(s: &mut Scan<'_>) -> Option<usize> {
+    let mut total = 0;
+    s.items(b']', |s| {
+        total += block(s)?;
+        Some(())
+    })?;
+    Some(total)
 }
 
 /// One content block, in chars (see `BlockChars`).
@@ -133,13 +125,7 @@ fn block(s: &mut Scan<'_>) -> Option<usize> {
             Some(b"text") => m.text = s.chars_or_null()?,
             Some(b"thinking") => m.thinking = s.chars_or_null()?,
             Some(b"name") => m.name = s.chars_or_null()?,
-            Some(b"arguments") => {
-                m.arguments = if s.is_null()? {
-                    None
-                } else {
-                    Some(s.value(2)?)
-                }
-            }
+            Some(b"arguments") => m.arguments = s.value_or_null(2)?,
             _ => {
                 s.value(2)?;
             }
@@ -154,13 +140,7 @@ fn usage(s: &mut Scan<'_>) -> Option<Option<RawUsage>> {
     if s.is_null()? {
         return Some(None);
     }
-    let mut raw = RawUsage {
-        input: None,
-        output: None,
-        cache_read: None,
-        cache_write: None,
-        total_tokens: None,
-    };
+    let mut raw = RawUsage::default();
     s.object(&USAGE_MEMBERS, |s, which| {
         let figure = match which {
             Some(b"input") => &mut raw.input,
@@ -215,12 +195,7 @@ pub(crate) fn message_line_unmeasured(line: &str) -> Option<MessageLine> {
 }
 
 fn scan_line(line: &str, measure: bool) -> Option<MessageLine> {
-    let mut s = Scan {
-        b: line.as_bytes(),
-        i: 0,
-        measure,
-        lone_surrogate: false,
-    };
+    let mut s = Scan::new(line, measure);
     let entry = entry_members(&mut s)?;
     if s.peek().is_some() {
         return None; // trailing bytes: glued entries and the like are serde's to judge
@@ -287,12 +262,7 @@ impl Stats {
         let excluded = role == Role::BashExecution && self.exclude == Some(true);
         let (usage, usage_problem) = self.usage.as_ref().map(RawUsage::checked).unzip();
         let stop = self.stop_reason.clone().map(|r| &line.as_bytes()[r]);
-        let valid_usage = match usage {
-            Some(u) if role == Role::Assistant && !matches!(stop, Some(b"error" | b"aborted")) => {
-                Some(u.total_tokens).filter(|t| *t > 0)
-            }
-            _ => None,
-        };
+        let valid_usage = tokens::context_size(Some(role), stop, usage);
         let measured = !excluded && measure;
         Some(tokens::Summary {
             role: Some(role),

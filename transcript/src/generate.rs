@@ -34,6 +34,18 @@ impl Rng {
         self.next() % 100 < percent
     }
 
+    /// A UUID-shaped (version 4) id.
+    fn uuid_v4(&mut self) -> String {
+        format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            self.next() as u32,
+            self.next() as u16,
+            self.next() & 0xfff,
+            self.next() & 0xfff,
+            self.next() & 0xffff_ffff_ffff
+        )
+    }
+
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[self.range(0, items.len() as u64) as usize]
     }
@@ -219,6 +231,10 @@ impl Session {
             (_, false) => format!("Successfully wrote to {path}."),
             (_, true) => format!("EACCES: permission denied, open '{path}'"),
         };
+        self.tool_result_message(id, name, &text, failed)
+    }
+
+    fn tool_result_message(&mut self, id: &str, name: &str, text: &str, failed: bool) -> bool {
         self.message(json!({
             "role": "toolResult", "toolCallId": id, "toolName": name,
             "content": [{"type": "text", "text": text}], "isError": failed,
@@ -242,15 +258,13 @@ impl Session {
             let answer = format!("Done with step {k}; the {verb} is in.");
             return self.assistant(vec![json!({"type": "text", "text": answer})], "stop");
         }
+        self.short_tool_call(k)
+    }
+
+    /// The answer of short turn `k` calling its tool, and the tool's result.
+    fn short_tool_call(&mut self, k: u64) -> bool {
         let call = k / 3;
-        // A failed call is retried (and so resolved) two calls later, on the same file.
-        let retry = call % 7 == 2;
-        let file = if retry { call - 2 } else { call };
-        let (name, path) = if call.is_multiple_of(2) {
-            ("edit", format!("src/m{}/f{file}.rs", file % 40))
-        } else {
-            ("read", format!("docs/d{}/n{file}.md", file % 25))
-        };
+        let (name, path) = short_call_target(call);
         let id = format!("toolu_{k:016x}");
         let args = json!({"path": path});
         let content = vec![
@@ -266,10 +280,7 @@ impl Session {
         } else {
             format!("ok: {path}")
         };
-        self.message(json!({
-            "role": "toolResult", "toolCallId": id, "toolName": name,
-            "content": [{"type": "text", "text": text}], "isError": failed,
-        }))
+        self.tool_result_message(&id, name, &text, failed)
     }
 
     /// One user prompt and the agent's work on it.
@@ -281,38 +292,18 @@ impl Session {
             return false;
         }
         if self.rng.chance(3) {
-            // An interrupted request: pi records it with zero usage and stopReason "aborted".
-            let aborted = json!({
-                "role": "assistant", "content": [], "api": "anthropic-messages",
-                "provider": "anthropic", "model": "claude-sonnet-4-5",
-                "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-                "stopReason": "aborted", "errorMessage": "Request was aborted",
-            });
-            return self.message(aborted);
+            return self.aborted();
         }
         for _ in 0..self.rng.range(1, 5) {
-            let mut content = Vec::new();
-            if self.rng.chance(30) {
-                content.push(json!({"type": "thinking", "thinking": self.rng.pick(THOUGHTS), "thinkingSignature": "sig"}));
-            }
-            content.push(json!({"type": "text", "text": self.rng.pick(REMARKS)}));
-            let calls: Vec<_> = (0..self.rng.range(1, 4))
-                .map(|_| self.tool_call(&focus))
-                .collect();
-            for (id, name, args) in &calls {
-                content
-                    .push(json!({"type": "toolCall", "id": id, "name": name, "arguments": args}));
-            }
-            if !self.assistant(content, "toolUse") {
+            if !self.tool_round(&focus) {
                 return false;
             }
-            for (id, name, args) in &calls {
-                if !self.tool_result(id, name, args) {
-                    return false;
-                }
-            }
         }
+        self.done(&focus)
+    }
+
+    /// The agent's closing answer on `focus`.
+    fn done(&mut self, focus: &str) -> bool {
         let done = format!(
             "Done. I changed {focus} and the tests pass. {}",
             if self.rng.chance(25) {
@@ -325,6 +316,48 @@ impl Session {
             vec![json!({"type": "text", "text": done.trim_end()})],
             "stop",
         )
+    }
+
+    /// An interrupted request: pi records it with zero usage and stopReason "aborted".
+    fn aborted(&mut self) -> bool {
+        self.message(json!({
+            "role": "assistant", "content": [], "api": "anthropic-messages",
+            "provider": "anthropic", "model": "claude-sonnet-4-5",
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "aborted", "errorMessage": "Request was aborted",
+        }))
+    }
+
+    /// One assistant message calling tools on or near `focus`, and their results.
+    fn tool_round(&mut self, focus: &str) -> bool {
+        let mut content = Vec::new();
+        if self.rng.chance(30) {
+            content.push(json!({"type": "thinking", "thinking": self.rng.pick(THOUGHTS), "thinkingSignature": "sig"}));
+        }
+        content.push(json!({"type": "text", "text": self.rng.pick(REMARKS)}));
+        let calls: Vec<_> = (0..self.rng.range(1, 4))
+            .map(|_| self.tool_call(focus))
+            .collect();
+        for (id, name, args) in &calls {
+            content.push(json!({"type": "toolCall", "id": id, "name": name, "arguments": args}));
+        }
+        if !self.assistant(content, "toolUse") {
+            return false;
+        }
+        (calls.iter()).all(|(id, name, args)| self.tool_result(id, name, args))
+    }
+}
+
+/// The tool and file of a short session's call number `call`: a failed call is retried (and
+/// so resolved) two calls later, on the same file.
+fn short_call_target(call: u64) -> (&'static str, String) {
+    let retry = call % 7 == 2;
+    let file = if retry { call - 2 } else { call };
+    if call.is_multiple_of(2) {
+        ("edit", format!("src/m{}/f{file}.rs", file % 40))
+    } else {
+        ("read", format!("docs/d{}/n{file}.md", file % 25))
     }
 }
 
@@ -387,16 +420,8 @@ impl Session {
     /// The header and a `model_change` entry; the messages follow.
     fn start(seed: u64, messages: usize) -> Session {
         let mut rng = Rng(seed ^ 0x005E_ED0F_C7A5);
-        let session_id = format!(
-            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
-            rng.next() as u32,
-            rng.next() as u16,
-            rng.next() & 0xfff,
-            rng.next() & 0xfff,
-            rng.next() & 0xffff_ffff_ffff
-        );
-        // 2025-01-01 plus a seed-dependent day, so sessions of different seeds do not overlap.
-        let start = 1_735_689_600_000 + (seed % 365) * 86_400_000;
+        let session_id = rng.uuid_v4();
+        let start = start_ms(seed);
         let header = json!({
             "type": "session", "version": 3, "id": session_id,
             "timestamp": format_iso_ms(start), "cwd": format!("/home/dev/project-{}", seed % 100),
@@ -423,6 +448,12 @@ impl Session {
         out.push('\n');
         out
     }
+}
+
+/// When the session of `seed` starts: 2025-01-01 plus a seed-dependent day, so sessions of
+/// different seeds do not overlap.
+fn start_ms(seed: u64) -> u64 {
+    1_735_689_600_000 + (seed % 365) * 86_400_000
 }
 
 /// Damage done to transcripts the way crashes, editors and other writers do it, reproducibly
@@ -456,10 +487,7 @@ impl Mutator {
             let len = out.len();
             let at = self.below(len + 1);
             match self.below(7) {
-                0 if len > 0 => {
-                    let i = self.below(len);
-                    out[i] ^= 1 << self.below(8);
-                }
+                0 if len > 0 => self.flip_bit(&mut out),
                 1 => {
                     let end = (at + 1 + self.below(64)).min(len);
                     out.drain(at..end);
@@ -469,29 +497,45 @@ impl Mutator {
                     out.splice(at..at, t.iter().copied());
                 }
                 3 => out.truncate(at),
-                4 => {
-                    if let Some(nl) = out[at.min(len)..].iter().position(|&b| b == b'\n') {
-                        out.remove(at + nl);
-                    }
-                }
-                5 => {
-                    let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
-                    let mut line = lines[self.below(lines.len())].to_vec();
-                    line.push(b'\n');
-                    let to = self.below(len + 1);
-                    out.splice(to..to, line);
-                }
-                _ => {
-                    let digits: Vec<usize> =
-                        (0..len).filter(|&i| out[i].is_ascii_digit()).collect();
-                    if !digits.is_empty() {
-                        let i = digits[self.below(digits.len())];
-                        out[i] = b'0' + self.below(10) as u8;
-                    }
-                }
+                4 => glue_lines(&mut out, at),
+                5 => self.repeat_line(&mut out),
+                _ => self.change_digit(&mut out),
             }
         }
         out
+    }
+
+    fn flip_bit(&mut self, out: &mut [u8]) {
+        let i = self.below(out.len());
+        out[i] ^= 1 << self.below(8);
+    }
+
+    /// A line of `out` written again at a random place (duplicate ids, branches).
+    fn repeat_line(&mut self, out: &mut Vec<u8>) {
+        let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
+        let mut line = lines[self.below(lines.len())].to_vec();
+        line.push(b'\n');
+        let to = self.below(out.len() + 1);
+        out.splice(to..to, line);
+    }
+
+    /// A digit of `out` changed (ids, counts, indices), when it has one.
+    fn change_digit(&mut self, out: &mut [u8]) {
+        let digits: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].is_ascii_digit())
+            .collect();
+        if !digits.is_empty() {
+            let i = digits[self.below(digits.len())];
+            out[i] = b'0' + self.below(10) as u8;
+        }
+    }
+}
+
+/// The first line break at or after `at` removed: two lines glued.
+fn glue_lines(out: &mut Vec<u8>, at: usize) {
+    let len = out.len();
+    if let Some(nl) = out[at.min(len)..].iter().position(|&b| b == b'\n') {
+        out.remove(at + nl);
     }
 }
 

@@ -26,24 +26,30 @@ pub(crate) fn replace_lone_surrogates(bytes: &mut [u8]) -> usize {
     // Walks escape by escape from the start, so `\\ud83d` (an escaped backslash, then text)
     // is never taken for an escape.
     while let Some(found) = memchr::memchr(b'\\', &bytes[at..]) {
-        let p = at + found;
-        if bytes.get(p + 1) != Some(&b'u') {
-            at = p + 2;
-            continue;
-        }
-        match unit_at(bytes, p) {
-            Some(0xD800..=0xDBFF) if matches!(unit_at(bytes, p + 6), Some(0xDC00..=0xDFFF)) => {
-                at = p + 12;
-            }
-            Some(0xD800..=0xDFFF) => {
-                bytes[p + 2..p + 6].copy_from_slice(b"fffd");
-                replaced += 1;
-                at = p + 6;
-            }
-            _ => at = p + 2,
-        }
+        let (next, lone) = pass_escape(bytes, at + found);
+        replaced += usize::from(lone);
+        at = next;
     }
     replaced
+}
+
+/// The escape at `p` (a backslash) passed, a lone surrogate replaced: where the text after it
+/// starts, and whether it was one.
+#[inline]
+fn pass_escape(bytes: &mut [u8], p: usize) -> (usize, bool) {
+    if bytes.get(p + 1) != Some(&b'u') {
+        return (p + 2, false);
+    }
+    match unit_at(bytes, p) {
+        Some(0xD800..=0xDBFF) if matches!(unit_at(bytes, p + 6), Some(0xDC00..=0xDFFF)) => {
+            (p + 12, false)
+        }
+        Some(0xD800..=0xDFFF) => {
+            bytes[p + 2..p + 6].copy_from_slice(b"fffd");
+            (p + 6, true)
+        }
+        _ => (p + 2, false),
+    }
 }
 
 /// The UTF-16 unit of a `\uXXXX` escape starting at `p`.

@@ -28,47 +28,92 @@ pub(crate) fn read_line(
     source: &str,
     line_of: &dyn Fn(&str) -> Line,
     warnings: &mut Vec<LoadWarning>,
-    mut each: impl FnMut(Entry),
+    each: impl FnMut(Entry),
 ) -> Result<usize, TranscriptError> {
-    let warning = |message: String| LoadWarning {
-        source: source.to_string(),
-        line: line_no,
-        message,
+    let mut out = LineOut {
+        source,
+        line_no,
+        warnings,
+        each,
     };
-    let mut emit = |mut e: Entry, warnings: &mut Vec<LoadWarning>| {
+    match Entry::decode(line_of(text), line_no, decode) {
+        Ok(e) => {
+            out.emit(e);
+            Ok(1)
+        }
+        Err(problem) => read_concatenated(text, problem, decode, line_of, &mut out),
+    }
+}
+
+/// Where the entries and warnings of one line go.
+struct LineOut<'a, F> {
+    source: &'a str,
+    line_no: usize,
+    warnings: &'a mut Vec<LoadWarning>,
+    each: F,
+}
+
+impl<F: FnMut(Entry)> LineOut<'_, F> {
+    fn warn(&mut self, message: String) {
+        self.warnings.push(LoadWarning {
+            source: self.source.to_string(),
+            line: self.line_no,
+            message,
+        });
+    }
+
+    /// The entry to `each`, what it noted while decoding to the warnings.
+    #[inline]
+    fn emit(&mut self, mut e: Entry) {
         if let Some(note) = e.take_note() {
-            warnings.push(warning(note));
+            self.warn(note);
         }
-        each(e);
+        (self.each)(e);
+    }
+
+    fn invalid(&self, problem: String) -> TranscriptError {
+        TranscriptError::invalid(self.source, self.line_no, problem)
+    }
+}
+
+/// A line that did not decode as one entry, read as several written without a line break
+/// between them (a v1 line of several is kept whole, at no position); else `problem` is its
+/// error.
+fn read_concatenated(
+    text: &str,
+    problem: String,
+    decode: &Decode,
+    line_of: &dyn Fn(&str) -> Line,
+    out: &mut LineOut<'_, impl FnMut(Entry)>,
+) -> Result<usize, TranscriptError> {
+    let Some(parts) = split_concatenated(text) else {
+        return Err(out.invalid(problem));
     };
-    let decoded = match Entry::decode(line_of(text), line_no, decode) {
-        Ok(e) => vec![e],
-        Err(problem) => {
-            let Some(parts) = split_concatenated(text) else {
-                return Err(TranscriptError::invalid(source, line_no, problem));
-            };
-            if decode.version == 1 {
-                warnings.push(warning(kept_v1_line_warning(parts.len())));
-                let kept = kept_v1_line(&parts, line_no, decode)
-                    .map_err(|p| TranscriptError::invalid(source, line_no, p))?;
-                emit(kept, warnings);
-                return Ok(0);
-            }
-            warnings.push(warning(format!(
-                "{n} JSON entries on one line (no line break between them); read as {n} entries",
-                n = parts.len()
-            )));
-            (parts.into_iter())
-                .map(|part| Entry::decode(line_of(part), line_no, decode))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|p| TranscriptError::invalid(source, line_no, p))?
-        }
-    };
+    if decode.version == 1 {
+        return keep_v1_line(&parts, decode, out);
+    }
+    out.warn(concatenated_warning(parts.len()));
+    let decoded = (parts.into_iter())
+        .map(|part| Entry::decode(line_of(part), out.line_no, decode))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|p| out.invalid(p))?;
     let positions = decoded.len();
     for e in decoded {
-        emit(e, warnings);
+        out.emit(e);
     }
     Ok(positions)
+}
+
+/// A v1 line of several entries, kept whole at no position (see [`kept_v1_line`]).
+fn keep_v1_line(
+    parts: &[&str],
+    decode: &Decode,
+    out: &mut LineOut<'_, impl FnMut(Entry)>,
+) -> Result<usize, TranscriptError> {
+    out.warn(kept_v1_line_warning(parts.len()));
+    let kept = kept_v1_line(parts, out.line_no, decode).map_err(|p| out.invalid(p))?;
+    out.emit(kept);
+    Ok(0)
 }
 
 /// Files from this size on are read on two threads (see [`Lines::read_in_two`]).
@@ -106,12 +151,8 @@ impl Lines<'_> {
         let mut entries = Vec::with_capacity(lines.len());
         let mut positions = 0;
         for &(line_no, text) in lines {
-            let decode = Decode {
-                version: self.version,
-                // v1 ids and parents follow the position among the entries read.
-                index: positions,
-                entry_count: self.entry_count,
-            };
+            let decode = self.decode_at(positions);
+            let push = |e| entries.push(e);
             positions += read_line(
                 text,
                 line_no,
@@ -119,10 +160,20 @@ impl Lines<'_> {
                 self.source,
                 self.line_of,
                 warnings,
-                |e| entries.push(e),
+                push,
             )?;
         }
         Ok(entries)
+    }
+
+    /// How the line at v1 position `index` decodes: v1 ids and parents follow the position
+    /// among the entries read.
+    fn decode_at(&self, index: usize) -> Decode {
+        Decode {
+            version: self.version,
+            index,
+            entry_count: self.entry_count,
+        }
     }
 
     /// [`Lines::read`] with the second half on another thread: a v2/v3 line decodes the same
@@ -134,17 +185,14 @@ impl Lines<'_> {
         warnings: &mut Vec<LoadWarning>,
     ) -> Result<Vec<Entry>, TranscriptError> {
         let (first, second) = lines.split_at(lines.len() / 2);
-        let read_second = || {
-            let mut warnings = Vec::new();
-            self.read(second, &mut warnings).map(|e| (e, warnings))
-        };
         let (entries, later) = std::thread::scope(|scope| {
-            let helper = std::thread::Builder::new().spawn_scoped(scope, read_second);
+            let helper =
+                std::thread::Builder::new().spawn_scoped(scope, || self.read_apart(second));
             let entries = self.read(first, warnings);
             // Where no thread can be made, this one reads the second half too.
             let later = match helper {
                 Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                Err(_) => read_second(),
+                Err(_) => self.read_apart(second),
             };
             (entries, later)
         });
@@ -153,6 +201,15 @@ impl Lines<'_> {
         entries.extend(more);
         warnings.extend(more_warnings);
         Ok(entries)
+    }
+
+    /// [`Lines::read`] with warnings of its own, to be put after those of the lines before.
+    fn read_apart(
+        &self,
+        lines: &[(usize, &str)],
+    ) -> Result<(Vec<Entry>, Vec<LoadWarning>), TranscriptError> {
+        let mut warnings = Vec::new();
+        self.read(lines, &mut warnings).map(|e| (e, warnings))
     }
 }
 
@@ -203,6 +260,11 @@ fn split_lines(text: &str) -> impl Iterator<Item = &str> {
             start = end + 1;
             line
         })
+}
+
+/// What loading says of a v2/v3 line of `n` entries.
+fn concatenated_warning(n: usize) -> String {
+    format!("{n} JSON entries on one line (no line break between them); read as {n} entries")
 }
 
 /// What loading says of a v1 line of `n` entries.

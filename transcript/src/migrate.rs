@@ -24,22 +24,7 @@ pub(crate) fn splice_ids(
     id: &str,
     parent: Option<&str>,
 ) -> Option<(String, usize, usize)> {
-    const PREFIX: &str = "{\"type\":\"";
-    let body = line.strip_prefix(PREFIX)?;
-    let mut escaped = false;
-    let mut end = None;
-    for (i, b) in body.bytes().enumerate() {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            b'"' => {
-                end = Some(PREFIX.len() + i + 1);
-                break;
-            }
-            _ => {}
-        }
-    }
-    let pos = end?;
+    let pos = leading_type_end(line)?;
     // An object with only a type member would need no comma; such a line is no v1 entry.
     if line[pos..].trim_start().starts_with('}') {
         return None;
@@ -50,6 +35,23 @@ pub(crate) fn splice_ids(
     out.push_str(&insert);
     out.push_str(&line[pos..]);
     Some((out, pos, insert.len()))
+}
+
+/// Where a leading `{"type":"..."` member ends (after its closing quote), if the line starts
+/// with one.
+fn leading_type_end(line: &str) -> Option<usize> {
+    const PREFIX: &str = "{\"type\":\"";
+    let body = line.strip_prefix(PREFIX)?;
+    let mut escaped = false;
+    for (i, b) in body.bytes().enumerate() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => return Some(PREFIX.len() + i + 1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// What a structural rewrite changes.
@@ -69,26 +71,29 @@ pub(crate) fn rewrite_entry(line: &str, change: &Rewrite<'_>) -> Result<String, 
         return Err("entry is not a JSON object".into());
     };
     let mut new = Map::with_capacity(old.len() + 2);
-    for (key, mut val) in old {
+    for (key, val) in old {
+        change.carry(key, val, &mut new);
+    }
+    Ok(Value::Object(new).to_string())
+}
+
+impl Rewrite<'_> {
+    /// Member `key` of the old entry into `new`, changed as this rewrite says; new ids go
+    /// right after `type`.
+    fn carry(&self, key: String, mut val: Value, new: &mut Map<String, Value>) {
         match key.as_str() {
-            "id" | "parentId" if change.ids.is_some() => continue,
-            "firstKeptEntryIndex" if change.first_kept_id.is_some() => {
-                let id = change.first_kept_id.unwrap_or_default();
+            "id" | "parentId" if self.ids.is_some() => return,
+            "firstKeptEntryIndex" if self.first_kept_id.is_some() => {
+                let id = self.first_kept_id.unwrap_or_default();
                 new.insert("firstKeptEntryId".into(), Value::String(id.into()));
-                continue;
+                return;
             }
-            "message" if change.hook_to_custom => {
-                if let Some(role) = val.get_mut("role")
-                    && role == "hookMessage"
-                {
-                    *role = Value::String("custom".into());
-                }
-            }
+            "message" if self.hook_to_custom => rename_hook_role(&mut val),
             _ => {}
         }
         let is_type = key == "type";
         new.insert(key, val);
-        if is_type && let Some((id, parent)) = change.ids {
+        if is_type && let Some((id, parent)) = self.ids {
             new.insert("id".into(), Value::String(id.into()));
             new.insert(
                 "parentId".into(),
@@ -96,7 +101,15 @@ pub(crate) fn rewrite_entry(line: &str, change: &Rewrite<'_>) -> Result<String, 
             );
         }
     }
-    Ok(Value::Object(new).to_string())
+}
+
+/// A message of role `hookMessage` as the `custom` one v3 has for it.
+fn rename_hook_role(message: &mut Value) {
+    if let Some(role) = message.get_mut("role")
+        && role == "hookMessage"
+    {
+        *role = Value::String("custom".into());
+    }
 }
 
 /// The header as a version 3 line (`version` placed after `type`, as pi writes it).

@@ -10,8 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Transcript;
 use crate::error::TranscriptError;
+use crate::{Entry, Transcript};
 
 /// An append-only writer for a v3 transcript file.
 #[derive(Debug)]
@@ -49,6 +49,16 @@ fn open_append(path: &Path) -> Result<File, TranscriptError> {
         .append(true)
         .open(path)
         .map_err(|e| TranscriptError::io(path, "cannot open for append", e))
+}
+
+/// The entries as v3 lines, each ended by its newline: what one append writes.
+fn v3_lines(entries: &[Entry]) -> String {
+    let mut buf = String::with_capacity(entries.iter().map(|e| e.v3_line().len() + 1).sum());
+    for e in entries {
+        buf.push_str(e.v3_line());
+        buf.push('\n');
+    }
+    buf
 }
 
 impl TranscriptFile {
@@ -113,44 +123,14 @@ impl TranscriptFile {
         transcript: &Transcript,
         from_index: usize,
     ) -> Result<(), TranscriptError> {
-        let Some(new) = transcript.entries().get(from_index..) else {
-            return Err(TranscriptError::invalid(
-                &self.path.display().to_string(),
-                from_index + 2,
-                format!(
-                    "append from entry {from_index}, but the transcript has {} entries",
-                    transcript.entries().len()
-                ),
-            ));
-        };
+        let new = self.entries_from(transcript, from_index)?;
         if new.is_empty() {
             return Ok(());
         }
-        if self.torn {
-            return Err(TranscriptError::io(
-                &self.path,
-                "cannot append",
-                std::io::Error::other(
-                    "an earlier write failed and could not be undone; reopen the session (the torn tail is set aside then)",
-                ),
-            ));
-        }
+        self.refuse_if_torn()?;
         self.reopen()?;
         let mut file = self.file.take().expect("reopened above");
-        if let Err(e) = file.lock() {
-            self.file = Some(file);
-            return Err(TranscriptError::io(&self.path, "cannot append", e));
-        }
-        let result = if self.rewrite_first {
-            self.rewrite_locked(&file, transcript)
-        } else {
-            let mut buf = String::with_capacity(new.iter().map(|e| e.v3_line().len() + 1).sum());
-            for e in new {
-                buf.push_str(e.v3_line());
-                buf.push('\n');
-            }
-            self.append_locked(&mut file, buf.as_bytes())
-        };
+        let result = self.write_locked(&mut file, transcript, new);
         // A rewrite left this writer a handle on the new file; the old one reaches only the
         // backup, and dropping it releases its lock. Otherwise the writer keeps its handle for
         // the session (dropping it would release the lock too).
@@ -159,6 +139,55 @@ impl TranscriptFile {
             self.file = Some(file);
         }
         result
+    }
+
+    /// Under the file's lock: the whole transcript when the file must be rewritten first, else
+    /// the `new` entries appended.
+    fn write_locked(
+        &mut self,
+        file: &mut File,
+        transcript: &Transcript,
+        new: &[Entry],
+    ) -> Result<(), TranscriptError> {
+        file.lock()
+            .map_err(|e| TranscriptError::io(&self.path, "cannot append", e))?;
+        if self.rewrite_first {
+            self.rewrite_locked(file, transcript)
+        } else {
+            self.append_locked(file, v3_lines(new).as_bytes())
+        }
+    }
+
+    /// The entries an append from `from_index` writes; an index past the end is the caller's
+    /// mistake, reported against this file.
+    fn entries_from<'t>(
+        &self,
+        transcript: &'t Transcript,
+        from_index: usize,
+    ) -> Result<&'t [Entry], TranscriptError> {
+        transcript.entries().get(from_index..).ok_or_else(|| {
+            TranscriptError::invalid(
+                &self.path.display().to_string(),
+                from_index + 2,
+                format!(
+                    "append from entry {from_index}, but the transcript has {} entries",
+                    transcript.entries().len()
+                ),
+            )
+        })
+    }
+
+    fn refuse_if_torn(&self) -> Result<(), TranscriptError> {
+        if !self.torn {
+            return Ok(());
+        }
+        Err(TranscriptError::io(
+            &self.path,
+            "cannot append",
+            std::io::Error::other(
+                "an earlier write failed and could not be undone; reopen the session (the torn tail is set aside then)",
+            ),
+        ))
     }
 
     /// Opens the handle again if it was released. Safe whenever: the next append checks the
@@ -306,7 +335,6 @@ fn backup_for(path: &Path) -> PathBuf {
 /// Whether the bytes of `prefix` begin the file at `path` (a read error says no: the backup
 /// is kept).
 fn is_prefix_of(prefix: &Path, path: &Path) -> bool {
-    use std::io::Read;
     let (Ok(mut a), Ok(mut b)) = (File::open(prefix), File::open(path)) else {
         return false;
     };
@@ -316,8 +344,14 @@ fn is_prefix_of(prefix: &Path, path: &Path) -> bool {
     if !a_meta.is_file() || a_meta.len() > b_meta.len() {
         return false;
     }
+    same_bytes(&mut a, &mut b, a_meta.len())
+}
+
+/// Whether the next `len` bytes of `a` and `b` are the same (a read error says no).
+fn same_bytes(a: &mut File, b: &mut File, len: u64) -> bool {
+    use std::io::Read;
     let (mut x, mut y) = (vec![0; CHUNK], vec![0; CHUNK]);
-    let mut left = a_meta.len();
+    let mut left = len;
     while left > 0 {
         let n = (CHUNK as u64).min(left) as usize;
         if a.read_exact(&mut x[..n]).is_err() || b.read_exact(&mut y[..n]).is_err() {
@@ -367,18 +401,61 @@ fn write_and_swap_steps(
     crash_before: Option<usize>,
     keep_backup: bool,
 ) -> Result<Option<PathBuf>, TranscriptError> {
-    let mut step = 0;
-    let mut step_ok = || {
-        step += 1;
-        match crash_before {
-            Some(n) if step > n => Err(TranscriptError::io(
-                path,
+    let mut steps = Steps::new(path, crash_before);
+    let f = write_temp(path, tmp, contents, chunk, &mut steps)?;
+    steps.next()?;
+    let backup = if keep_backup && path.exists() {
+        Some(keep_previous(path)?)
+    } else {
+        None
+    };
+    steps.next()?;
+    std::fs::rename(tmp, path).map_err(|e| TranscriptError::io(path, "cannot replace file", e))?;
+    drop(f);
+    steps.next()?;
+    sync_parent_dir(path);
+    Ok(backup)
+}
+
+/// Counts the rewrite's steps; tests stop it before one as a crash would.
+struct Steps<'p> {
+    path: &'p Path,
+    crash_before: Option<usize>,
+    taken: usize,
+}
+
+impl<'p> Steps<'p> {
+    fn new(path: &'p Path, crash_before: Option<usize>) -> Steps<'p> {
+        Steps {
+            path,
+            crash_before,
+            taken: 0,
+        }
+    }
+
+    fn next(&mut self) -> Result<(), TranscriptError> {
+        self.taken += 1;
+        match self.crash_before {
+            Some(n) if self.taken > n => Err(TranscriptError::io(
+                self.path,
                 "simulated crash",
                 std::io::Error::other("crash"),
             )),
             _ => Ok(()),
         }
-    };
+    }
+}
+
+/// The temp file with `contents`, written in chunks and fsynced, with the access of the file
+/// at `path`; the returned handle holds its lock.
+fn write_temp(
+    path: &Path,
+    tmp: &Path,
+    contents: &[u8],
+    chunk: usize,
+    steps: &mut Steps,
+) -> Result<File, TranscriptError> {
+    let write_error = |e| TranscriptError::io(tmp, "cannot write temp file", e);
     let mut f =
         File::create(tmp).map_err(|e| TranscriptError::io(tmp, "cannot create temp file", e))?;
     // Held until the rename: a cleaner never takes a temp file being written for a stale one.
@@ -386,36 +463,33 @@ fn write_and_swap_steps(
     let _ = f.lock();
     keep_access(path, &f).map_err(|e| TranscriptError::io(tmp, "cannot set permissions", e))?;
     for part in contents.chunks(chunk.max(1)) {
-        step_ok()?;
-        f.write_all(part)
-            .map_err(|e| TranscriptError::io(tmp, "cannot write temp file", e))?;
+        steps.next()?;
+        f.write_all(part).map_err(write_error)?;
     }
-    step_ok()?;
-    f.sync_all()
-        .map_err(|e| TranscriptError::io(tmp, "cannot write temp file", e))?;
-    step_ok()?;
-    let mut backup = None;
-    if keep_backup && path.exists() {
-        let bak = backup_for(path);
-        // A hard link keeps the old bytes without copying; copy where links are unsupported.
-        let _ = std::fs::remove_file(&bak);
-        if std::fs::hard_link(path, &bak).is_err() {
-            std::fs::copy(path, &bak)
-                .map_err(|e| TranscriptError::io(&bak, "cannot keep backup", e))?;
-        }
-        backup = Some(bak);
+    steps.next()?;
+    f.sync_all().map_err(write_error)?;
+    Ok(f)
+}
+
+/// Keeps the file at `path` as its backup ([`backup_for`]) and says where.
+fn keep_previous(path: &Path) -> Result<PathBuf, TranscriptError> {
+    let bak = backup_for(path);
+    // A hard link keeps the old bytes without copying; copy where links are unsupported.
+    let _ = std::fs::remove_file(&bak);
+    if std::fs::hard_link(path, &bak).is_err() {
+        std::fs::copy(path, &bak)
+            .map_err(|e| TranscriptError::io(&bak, "cannot keep backup", e))?;
     }
-    step_ok()?;
-    std::fs::rename(tmp, path).map_err(|e| TranscriptError::io(path, "cannot replace file", e))?;
-    drop(f);
-    step_ok()?;
-    // Make the rename itself durable; not every platform can open a directory, so best effort.
+    Ok(bak)
+}
+
+/// Makes a rename durable; not every platform can open a directory, so best effort.
+fn sync_parent_dir(path: &Path) {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
         && let Ok(d) = File::open(dir)
     {
         let _ = d.sync_all();
     }
-    Ok(backup)
 }
 
 mod leftovers;

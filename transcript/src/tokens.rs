@@ -96,7 +96,7 @@ pub(crate) fn plausible(v: f64) -> Option<u64> {
     (v >= 0.0 && v.fract() == 0.0 && v <= MAX_PLAUSIBLE_TOKENS as f64).then_some(v as u64)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(expecting = "a usage object")]
 pub(crate) struct RawUsage {
     pub input: Option<f64>,
@@ -117,35 +117,42 @@ impl RawUsage {
 
     /// The usage and, when a figure was ignored as implausible, what was wrong.
     pub(crate) fn checked(&self) -> (Usage, Option<String>) {
-        let mut problem = None;
-        let mut n = |name: &str, v: Option<f64>| match v {
-            None => 0,
-            Some(v) => plausible(v).unwrap_or_else(|| {
-                problem.get_or_insert_with(|| {
-                    format!("usage.{name} {v} is not a plausible token count; ignored")
-                });
-                0
-            }),
-        };
-        let (input, output) = (n("input", self.input), n("output", self.output));
-        let cache_read = n("cacheRead", self.cache_read);
-        let cache_write = n("cacheWrite", self.cache_write);
-        let total = n("totalTokens", self.total_tokens);
+        let mut check = PlausibleCounts { problem: None };
+        let input = check.count("input", self.input);
+        let output = check.count("output", self.output);
+        let cache_read = check.count("cacheRead", self.cache_read);
+        let cache_write = check.count("cacheWrite", self.cache_write);
+        let total = check.count("totalTokens", self.total_tokens);
+        let parts = (input.saturating_add(output))
+            .saturating_add(cache_read)
+            .saturating_add(cache_write);
         let usage = Usage {
             input,
             output,
             cache_read,
             cache_write,
-            total_tokens: if total > 0 {
-                total
-            } else {
-                input
-                    .saturating_add(output)
-                    .saturating_add(cache_read)
-                    .saturating_add(cache_write)
-            },
+            total_tokens: if total > 0 { total } else { parts },
         };
-        (usage, problem)
+        (usage, check.problem)
+    }
+}
+
+/// Usage figures read as token counts, an implausible one as 0 (the first named in `problem`).
+struct PlausibleCounts {
+    problem: Option<String>,
+}
+
+impl PlausibleCounts {
+    fn count(&mut self, name: &str, v: Option<f64>) -> u64 {
+        match v {
+            None => 0,
+            Some(v) => plausible(v).unwrap_or_else(|| {
+                self.problem.get_or_insert_with(|| {
+                    format!("usage.{name} {v} is not a plausible token count; ignored")
+                });
+                0
+            }),
+        }
     }
 }
 
@@ -161,6 +168,18 @@ pub(crate) struct Summary {
     /// A usage figure ignored as implausible.
     pub usage_problem: Option<String>,
     pub excluded: bool,
+}
+
+impl Summary {
+    /// The role, tokens and usage total the context counts: none for a message kept out of it.
+    #[inline]
+    pub(crate) fn counted(&self) -> (Option<Role>, u32, Option<u64>) {
+        if self.excluded {
+            (None, 0, None)
+        } else {
+            (self.role, self.tokens, self.valid_usage)
+        }
+    }
 }
 
 /// A string member, kept only as its length in chars. It is captured raw (no unescaping, no
@@ -193,23 +212,30 @@ fn json_string_chars(raw: &str) -> Option<usize> {
         .and_then(|rest| rest.iter().position(|&c| c == b'\\'))
     {
         let at = i + off;
-        let step = if b.get(at + 1) == Some(&b'u') {
-            let high = inner
-                .get(at + 2..at + 6)
-                .and_then(|h| u16::from_str_radix(h, 16).ok())
-                .is_some_and(|v| (0xD800..0xDC00).contains(&v));
-            if high && b.get(at + 6) == Some(&b'\\') && b.get(at + 7) == Some(&b'u') {
-                12
-            } else {
-                6
-            }
-        } else {
-            2
-        };
+        let step = escape_len(inner, at);
         n = n.saturating_sub(step - 1);
         i = at + step;
     }
     Some(n)
+}
+
+/// The bytes of the escape at `at` in a string literal's inside, all decoding to one char:
+/// `\x`, `\uXXXX`, or a surrogate pair `\uXXXX\uXXXX`.
+#[inline]
+fn escape_len(inner: &str, at: usize) -> usize {
+    let b = inner.as_bytes();
+    if b.get(at + 1) != Some(&b'u') {
+        return 2;
+    }
+    let high = inner
+        .get(at + 2..at + 6)
+        .and_then(|h| u16::from_str_radix(h, 16).ok())
+        .is_some_and(|v| (0xD800..0xDC00).contains(&v));
+    if high && b.get(at + 6) == Some(&b'\\') && b.get(at + 7) == Some(&b'u') {
+        12
+    } else {
+        6
+    }
 }
 
 fn chars(c: &Option<Chars>) -> usize {
@@ -302,6 +328,21 @@ impl MessageStats<'_> {
     }
 }
 
+/// The usage total of a message of `role` as a context size: an assistant message's whose
+/// turn did not fail (`stop_reason`). A zero total carries no measurement (pi writes zeros on
+/// failed turns).
+pub(crate) fn context_size(
+    role: Option<Role>,
+    stop_reason: Option<&[u8]>,
+    usage: Option<Usage>,
+) -> Option<u64> {
+    let failed = matches!(stop_reason, Some(b"error" | b"aborted"));
+    match (role, usage) {
+        (Some(Role::Assistant), Some(u)) if !failed => Some(u.total_tokens).filter(|t| *t > 0),
+        _ => None,
+    }
+}
+
 /// Decode what accounting needs from a message's JSON.
 pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
     let m: MessageStats<'_> = match serde_json::from_str(json) {
@@ -311,15 +352,6 @@ pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
     let role = m.role.as_deref().and_then(Role::parse);
     let excluded = role == Some(Role::BashExecution) && m.exclude_from_context == Some(true);
     let (usage, usage_problem) = m.usage.as_ref().map(RawUsage::checked).unzip();
-    let valid_usage = match (role, usage) {
-        (Some(Role::Assistant), Some(u))
-            if !matches!(m.stop_reason.as_deref(), Some("error" | "aborted")) =>
-        {
-            // A zero total carries no measurement (pi writes zeros on failed turns).
-            Some(u.total_tokens).filter(|t| *t > 0)
-        }
-        _ => None,
-    };
     Ok(Summary {
         role,
         role_name: m.role.as_deref().unwrap_or("").to_string(),
@@ -327,7 +359,7 @@ pub(crate) fn summarize(json: &str) -> Result<Summary, String> {
             Some(r) if !excluded => m.tokens(r),
             _ => 0,
         },
-        valid_usage,
+        valid_usage: context_size(role, m.stop_reason.as_deref().map(str::as_bytes), usage),
         usage_problem: usage_problem.flatten(),
         excluded,
     })
@@ -423,46 +455,50 @@ impl TokenCounter {
             return Some(0);
         }
         let value: serde_json::Value = serde_json::from_str(json).ok()?;
-        let text = |k: &str| {
-            value
-                .get(k)
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("")
-        };
         let mut n = 0u32;
-        let mut take = |part: Counted<&str>| {
+        each_counted_part(role, &value, &mut |part| {
             n = n.saturating_add(match part {
                 Counted::Text(text) => self.count_text(text),
                 Counted::Image => chars_to_tokens(IMAGE_CHARS),
             })
-        };
-        match Source::of(role) {
-            Source::CommandAndOutput => {
-                take(Counted::Text(text("command")));
-                take(Counted::Text(text("output")));
-            }
-            Source::Summary => take(Counted::Text(text("summary"))),
-            Source::Content => match value.get("content") {
-                Some(serde_json::Value::String(s)) => take(Counted::Text(s)),
-                Some(serde_json::Value::Array(blocks)) => {
-                    for b in blocks {
-                        let field = |k: &str| b.get(k).and_then(serde_json::Value::as_str);
-                        let arguments = b.get("arguments").map(|a| a.to_string());
-                        let members = Members {
-                            text: field("text"),
-                            thinking: field("thinking"),
-                            id: None,
-                            name: field("name"),
-                            arguments: arguments.as_deref(),
-                        };
-                        Block::new(field("type").map(str::as_bytes), members).counted(&mut take);
-                    }
-                }
-                _ => {}
-            },
-        }
+        });
         Some(n)
     }
+}
+
+/// The parts of a message of `role` that the model reads (see [`Source`]), each to `take`.
+fn each_counted_part(role: Role, value: &serde_json::Value, take: &mut dyn FnMut(Counted<&str>)) {
+    let text = |k: &str| value.get(k).and_then(serde_json::Value::as_str);
+    match Source::of(role) {
+        Source::CommandAndOutput => {
+            take(Counted::Text(text("command").unwrap_or("")));
+            take(Counted::Text(text("output").unwrap_or("")));
+        }
+        Source::Summary => take(Counted::Text(text("summary").unwrap_or(""))),
+        Source::Content => match value.get("content") {
+            Some(serde_json::Value::String(s)) => take(Counted::Text(s)),
+            Some(serde_json::Value::Array(blocks)) => {
+                for b in blocks {
+                    each_counted_block_part(b, take);
+                }
+            }
+            _ => {}
+        },
+    }
+}
+
+fn each_counted_block_part(b: &serde_json::Value, take: &mut dyn FnMut(Counted<&str>)) {
+    let field = |k: &str| b.get(k).and_then(serde_json::Value::as_str);
+    // Counted as written out, not as the object it holds.
+    let arguments = b.get("arguments").map(|a| a.to_string());
+    let members = Members {
+        text: field("text"),
+        thinking: field("thinking"),
+        id: None,
+        name: field("name"),
+        arguments: arguments.as_deref(),
+    };
+    Block::new(field("type").map(str::as_bytes), members).counted(take);
 }
 
 #[cfg(test)]

@@ -142,24 +142,10 @@ impl Transcript {
     ) -> Result<Transcript, TranscriptError> {
         let buf = Arc::new(crate::lenient::text(text));
         let whole = buf.as_str();
-        let line_of = |part: &str| {
-            let start = part.as_ptr() as usize - whole.as_ptr() as usize;
-            Line::slice(&buf, start..start + part.len())
-        };
-        // Windows editors start UTF-8 files with a byte order mark; it is not content.
-        let text = whole.strip_prefix(crate::read::BOM).unwrap_or(whole);
-        let mut lines = numbered_lines(text);
+        let line_of = |part: &str| line_in(&buf, part);
         let mut warnings = Vec::new();
-        drop_torn_last_line(text, &mut lines, source, &mut warnings);
-        let Some(&(header_line, header_text)) = lines.first() else {
-            return Err(TranscriptError::invalid(
-                source,
-                1,
-                "empty file: no session header",
-            ));
-        };
-        let header = Header::parse(header_text)
-            .map_err(|p| TranscriptError::invalid(source, header_line, p))?;
+        let lines = file_lines(whole, source, &mut warnings);
+        let header = read_header(&lines, source)?;
         let reader = Lines {
             version: header.version(),
             entry_count: lines.len() - 1,
@@ -223,15 +209,7 @@ impl Transcript {
             match self.by_id.get(k) {
                 Some(&idx) => e.first_kept = Some(idx),
                 None if partial => {}
-                None => {
-                    let problem =
-                        format!("compaction firstKeptEntryId {k:?} is not an entry of this file");
-                    return Err(TranscriptError::invalid(
-                        &self.source,
-                        e.line_number(),
-                        problem,
-                    ));
-                }
+                None => return Err(missing_first_kept(&self.source, e, k)),
             }
         }
         Ok(())
@@ -249,9 +227,15 @@ impl Transcript {
         {
             return;
         }
+        let marks = self.pruned_on(&branch);
+        self.mark_tool_results_pruned(marks);
+    }
+
+    /// The entries of `branch` its compactions pruned (each one before the compaction).
+    fn pruned_on(&self, branch: &[usize]) -> Vec<usize> {
         let on_branch: std::collections::HashSet<usize> = branch.iter().copied().collect();
         let mut marks = Vec::new();
-        for &i in &branch {
+        for &i in branch {
             if let Some(meta) = self.entries[i].compaction_record() {
                 marks.extend(
                     meta.pruned_entry_ids
@@ -261,7 +245,13 @@ impl Transcript {
                 );
             }
         }
-        for j in marks {
+        marks
+    }
+
+    /// Marks the tool results among `entries` as pruned (a pruned entry of another kind stays
+    /// as it is).
+    fn mark_tool_results_pruned(&mut self, entries: impl IntoIterator<Item = usize>) {
+        for j in entries {
             let e = &mut self.entries[j];
             if e.context_role() == Some(Role::ToolResult) {
                 e.pruned = true;
@@ -271,35 +261,40 @@ impl Transcript {
 
     /// Parent links must form a forest; a cycle would make the active branch endless.
     fn check_cycles(&self) -> Result<(), TranscriptError> {
-        const NEW: u8 = 0;
-        const ON_PATH: u8 = 1;
-        const DONE: u8 = 2;
-        let mut state = vec![NEW; self.entries.len()];
+        let mut state = vec![Walk::New; self.entries.len()];
         let mut path = Vec::new();
         for start in 0..self.entries.len() {
-            let mut cur = Some(start);
-            while let Some(c) = cur {
-                match state[c] {
-                    DONE => break,
-                    ON_PATH => {
-                        let e = &self.entries[c];
-                        return Err(TranscriptError::invalid(
-                            &self.source,
-                            e.line_number(),
-                            format!("parentId cycle through entry {:?}", e.id()),
-                        ));
-                    }
-                    _ => {}
-                }
-                state[c] = ON_PATH;
-                path.push(c);
-                cur = self.entries[c].parent;
+            if let Some(c) = self.cycle_from(start, &mut state, &mut path) {
+                let e = &self.entries[c];
+                let problem = format!("parentId cycle through entry {:?}", e.id());
+                return Err(TranscriptError::invalid(
+                    &self.source,
+                    e.line_number(),
+                    problem,
+                ));
             }
             for p in path.drain(..) {
-                state[p] = DONE;
+                state[p] = Walk::Done;
             }
         }
         Ok(())
+    }
+
+    /// Walks the parents up from `start`, onto `path`, to a root or an entry walked before;
+    /// an entry met twice on the way is a cycle's, returned.
+    fn cycle_from(&self, start: usize, state: &mut [Walk], path: &mut Vec<usize>) -> Option<usize> {
+        let mut cur = Some(start);
+        while let Some(c) = cur {
+            match state[c] {
+                Walk::Done => return None,
+                Walk::OnPath => return Some(c),
+                Walk::New => {}
+            }
+            state[c] = Walk::OnPath;
+            path.push(c);
+            cur = self.entries[c].parent;
+        }
+        None
     }
 
     /// The name errors and warnings use for this transcript.
@@ -370,6 +365,52 @@ impl Transcript {
 
 mod append;
 mod context;
+
+/// The error of a compaction whose first kept entry `k` is not in the file.
+fn missing_first_kept(source: &str, e: &Entry, k: &str) -> TranscriptError {
+    let problem = format!("compaction firstKeptEntryId {k:?} is not an entry of this file");
+    TranscriptError::invalid(source, e.line_number(), problem)
+}
+
+/// Where an entry stands in [`Transcript::check_cycles`]'s walk.
+#[derive(Clone, Copy)]
+enum Walk {
+    New,
+    OnPath,
+    Done,
+}
+
+/// `part` of the text in `buf` as a line sharing it.
+fn line_in(buf: &Arc<String>, part: &str) -> Line {
+    let start = part.as_ptr() as usize - buf.as_ptr() as usize;
+    Line::slice(buf, start..start + part.len())
+}
+
+/// The lines of a file's text that are not blank (see [`numbered_lines`]), a torn last line
+/// dropped with a warning. Windows editors start UTF-8 files with a byte order mark; it is
+/// not content.
+fn file_lines<'t>(
+    whole: &'t str,
+    source: &str,
+    warnings: &mut Vec<LoadWarning>,
+) -> Vec<(usize, &'t str)> {
+    let text = whole.strip_prefix(crate::read::BOM).unwrap_or(whole);
+    let mut lines = numbered_lines(text);
+    drop_torn_last_line(text, &mut lines, source, warnings);
+    lines
+}
+
+/// The session header, the first of the file's `lines`.
+fn read_header(lines: &[(usize, &str)], source: &str) -> Result<Header, TranscriptError> {
+    let Some(&(header_line, header_text)) = lines.first() else {
+        return Err(TranscriptError::invalid(
+            source,
+            1,
+            "empty file: no session header",
+        ));
+    };
+    Header::parse(header_text).map_err(|p| TranscriptError::invalid(source, header_line, p))
+}
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -147,15 +146,8 @@ impl Entry {
         let raw: RawEntry<'_> = serde_json::from_str(text).map_err(|e| json_problem(text, e))?;
         let kind = kind_of(&raw)?;
         let (id, parent_id) = ids_of(&raw, &kind, d)?;
-        let timestamp = field::<Cow<'_, str>>(raw.timestamp, "timestamp")
-            .ok()
-            .flatten()
-            .and_then(|t| parse_iso_ms(&t));
-        let typed = Typed::of(&raw, &kind, d, timestamp.unwrap_or(0))?;
-        let hook = typed
-            .info
-            .as_ref()
-            .is_some_and(|i| i.role_name == "hookMessage");
+        let typed = Typed::of(&raw, &kind, d)?;
+        let hook = typed.is_hook();
         let migration = Migration {
             rewrite: needs_rewrite(&raw, &kind, d, hook),
             ids: (&id, parent_id.as_deref()),
@@ -163,43 +155,18 @@ impl Entry {
             hook,
             message: raw.message.map(|m| range_in(text, m.get())),
         };
-        let Migrated {
-            line: v3_line,
-            original,
-            message,
-        } = migration.apply(line, d)?;
-        let (role, tokens, usage_total) = match &typed.info {
-            Some(i) if !i.excluded => (i.role, i.tokens, i.valid_usage),
-            _ => (None, 0, None),
-        };
-        let tool = (role == Some(Role::ToolResult) && kind == "message")
-            .then(|| tool_facts(&v3_line, message.clone()))
-            .flatten();
-        Ok(Entry {
-            line: v3_line,
-            original,
-            v1_ids: false,
-            spliced: OnceLock::new(),
-            tool,
-            line_no,
-            id: Text::from(id),
-            parent_id: parent_id.map(Text::from),
-            kind,
-            timestamp_ms: timestamp,
-            message,
-            synth: typed.synth,
-            role,
-            tokens,
-            usage_total,
-            first_kept_id: typed.first_kept_id,
-            tokens_before: typed.tokens_before,
-            meta: typed.meta,
-            note: typed.note,
-            pruned: false,
-            parent: None,
-            first_kept: None,
-        })
+        let migrated = migration.apply(line, d)?;
+        let ids = (Text::from(id), parent_id.map(Text::from));
+        Ok(typed.into_entry(migrated, line_no, ids, kind))
     }
+}
+
+/// `timestamp`, when it is a readable ISO-8601 time.
+fn timestamp_of(raw: &RawEntry<'_>) -> Option<u64> {
+    field::<Cow<'_, str>>(raw.timestamp, "timestamp")
+        .ok()
+        .flatten()
+        .and_then(|t| parse_iso_ms(&t))
 }
 
 /// The entry's type; `message` (most lines) without an allocation.
@@ -230,6 +197,7 @@ fn ids_of(raw: &RawEntry<'_>, kind: &str, d: &Decode) -> Result<(String, Option<
 /// compaction's members.
 #[derive(Default)]
 struct Typed {
+    timestamp_ms: Option<u64>,
     info: Option<Summary>,
     synth: Option<String>,
     first_kept_id: Option<String>,
@@ -240,17 +208,14 @@ struct Typed {
 }
 
 impl Typed {
-    fn of(raw: &RawEntry<'_>, kind: &str, d: &Decode, timestamp_ms: u64) -> Result<Typed, String> {
-        let mut typed = Typed::default();
+    fn of(raw: &RawEntry<'_>, kind: &str, d: &Decode) -> Result<Typed, String> {
+        let mut typed = Typed {
+            timestamp_ms: timestamp_of(raw),
+            ..Typed::default()
+        };
+        let timestamp_ms = typed.timestamp_ms.unwrap_or(0);
         match kind {
-            "message" => {
-                let m = raw.message.ok_or("message entry has no \"message\"")?;
-                let summary = tokens::summarize(m.get())?;
-                if summary.role_name.is_empty() {
-                    return Err("message has no \"role\"".into());
-                }
-                typed.info = Some(summary);
-            }
+            "message" => typed.info = Some(message_summary(raw)?),
             "compaction" => typed.compaction(raw, d, timestamp_ms)?,
             "branch_summary" => typed.synth = Some(branch_summary(raw, timestamp_ms)?),
             "custom_message" => typed.synth = Some(custom_message(raw, timestamp_ms)?),
@@ -265,6 +230,41 @@ impl Typed {
         Ok(typed)
     }
 
+    /// A v2 `hookMessage`, which v3 writes as a `custom` message.
+    fn is_hook(&self) -> bool {
+        (self.info.as_ref()).is_some_and(|i| i.role_name == "hookMessage")
+    }
+
+    /// The entry, its line migrated.
+    fn into_entry(
+        self,
+        migrated: Migrated,
+        line_no: usize,
+        ids: (Text, Option<Text>),
+        kind: Cow<'static, str>,
+    ) -> Entry {
+        let (role, tokens, usage_total) =
+            (self.info.as_ref()).map_or((None, 0, None), Summary::counted);
+        let tool = (role == Some(Role::ToolResult) && kind == "message")
+            .then(|| tool_facts(&migrated.line, migrated.message.clone()))
+            .flatten();
+        Entry {
+            original: migrated.original,
+            tool,
+            timestamp_ms: self.timestamp_ms,
+            message: migrated.message,
+            synth: self.synth,
+            role,
+            tokens,
+            usage_total,
+            first_kept_id: self.first_kept_id,
+            tokens_before: self.tokens_before,
+            meta: self.meta,
+            note: self.note,
+            ..Entry::bare(migrated.line, line_no, ids, kind)
+        }
+    }
+
     fn compaction(
         &mut self,
         raw: &RawEntry<'_>,
@@ -273,33 +273,54 @@ impl Typed {
     ) -> Result<(), String> {
         let kind = "compaction";
         let summary: String = required(raw.summary, "summary", kind)?;
-        self.first_kept_id = Some(if d.version >= 2 {
-            required::<String>(raw.first_kept_entry_id, "firstKeptEntryId", kind)?
-        } else {
-            v1_first_kept(raw, d)?
-        });
-        if let Some(t) = field::<f64>(raw.tokens_before, "tokensBefore")? {
-            match tokens::plausible(t) {
-                Some(t) => self.tokens_before = t,
-                None => {
-                    self.note = Some(format!(
-                        "tokensBefore {t} is not a plausible token count; ignored"
-                    ))
-                }
-            }
-        }
+        self.first_kept_id = Some(first_kept_id(raw, d)?);
+        self.read_tokens_before(raw)?;
         // Details are free-form for other writers: a shape we do not know is no error.
         self.meta = raw
             .details
             .and_then(|d| CompactionRecord::from_json(d.get()))
             .map(Box::new);
-        self.synth = Some(format!(
-            "{{\"role\":\"compactionSummary\",\"summary\":{},\"tokensBefore\":{},\"timestamp\":{timestamp_ms}}}",
-            quote(&summary),
-            self.tokens_before
+        self.synth = Some(compaction_summary(
+            &summary,
+            self.tokens_before,
+            timestamp_ms,
         ));
         Ok(())
     }
+
+    /// A compaction's `tokensBefore`; an implausible count is ignored with a note.
+    fn read_tokens_before(&mut self, raw: &RawEntry<'_>) -> Result<(), String> {
+        let Some(t) = field::<f64>(raw.tokens_before, "tokensBefore")? else {
+            return Ok(());
+        };
+        match tokens::plausible(t) {
+            Some(t) => self.tokens_before = t,
+            None => {
+                self.note = Some(format!(
+                    "tokensBefore {t} is not a plausible token count; ignored"
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a `message` entry's message says for accounting; it must have a role.
+fn message_summary(raw: &RawEntry<'_>) -> Result<Summary, String> {
+    let m = raw.message.ok_or("message entry has no \"message\"")?;
+    let summary = tokens::summarize(m.get())?;
+    if summary.role_name.is_empty() {
+        return Err("message has no \"role\"".into());
+    }
+    Ok(summary)
+}
+
+/// The message a compaction stands for when the model gets it.
+fn compaction_summary(summary: &str, tokens_before: u64, timestamp_ms: u64) -> String {
+    format!(
+        "{{\"role\":\"compactionSummary\",\"summary\":{},\"tokensBefore\":{tokens_before},\"timestamp\":{timestamp_ms}}}",
+        quote(summary),
+    )
 }
 
 fn branch_summary(raw: &RawEntry<'_>, timestamp_ms: u64) -> Result<String, String> {
@@ -365,19 +386,10 @@ struct Migration<'a> {
 
 impl Migration<'_> {
     fn apply(self, line: Line, d: &Decode) -> Result<Migrated, String> {
-        let text = line.as_str();
-        let (id, parent) = self.ids;
         let spliced = (d.version == 1 && !self.rewrite)
-            .then(|| splice_ids(text, id, parent))
+            .then(|| self.spliced(line.as_str()))
             .flatten();
-        if let Some((new, pos, len)) = spliced {
-            let message = self.message.map(|r| {
-                if r.start >= pos {
-                    r.start + len..r.end + len
-                } else {
-                    r
-                }
-            });
+        if let Some((new, message)) = spliced {
             return Ok(Migrated {
                 line: Line::from(new),
                 original: Some(line),
@@ -385,21 +397,37 @@ impl Migration<'_> {
             });
         }
         if !self.rewrite && d.version != 1 {
-            let message = self.message;
             return Ok(Migrated {
                 line,
                 original: None,
-                message,
+                message: self.message,
             });
         }
-        let new = rewrite_entry(
-            text,
-            &Rewrite {
-                ids: (d.version == 1).then_some(self.ids),
-                first_kept_id: self.first_kept_id.filter(|_| d.version == 1),
-                hook_to_custom: self.hook,
-            },
-        )?;
+        self.rewritten(line, d)
+    }
+
+    /// A v1 line with its ids spliced in, and where its message moved to.
+    fn spliced(&self, text: &str) -> Option<(String, Option<Range<usize>>)> {
+        let (id, parent) = self.ids;
+        let (new, pos, len) = splice_ids(text, id, parent)?;
+        let message = self.message.clone().map(|r| {
+            if r.start >= pos {
+                r.start + len..r.end + len
+            } else {
+                r
+            }
+        });
+        Some((new, message))
+    }
+
+    /// The line re-serialised as v3.
+    fn rewritten(self, line: Line, d: &Decode) -> Result<Migrated, String> {
+        let rewrite = Rewrite {
+            ids: (d.version == 1).then_some(self.ids),
+            first_kept_id: self.first_kept_id.filter(|_| d.version == 1),
+            hook_to_custom: self.hook,
+        };
+        let new = rewrite_entry(line.as_str(), &rewrite)?;
         let parsed: MessageOnly<'_> =
             serde_json::from_str(&new).map_err(|e| json_problem(&new, e))?;
         let message = parsed.message.map(|m| range_in(&new, m.get()));
@@ -419,6 +447,14 @@ fn tool_facts(line: &Line, message: Option<Range<usize>>) -> Option<ToolFacts> {
         name: facts.tool_name.map(|n| Err(n.into())),
         is_error: facts.is_error == Some(true),
     })
+}
+
+/// A compaction's `firstKeptEntryId`; a v1 file may give the entry's index instead.
+fn first_kept_id(raw: &RawEntry<'_>, d: &Decode) -> Result<String, String> {
+    if d.version >= 2 {
+        return required(raw.first_kept_entry_id, "firstKeptEntryId", "compaction");
+    }
+    v1_first_kept(raw, d)
 }
 
 /// pi's v1 `firstKeptEntryIndex` indexes the file's lines with the header at 0, so entry `n-1`

@@ -24,13 +24,7 @@ impl Header {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             _ => return Err("session header has no \"id\"".into()),
         };
-        let version = match value.get("version") {
-            None | Some(Value::Null) => 1,
-            Some(v) => match v.as_u64() {
-                Some(n @ 1..=3) => n as u32,
-                _ => return Err(format!("unsupported transcript version {v}")),
-            },
-        };
+        let version = version_of(&value)?;
         let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
         Ok(Header {
             raw: line.to_string(),
@@ -85,5 +79,16 @@ impl Header {
         } else {
             Cow::Owned(crate::migrate::header_v3(&self.raw))
         }
+    }
+}
+
+/// The header's `version`: 1 when absent (v1 files have none), else 1 to 3.
+fn version_of(header: &Value) -> Result<u32, String> {
+    match header.get("version") {
+        None | Some(Value::Null) => Ok(1),
+        Some(v) => match v.as_u64() {
+            Some(n @ 1..=3) => Ok(n as u32),
+            _ => Err(format!("unsupported transcript version {v}")),
+        },
     }
 }

@@ -120,6 +120,16 @@ struct Escapes {
 }
 
 impl<'a> Scan<'a> {
+    /// A scan of `line` from its start; `measure` counts chars.
+    pub(super) fn new(line: &'a str, measure: bool) -> Scan<'a> {
+        Scan {
+            b: line.as_bytes(),
+            i: 0,
+            measure,
+            lone_surrogate: false,
+        }
+    }
+
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
@@ -142,18 +152,8 @@ impl<'a> Scan<'a> {
             return None;
         }
         let start = self.i + 1;
-        let mut j = start; // the bytes before `j` are passed
-        let mut cont = 0usize; // continuation bytes
         let mut esc = Escapes::default();
-        let end = loop {
-            let (k, c) = plain_run(self.b, j, self.measure);
-            cont += c;
-            match *self.b.get(k)? {
-                b'"' => break k,
-                b'\\' => j = self.escape(k, &mut esc)?,
-                _ => return None, // a control character
-            }
-        };
+        let (end, cont) = self.string_end(start, &mut esc)?;
         let raw = end - start - cont;
         self.i = end + 1;
         Some(Str {
@@ -166,33 +166,53 @@ impl<'a> Scan<'a> {
         })
     }
 
+    /// The closing quote of the string whose text starts at `start`, and the UTF-8
+    /// continuation bytes before it (when measuring); the escapes on the way go to `esc`.
+    #[inline]
+    fn string_end(&mut self, start: usize, esc: &mut Escapes) -> Option<(usize, usize)> {
+        let mut j = start; // the bytes before `j` are passed
+        let mut cont = 0usize; // continuation bytes
+        loop {
+            let (k, c) = plain_run(self.b, j, self.measure);
+            cont += c;
+            match *self.b.get(k)? {
+                b'"' => return Some((k, cont)),
+                b'\\' => j = self.escape(k, esc)?,
+                _ => return None, // a control character
+            }
+        }
+    }
+
     /// The escape at `k` (a backslash): where the text after it starts.
     fn escape(&mut self, k: usize, esc: &mut Escapes) -> Option<usize> {
-        let b = self.b;
         esc.any = true;
-        match *b.get(k + 1)? {
+        match *self.b.get(k + 1)? {
             b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
                 esc.shrink += 1;
                 Some(k + 2)
             }
-            b'u' => {
-                esc.unicode = true;
-                let unit = hex4(b.get(k + 2..k + 6)?)?;
-                let next = b.get(k + 6..k + 12).filter(|e| e.starts_with(b"\\u"));
-                // A high surrogate followed by another escape is one char of 12 bytes, as
-                // `tokens::json_string_chars` counts it.
-                if (0xD800..0xDC00).contains(&unit) && next.is_some() {
-                    let low = hex4(&next?[2..])?;
-                    self.lone_surrogate |= !(0xDC00..0xE000).contains(&low);
-                    esc.shrink += 11;
-                    Some(k + 12)
-                } else {
-                    self.lone_surrogate |= (0xD800..0xE000).contains(&unit);
-                    esc.shrink += 5;
-                    Some(k + 6)
-                }
-            }
+            b'u' => self.unicode_escape(k, esc),
             _ => None,
+        }
+    }
+
+    /// The `\u` escape at `k`: where the text after it starts. A high surrogate followed by
+    /// another escape is one char of 12 bytes, as `tokens::json_string_chars` counts it.
+    #[inline]
+    fn unicode_escape(&mut self, k: usize, esc: &mut Escapes) -> Option<usize> {
+        let b = self.b;
+        esc.unicode = true;
+        let unit = hex4(b.get(k + 2..k + 6)?)?;
+        let next = b.get(k + 6..k + 12).filter(|e| e.starts_with(b"\\u"));
+        if (0xD800..0xDC00).contains(&unit) && next.is_some() {
+            let low = hex4(&next?[2..])?;
+            self.lone_surrogate |= !(0xDC00..0xE000).contains(&low);
+            esc.shrink += 11;
+            Some(k + 12)
+        } else {
+            self.lone_surrogate |= (0xD800..0xE000).contains(&unit);
+            esc.shrink += 5;
+            Some(k + 6)
         }
     }
 
@@ -230,43 +250,9 @@ impl<'a> Scan<'a> {
     /// A JSON number; its length in chars.
     fn number(&mut self) -> Option<usize> {
         self.peek()?;
-        let b = self.b;
         let start = self.i;
-        let mut j = start;
-        if b.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        let digits = |j: &mut usize| {
-            let from = *j;
-            while b.get(*j).is_some_and(u8::is_ascii_digit) {
-                *j += 1;
-            }
-            *j > from
-        };
-        match b.get(j)? {
-            b'0' => j += 1,
-            b'1'..=b'9' => {
-                digits(&mut j);
-            }
-            _ => return None,
-        }
-        if b.get(j) == Some(&b'.') {
-            j += 1;
-            if !digits(&mut j) {
-                return None;
-            }
-        }
-        if matches!(b.get(j), Some(b'e' | b'E')) {
-            j += 1;
-            if matches!(b.get(j), Some(b'+' | b'-')) {
-                j += 1;
-            }
-            if !digits(&mut j) {
-                return None;
-            }
-        }
-        self.i = j;
-        Some(j - start)
+        self.i = number_end(self.b, start)?;
+        Some(self.i - start)
     }
 
     /// A whole number written plainly (what token counts are): its value as serde reads it.
@@ -315,30 +301,43 @@ impl<'a> Scan<'a> {
     }
 
     /// The items of an object or array, each read by `item`, between its opening bracket (at
-    /// the cursor) and `close`; in chars as written.
+    /// the cursor) and `close`.
+    pub(super) fn items(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.i += 1;
+        if self.peek()? == close {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                c if c == close => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// [`Scan::items`] in chars as written: brackets, items and the commas between them.
     fn sequence(
         &mut self,
         close: u8,
         mut item: impl FnMut(&mut Self) -> Option<usize>,
     ) -> Option<usize> {
-        self.i += 1;
-        let mut n = 2;
-        if self.peek()? == close {
-            self.i += 1;
-            return Some(n);
-        }
-        loop {
-            n += item(self)?;
-            match self.peek()? {
-                b',' => n += 1,
-                c if c == close => {
-                    self.i += 1;
-                    return Some(n);
-                }
-                _ => return None,
-            }
-            self.i += 1;
-        }
+        let (mut chars, mut count) = (2, 0usize);
+        self.items(close, |s| {
+            chars += item(s)?;
+            count += 1;
+            Some(())
+        })?;
+        Some(chars + count.saturating_sub(1))
     }
 
     /// The members of an object: calls `member` with each key that is one of `names` (None for
@@ -350,36 +349,34 @@ impl<'a> Scan<'a> {
         names: &[&'static [u8]],
         mut member: impl FnMut(&mut Self, Option<&'static [u8]>) -> Option<()>,
     ) -> Option<()> {
-        self.eat(b'{')?;
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Some(());
+        if self.peek()? != b'{' {
+            return None;
         }
         let mut seen = 0u32;
-        loop {
-            let key = self.string()?;
-            if key.escaped {
-                return None;
-            }
-            let name = &self.b[key.start..key.end];
-            let which = names.iter().position(|n| *n == name);
-            if let Some(k) = which {
-                if seen & (1 << k) != 0 {
-                    return None;
-                }
-                seen |= 1 << k;
-            }
-            self.eat(b':')?;
-            member(self, which.map(|k| names[k]))?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
+        self.items(b'}', |s| {
+            let which = s.key(names, &mut seen)?;
+            s.eat(b':')?;
+            member(s, which)
+        })
+    }
+
+    /// A member's key, as one of `names` (None for any other), marked in `seen`; a key with
+    /// escapes or a named member seen before ends the fast path.
+    #[inline]
+    fn key(&mut self, names: &[&'static [u8]], seen: &mut u32) -> Option<Option<&'static [u8]>> {
+        let key = self.string()?;
+        if key.escaped {
+            return None;
         }
+        let name = &self.b[key.start..key.end];
+        let Some(k) = names.iter().position(|n| *n == name) else {
+            return Some(None);
+        };
+        if *seen & (1 << k) != 0 {
+            return None;
+        }
+        *seen |= 1 << k;
+        Some(Some(names[k]))
     }
 
     pub(super) fn bool_or_null(&mut self) -> Option<Option<bool>> {
@@ -390,6 +387,14 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// Any value, its length as written (see [`Scan::value`]), or null.
+    pub(super) fn value_or_null(&mut self, depth: usize) -> Option<Option<usize>> {
+        if self.is_null()? {
+            return Some(None);
+        }
+        self.value(depth).map(Some)
+    }
+
     /// A member holding a string measured in chars, or null.
     pub(super) fn chars_or_null(&mut self) -> Option<Option<usize>> {
         if self.is_null()? {
@@ -397,6 +402,42 @@ impl<'a> Scan<'a> {
         }
         self.string().map(|s| Some(s.chars))
     }
+}
+
+/// Where the JSON number at `start` ends: sign, integer part, fraction, exponent.
+#[inline]
+fn number_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut j = start + usize::from(b.get(start) == Some(&b'-'));
+    match b.get(j)? {
+        b'0' => j += 1,
+        b'1'..=b'9' => j = digits_end(b, j),
+        _ => return None,
+    }
+    if b.get(j) == Some(&b'.') {
+        j = some_digits_end(b, j + 1)?;
+    }
+    if matches!(b.get(j), Some(b'e' | b'E')) {
+        j += 1;
+        j += usize::from(matches!(b.get(j), Some(b'+' | b'-')));
+        j = some_digits_end(b, j)?;
+    }
+    Some(j)
+}
+
+/// The end of the digits from `j` on (`j` when there are none).
+#[inline]
+fn digits_end(b: &[u8], mut j: usize) -> usize {
+    while b.get(j).is_some_and(u8::is_ascii_digit) {
+        j += 1;
+    }
+    j
+}
+
+/// The end of the digits from `j` on, of which there must be one at least.
+#[inline]
+fn some_digits_end(b: &[u8], j: usize) -> Option<usize> {
+    let end = digits_end(b, j);
+    (end > j).then_some(end)
 }
 
 fn hex4(b: &[u8]) -> Option<u16> {

@@ -66,26 +66,32 @@ impl Transcript {
                 message: note,
             });
         }
+        self.place_appended(&mut entry);
+        Ok(entry)
+    }
+
+    /// An appended entry under the current leaf, its first kept entry found, counted as the
+    /// others are.
+    fn place_appended(&self, entry: &mut Entry) {
         entry.parent = self.leaf();
         entry.first_kept = entry.first_kept_entry_id().and_then(|k| self.index_of(k));
         if let Some(counter) = &self.counter
-            && let Some(tokens) = counter.count_entry(&entry)
+            && let Some(tokens) = counter.count_entry(entry)
         {
             entry.set_tokens(tokens);
         }
-        Ok(entry)
+    }
+
+    /// An append refused: `problem`, at the line the entry would have taken.
+    fn refused(&self, problem: String) -> TranscriptError {
+        TranscriptError::invalid(&self.source, self.next_line_number(), problem)
     }
 
     /// Marks the tool results among `entries` that are on the active branch as pruned, and
     /// re-counts the context.
     fn mark_pruned(&mut self, entries: Vec<usize>) {
         let branch: std::collections::HashSet<usize> = self.active_branch().into_iter().collect();
-        for j in entries.into_iter().filter(|j| branch.contains(j)) {
-            let e = &mut self.entries[j];
-            if e.context_role() == Some(Role::ToolResult) {
-                e.pruned = true;
-            }
-        }
+        self.mark_tool_results_pruned(entries.into_iter().filter(|j| branch.contains(j)));
         self.recount_context();
     }
 
@@ -158,10 +164,8 @@ impl Transcript {
     ) -> Result<usize, TranscriptError> {
         // A runtime's own writer may leave half a surrogate pair: read as the file will be.
         let message = &*crate::lenient::str(message);
-        let value: Value = serde_json::from_str(message).map_err(|e| {
-            let line_no = self.next_line_number();
-            TranscriptError::invalid(&self.source, line_no, format!("message is not JSON: {e}"))
-        })?;
+        let value: Value = serde_json::from_str(message)
+            .map_err(|e| self.refused(format!("message is not JSON: {e}")))?;
         if message.contains(['\n', '\r']) {
             // A line break between tokens would split the entry's line: write it compactly.
             return self.append_message(&value, timestamp_iso);
@@ -176,10 +180,7 @@ impl Transcript {
         text: &str,
         timestamp_iso: &str,
     ) -> Result<usize, TranscriptError> {
-        if let Err(problem) = Self::check_message(message) {
-            let line_no = self.next_line_number();
-            return Err(TranscriptError::invalid(&self.source, line_no, problem));
-        }
+        Self::check_message(message).map_err(|p| self.refused(p))?;
         let (id, parent) = self.id_members();
         let line = format!(
             "{{\"type\":\"message\",\"id\":{id},\"parentId\":{parent},\"timestamp\":{},\"message\":{text}}}",
@@ -197,15 +198,12 @@ impl Transcript {
         members: &Value,
         timestamp_iso: &str,
     ) -> Result<usize, TranscriptError> {
-        let line_no = self.next_line_number();
-        let bad = |p: String| Err(TranscriptError::invalid(&self.source, line_no, p));
         if matches!(entry_type, "message" | "compaction" | "session" | "") {
-            return bad(format!(
-                "entry type {entry_type:?} cannot be appended this way"
-            ));
+            let problem = format!("entry type {entry_type:?} cannot be appended this way");
+            return Err(self.refused(problem));
         }
         let Value::Object(map) = members else {
-            return bad("entry members must be a JSON object".into());
+            return Err(self.refused("entry members must be a JSON object".into()));
         };
         let (id, parent) = self.id_members();
         let mut line = format!(
@@ -213,13 +211,7 @@ impl Transcript {
             quote(entry_type),
             quote(timestamp_iso)
         );
-        for (k, v) in map {
-            if matches!(k.as_str(), "type" | "id" | "parentId" | "timestamp") {
-                continue;
-            }
-            line.push_str(&format!(",{}:{v}", quote(k)));
-        }
-        line.push('}');
+        end_with_members(&mut line, map);
         self.push_line(line)
     }
 
@@ -230,29 +222,8 @@ impl Transcript {
         c: &NewCompaction,
         timestamp_iso: &str,
     ) -> Result<usize, TranscriptError> {
-        let line_no = self.next_line_number();
-        let bad = |p: String| Err(TranscriptError::invalid(&self.source, line_no, p));
         let k = &c.first_kept_entry_id;
-        let Some(idx) = self.index_of(k) else {
-            return bad(format!(
-                "firstKeptEntryId {k:?} is not an entry of this transcript"
-            ));
-        };
-        let branch = self.active_branch();
-        let Some(pos) = branch.iter().position(|&i| i == idx) else {
-            return bad(format!(
-                "firstKeptEntryId {k:?} is not on the active branch"
-            ));
-        };
-        if let Some(p) = self.latest_compaction(&branch)
-            && let Some(prev) = self.first_kept_position(&branch, p)
-            && pos < prev
-        {
-            return bad(format!(
-                "firstKeptEntryId {k:?} is before the previous compaction's first kept entry {:?}",
-                self.entries[branch[prev]].id()
-            ));
-        }
+        self.check_first_kept(k).map_err(|p| self.refused(p))?;
         let (id, parent) = self.id_members();
         let details = c
             .details
@@ -268,4 +239,42 @@ impl Transcript {
         );
         self.push_line(line)
     }
+
+    /// Why entry `k` cannot be a new compaction's first kept entry, if it cannot: it must be
+    /// on the active branch, not before the previous compaction's first kept entry.
+    fn check_first_kept(&self, k: &str) -> Result<(), String> {
+        let Some(idx) = self.index_of(k) else {
+            return Err(format!(
+                "firstKeptEntryId {k:?} is not an entry of this transcript"
+            ));
+        };
+        let branch = self.active_branch();
+        let Some(pos) = branch.iter().position(|&i| i == idx) else {
+            return Err(format!(
+                "firstKeptEntryId {k:?} is not on the active branch"
+            ));
+        };
+        if let Some(p) = self.latest_compaction(&branch)
+            && let Some(prev) = self.first_kept_position(&branch, p)
+            && pos < prev
+        {
+            return Err(format!(
+                "firstKeptEntryId {k:?} is before the previous compaction's first kept entry {:?}",
+                self.entries[branch[prev]].id()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The members of an entry of another type after its `type`, `id`, `parentId` and
+/// `timestamp` (which are set by the append, not taken from `members`), and its closing brace.
+fn end_with_members(line: &mut String, members: &serde_json::Map<String, Value>) {
+    for (k, v) in members {
+        if matches!(k.as_str(), "type" | "id" | "parentId" | "timestamp") {
+            continue;
+        }
+        line.push_str(&format!(",{}:{v}", quote(k)));
+    }
+    line.push('}');
 }

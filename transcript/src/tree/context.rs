@@ -188,25 +188,7 @@ impl Transcript {
     pub fn compaction_stats(&self) -> CompactionStats {
         let mut stats = CompactionStats::default();
         for i in self.active_branch() {
-            let e = &self.entries[i];
-            if e.context_role() == Some(Role::User) {
-                stats.auto_in_run = 0;
-            }
-            if e.entry_type() != "compaction" {
-                continue;
-            }
-            stats.total += 1;
-            let record = e.compaction_record();
-            if record.is_some_and(CompactionRecord::is_prune) {
-                continue;
-            }
-            stats.summarizing += 1;
-            if matches!(
-                record.and_then(|r| r.trigger),
-                Some(Trigger::Auto | Trigger::Overflow)
-            ) {
-                stats.auto_in_run += 1;
-            }
+            stats.count(&self.entries[i]);
         }
         stats
     }
@@ -217,5 +199,27 @@ impl Transcript {
             .into_iter()
             .filter(|&i| self.entries[i].entry_type() == "compaction")
             .count()
+    }
+}
+
+impl CompactionStats {
+    /// Counts the next entry of the branch; a user message ends the run of automatic ones.
+    fn count(&mut self, e: &Entry) {
+        if e.context_role() == Some(Role::User) {
+            self.auto_in_run = 0;
+        }
+        if e.entry_type() != "compaction" {
+            return;
+        }
+        self.total += 1;
+        let record = e.compaction_record();
+        if record.is_some_and(CompactionRecord::is_prune) {
+            return;
+        }
+        self.summarizing += 1;
+        let trigger = record.and_then(|r| r.trigger);
+        if matches!(trigger, Some(Trigger::Auto | Trigger::Overflow)) {
+            self.auto_in_run += 1;
+        }
     }
 }
