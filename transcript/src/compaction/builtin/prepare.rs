@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{BUILTIN_PROTECTED_TOOLS, Job, Policy, Request, Skip, Summarize, Work};
+use super::{BUILTIN_PROTECTED_TOOLS, Job, Outcome, Policy, Request, Skip, Summarize, Work};
 use crate::Transcript;
 use crate::compaction::{Settings, extractive};
 use crate::entry::{Entry, PRUNED_TEXT};
@@ -264,11 +264,14 @@ fn prune_only(scope: &Scope<'_>, pruning: &Pruning) -> Result<Work, Skip> {
             .map(|&i| pruning.tokens_of(scope, i))
             .sum::<u64>();
     Ok(Work::Prune {
-        first_kept_index: first,
-        first_kept_entry_id: scope.entries[first].id().to_string(),
-        summary,
+        outcome: Outcome {
+            summary,
+            first_kept_index: first,
+            first_kept_entry_id: scope.entries[first].id().to_string(),
+            tokens_after,
+            compacted: 0,
+        },
         carries_summary,
-        tokens_after,
     })
 }
 
