@@ -35,8 +35,8 @@ use crate::read::Head;
 mod fold;
 mod remembered;
 
-pub(crate) use fold::Verdict;
 use fold::{Chunk, Folded, Refused};
+pub(crate) use fold::{Shape, Verdict};
 
 /// Bytes per chunk: small enough that the buffers of all workers stay a few MiB, large enough
 /// that a chunk holds thousands of lines.

@@ -28,13 +28,7 @@ pub(super) fn walk(
     file_bytes: u64,
     head: &Head,
 ) -> Result<Option<Status>, TranscriptError> {
-    let mut lines = Backwards {
-        file,
-        path,
-        buf: Vec::new(),
-        end: 0,
-        pos: file_bytes,
-    };
+    let mut lines = Backwards::new(file, path, file_bytes);
     let ends_with_newline =
         file_bytes == 0 || last_byte(&mut lines.file, path, file_bytes)? == b'\n';
     let mut w = Walk::new(head, window, file_bytes, ends_with_newline);
