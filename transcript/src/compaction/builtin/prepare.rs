@@ -4,15 +4,17 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
-
-use super::{BUILTIN_PROTECTED_TOOLS, Job, Outcome, Policy, Request, Skip, Summarize, Work};
+use super::{BUILTIN_PROTECTED_TOOLS, Job, Outcome, Policy, Request, Skip, Work};
 use crate::Transcript;
 use crate::compaction::{Settings, extractive};
 use crate::entry::{Entry, PRUNED_TEXT};
-use crate::record::{CompactionRecord, Layer, Trigger};
+use crate::record::{Layer, Trigger};
 use crate::role::Role;
 use crate::tokens::estimate_text;
+
+mod gather;
+
+use gather::summarize;
 
 /// Decide and gather a compaction of the active branch.
 pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Result<Job, Skip> {
@@ -425,117 +427,6 @@ impl Kept {
     }
 }
 
-/// Phase 2's work: what the summarizer reads, and the warnings the cut earned.
-fn summarize(
-    t: &Transcript,
-    scope: &Scope<'_>,
-    cut: &Cut,
-    kept: &Kept,
-    layer: Layer,
-) -> (Work, Vec<String>) {
-    let entries = scope.entries;
-    let before_cut = &scope.messages[..cut.at];
-    let after_cut = &scope.messages[cut.at..];
-    let to_summarize: Vec<Entry> = before_cut
-        .iter()
-        .map(|&i| &entries[i])
-        .filter(|e| e.context_role().is_some())
-        .cloned()
-        .collect();
-    let prev_details = t
-        .active_branch()
-        .into_iter()
-        .rev()
-        .filter(|&i| entries[i].entry_type() == "compaction")
-        .map(|i| entries[i].compaction_record())
-        .find(|record| !record.is_some_and(CompactionRecord::is_prune))
-        .flatten()
-        .cloned();
-    let pinned = if layer == Layer::Full {
-        pinned_before(t, before_cut)
-    } else {
-        Vec::new()
-    };
-    let oversized = oversized_outputs(entries, after_cut, &kept.oversized);
-    let current_request = after_cut
-        .iter()
-        .rev()
-        .filter(|&&i| entries[i].context_role() == Some(Role::User))
-        .filter_map(|&i| entries[i].view())
-        .map(|v| v.text)
-        .find(|text| !extractive::is_acknowledgement(text));
-    let mut warnings = Vec::new();
-    if cut.split_turn {
-        warnings.push(format!(
-            "the newest turn alone exceeds the {} tokens kept: it was cut between its steps and its beginning summarized",
-            cut.keep
-        ));
-    }
-    if !oversized.is_empty() {
-        warnings.push(format!(
-            "the newest tool results alone pass the {} tokens that may be kept: {} of their outputs were replaced by placeholders, the summary quotes their opening lines",
-            cut.cap,
-            oversized.len()
-        ));
-    }
-    if layer == Layer::Full {
-        warnings.push(format!(
-            "the context reached {:.0}% of the window: full compaction kept only the last {} tokens (and pinned messages) verbatim",
-            scope.share * 100.0,
-            cut.keep
-        ));
-    }
-    let first = after_cut[0];
-    let work = Work::Summarize(Box::new(Summarize {
-        entries: to_summarize,
-        previous_summary: scope.previous_summary(),
-        pinned,
-        first_kept_index: first,
-        first_kept_entry_id: entries[first].id().to_string(),
-        kept_tokens: kept.tokens,
-        prev_details,
-        current_request,
-        split_turn: cut.split_turn,
-        oversized,
-    }));
-    (work, warnings)
-}
-
-/// The outputs at `oversized` (entry indices among `kept`), each named by the call it answers.
-fn oversized_outputs(
-    entries: &[Entry],
-    kept: &[usize],
-    oversized: &HashSet<usize>,
-) -> Vec<extractive::Oversized> {
-    // Naming them decodes the kept messages: only when there are some (prepare decodes none).
-    if oversized.is_empty() {
-        return Vec::new();
-    }
-    let mut pending = extractive::PendingCalls::default();
-    let mut out = Vec::new();
-    for &i in kept {
-        let Some(view) = entries[i].view() else {
-            continue;
-        };
-        match view.role {
-            Role::Assistant => pending.calls(&view),
-            Role::ToolResult => {
-                let (tool, target) = pending.answer(&view);
-                if oversized.contains(&i) {
-                    out.push(extractive::Oversized {
-                        tool,
-                        target,
-                        output: view.text,
-                        tokens: entries[i].tokens(),
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 /// Whether a compaction entry's summary is a real one (prune-only entries without an earlier
 /// summary carry just a note).
 fn carries_summary(e: &Entry) -> bool {
@@ -585,35 +476,6 @@ pub(super) fn prune_candidates(
     }
     out.reverse();
     (out, saved)
-}
-
-/// Messages before the cut that a `label` entry pinned (`pin` / `pinned`), as text.
-fn pinned_before(t: &Transcript, before_cut: &[usize]) -> Vec<String> {
-    let entries = t.entries();
-    let mut pinned_ids = HashSet::new();
-    for i in t.active_branch() {
-        let e = &entries[i];
-        if e.entry_type() != "label" {
-            continue;
-        }
-        if let Ok(v) = serde_json::from_str::<Value>(e.line()) {
-            let label = v.get("label").and_then(Value::as_str).unwrap_or("");
-            if matches!(label.to_ascii_lowercase().as_str(), "pin" | "pinned")
-                && let Some(target) = v.get("targetId").and_then(Value::as_str)
-            {
-                pinned_ids.insert(target.to_string());
-            }
-        }
-    }
-    before_cut
-        .iter()
-        .filter(|&&i| pinned_ids.contains(entries[i].id()))
-        .filter_map(|&i| entries[i].view())
-        .map(|v| {
-            let text: String = v.text.chars().take(2000).collect();
-            format!("**{}**: {}", v.role.as_str(), text.replace('\n', " "))
-        })
-        .collect()
 }
 
 #[cfg(test)]
