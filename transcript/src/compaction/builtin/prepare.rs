@@ -132,6 +132,12 @@ impl<'t> Scope<'t> {
             .sum()
     }
 
+    /// Whether a cut may fall before message `j` (not on a tool result: a call and its results
+    /// stay on the same side).
+    fn cuttable(&self, j: usize) -> bool {
+        self.entries[self.messages[j]].context_role() != Some(Role::ToolResult)
+    }
+
     /// The summary the boundary carries (none for a prune-only note).
     fn previous_summary(&self) -> Option<String> {
         self.boundary
@@ -321,47 +327,20 @@ impl Cut {
         layer: Layer,
         settings: &Settings,
     ) -> Result<Cut, Skip> {
-        let policy = &settings.policy;
-        let messages = &scope.messages;
         let cap = (settings.threshold() / 2).max(1);
-        let keep = match layer {
-            Layer::Full => policy.full_keep_recent_tokens,
-            _ if scope.share >= policy.summarize_at => policy.summarize_keep_recent_tokens,
-            _ => settings.keep_recent_tokens,
-        }
-        .min(cap);
-        let mut kept = 0u64;
-        let reached = messages.iter().rposition(|&i| {
-            kept += pruning.tokens_of(scope, i);
-            kept >= keep
-        });
-        let Some(reached) = reached else {
-            return Err(Skip::because(format!(
-                "everything fits in the {keep} recent tokens kept: nothing to summarize"
-            )));
-        };
-        let cuttable =
-            |j: usize| scope.entries[messages[j]].context_role() != Some(Role::ToolResult);
+        let keep = recent_to_keep(scope, layer, settings).min(cap);
+        let reached = budget_reached(scope, pruning, keep)?;
         let before = (0..=reached)
             .rev()
-            .find(|&j| cuttable(j))
+            .find(|&j| scope.cuttable(j))
             .filter(|&c| c > 0);
         // No such point before the kept budget: the newest turn alone is bigger than what may
-        // be kept. Cut inside it, at its latest step that keeps something.
+        // be kept.
         let split_turn = before.is_none();
-        // Nothing to cut between at all (the context is one call batch and its results): the
-        // cut falls before it, nothing new is summarized, and its outputs give way later.
-        let whole: u64 = messages.iter().map(|&i| pruning.tokens_of(scope, i)).sum();
-        let at = before
-            .or_else(|| (reached + 1..messages.len()).find(|&j| cuttable(j)))
-            .or_else(|| {
-                (cuttable(0) && whole + summary_bound() > settings.threshold()).then_some(0)
-            })
-            .ok_or_else(|| {
-                Skip::because(
-                    "no cut point: the newest turn is one tool call batch and its results".into(),
-                )
-            })?;
+        let at = match before {
+            Some(at) => at,
+            None => inside_newest_turn(scope, pruning, reached, settings)?,
+        };
         Ok(Cut {
             at,
             keep,
@@ -369,6 +348,55 @@ impl Cut {
             split_turn,
         })
     }
+}
+
+/// The recent tokens the layer keeps verbatim, before the cut's cap.
+fn recent_to_keep(scope: &Scope<'_>, layer: Layer, settings: &Settings) -> u64 {
+    let policy = &settings.policy;
+    match layer {
+        Layer::Full => policy.full_keep_recent_tokens,
+        _ if scope.share >= policy.summarize_at => policy.summarize_keep_recent_tokens,
+        _ => settings.keep_recent_tokens,
+    }
+}
+
+/// The newest message at which the messages from it to the end hold `keep` tokens; refused
+/// when they all hold less.
+fn budget_reached(scope: &Scope<'_>, pruning: &Pruning, keep: u64) -> Result<usize, Skip> {
+    let mut kept = 0u64;
+    let reached = scope.messages.iter().rposition(|&i| {
+        kept += pruning.tokens_of(scope, i);
+        kept >= keep
+    });
+    reached.ok_or_else(|| {
+        Skip::because(format!(
+            "everything fits in the {keep} recent tokens kept: nothing to summarize"
+        ))
+    })
+}
+
+/// The cut of a newest turn bigger than what may be kept (from `reached` on): at its latest
+/// step that keeps something. With nothing to cut between at all (the context is one call
+/// batch and its results), the cut falls before it, nothing new is summarized, and its outputs
+/// give way later.
+fn inside_newest_turn(
+    scope: &Scope<'_>,
+    pruning: &Pruning,
+    reached: usize,
+    settings: &Settings,
+) -> Result<usize, Skip> {
+    let messages = &scope.messages;
+    let whole: u64 = messages.iter().map(|&i| pruning.tokens_of(scope, i)).sum();
+    (reached + 1..messages.len())
+        .find(|&j| scope.cuttable(j))
+        .or_else(|| {
+            (scope.cuttable(0) && whole + summary_bound() > settings.threshold()).then_some(0)
+        })
+        .ok_or_else(|| {
+            Skip::because(
+                "no cut point: the newest turn is one tool call batch and its results".into(),
+            )
+        })
 }
 
 /// The part after the cut, and which of its outputs give way.
