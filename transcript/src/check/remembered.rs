@@ -91,16 +91,17 @@ fn hash_prefix(file: &mut File, end: u64) -> std::io::Result<u64> {
 
 /// The ranges of `[0, end)` [`hash_prefix`] hashes.
 fn hashed_ranges(end: u64) -> Vec<Range<u64>> {
+    let mut ranges = Vec::with_capacity(SAMPLES as usize + 2);
     if end <= WHOLE_BELOW {
-        return vec![0..end];
+        ranges.push(0..end);
+        return ranges;
     }
     let stride = (end - 2 * EDGE) / SAMPLES;
-    let samples = (0..SAMPLES).map(|k| {
+    ranges.push(0..EDGE);
+    ranges.extend((0..SAMPLES).map(|k| {
         let at = EDGE + k * stride;
         at..(at + SAMPLE).min(end - EDGE)
-    });
-    let mut ranges = vec![0..EDGE];
-    ranges.extend(samples);
+    }));
     ranges.push(end - EDGE..end);
     ranges
 }
