@@ -126,12 +126,12 @@ pub(super) fn skim(line: &[u8], v1: bool) -> Result<Light<'_>, String> {
     }
     let mut seen = 0;
     loop {
-        let (key, value, end) = member(line, i).ok_or_else(bad)?;
-        seen |= light.note(&key, value);
+        let m = member(line, i).ok_or_else(bad)?;
+        seen |= light.note(&m.name, m.value);
         if light.complete(seen, v1) {
             return Ok(light);
         }
-        i = skip_ws(line, end);
+        i = skip_ws(line, m.end);
         match line.get(i) {
             Some(b',') => i = skip_ws(line, i + 1),
             Some(b'}') => return Ok(light),
@@ -140,21 +140,39 @@ pub(super) fn skim(line: &[u8], v1: bool) -> Result<Light<'_>, String> {
     }
 }
 
-/// The member starting at `line[i]`: its name, its value's bytes, and where the value ends.
+/// A member of an object, as read from its line.
+struct Member<'a> {
+    name: Cow<'a, [u8]>,
+    value: &'a [u8],
+    /// Just after the value.
+    end: usize,
+}
+
+/// The member starting at `line[i]`.
 #[inline]
-fn member(line: &[u8], i: usize) -> Option<(Cow<'_, [u8]>, &[u8], usize)> {
+fn member(line: &[u8], i: usize) -> Option<Member<'_>> {
+    let (name, start) = member_name(line, i)?;
+    let end = skip_value(line, start)?;
+    Some(Member {
+        name,
+        value: &line[start..end],
+        end,
+    })
+}
+
+/// The member starting at `line[i]`: its name, and where its value starts (not read).
+#[inline]
+pub(super) fn member_name(line: &[u8], i: usize) -> Option<(Cow<'_, [u8]>, usize)> {
     if line.get(i) != Some(&b'"') {
         return None;
     }
     let key_end = skip_string(line, i)?;
-    let key = name_bytes(&line[i..key_end])?;
+    let key = name_bytes(line.get(i..key_end)?)?;
     let i = skip_ws(line, key_end);
     if line.get(i) != Some(&b':') {
         return None;
     }
-    let i = skip_ws(line, i + 1);
-    let end = skip_value(line, i)?;
-    Some((key, &line[i..end], end))
+    Some((key, skip_ws(line, i + 1)))
 }
 
 /// Bits of the members [`Light::note`] has seen.
