@@ -486,24 +486,29 @@ pub(super) fn prune_candidates(
                     tool_tokens += tokens;
                     continue;
                 }
-                // Read as loading kept them: decoding each output here cost most of prepare.
-                let tool = e.tool_name().unwrap_or_default();
-                // An error result is why something failed: a placeholder would hide it from
-                // the model and from the summary, and it is short as a rule.
-                let protected = e.is_error()
-                    || BUILTIN_PROTECTED_TOOLS.contains(&tool)
-                    || policy.prune_protected_tools.iter().any(|p| p == tool);
-                if protected || tokens <= placeholder {
-                    continue;
+                if let Some(saving) = pruning_saves(e, policy, placeholder) {
+                    out.push(i);
+                    saved += saving;
                 }
-                out.push(i);
-                saved += tokens - placeholder;
             }
             _ => {}
         }
     }
     out.reverse();
     (out, saved)
+}
+
+/// What pruning the old tool result `e` would save: nothing for a protected tool, an error
+/// (it is why something failed: a placeholder would hide it from the model and from the
+/// summary, and it is short as a rule) or an output no longer than its placeholder.
+fn pruning_saves(e: &Entry, policy: &Policy, placeholder: u64) -> Option<u64> {
+    // Read as loading kept them: decoding each output here cost most of prepare.
+    let tool = e.tool_name().unwrap_or_default();
+    let protected = e.is_error()
+        || BUILTIN_PROTECTED_TOOLS.contains(&tool)
+        || policy.prune_protected_tools.iter().any(|p| p == tool);
+    let tokens = u64::from(e.tokens());
+    (!protected && tokens > placeholder).then(|| tokens - placeholder)
 }
 
 #[cfg(test)]
