@@ -237,6 +237,11 @@ impl Pruning {
         }
     }
 
+    /// The tokens of `messages` in the context after pruning.
+    fn tokens(&self, scope: &Scope<'_>, messages: &[usize]) -> u64 {
+        messages.iter().map(|&i| self.tokens_of(scope, i)).sum()
+    }
+
     fn ids(&self, scope: &Scope<'_>) -> Vec<String> {
         self.order
             .iter()
@@ -259,18 +264,10 @@ fn prune_only(scope: &Scope<'_>, pruning: &Pruning) -> Result<Work, Skip> {
         .ok_or_else(|| Skip::because("no messages".into()))?;
     let carried = scope.previous_summary();
     let carries_summary = carried.is_some();
-    let summary = carried.unwrap_or_else(|| {
-        format!(
-            "[{} older tool output(s) pruned for context]",
-            pruning.order.len()
-        )
-    });
-    let tokens_after = u64::from(estimate_text(&summary))
-        + scope
-            .messages
-            .iter()
-            .map(|&i| pruning.tokens_of(scope, i))
-            .sum::<u64>();
+    let pruned = pruning.order.len();
+    let summary =
+        carried.unwrap_or_else(|| format!("[{pruned} older tool output(s) pruned for context]"));
+    let tokens_after = u64::from(estimate_text(&summary)) + pruning.tokens(scope, &scope.messages);
     Ok(Work::Prune {
         outcome: Outcome {
             summary,
@@ -299,6 +296,20 @@ fn escalate(
         Layer::Prune => Ok(Layer::Summarize),
         other => Ok(other),
     }
+}
+
+/// The tool results among `messages` that pruning left whole, biggest first.
+fn results_biggest_first(scope: &Scope<'_>, pruning: &Pruning, messages: &[usize]) -> Vec<usize> {
+    let mut results: Vec<usize> = messages
+        .iter()
+        .copied()
+        .filter(|i| {
+            !pruning.pruned.contains(i)
+                && scope.entries[*i].context_role() == Some(Role::ToolResult)
+        })
+        .collect();
+    results.sort_by_key(|&i| std::cmp::Reverse(scope.entries[i].tokens()));
+    results
 }
 
 /// The summary's bound in tokens.
@@ -386,7 +397,7 @@ fn inside_newest_turn(
     settings: &Settings,
 ) -> Result<usize, Skip> {
     let messages = &scope.messages;
-    let whole: u64 = messages.iter().map(|&i| pruning.tokens_of(scope, i)).sum();
+    let whole = pruning.tokens(scope, messages);
     (reached + 1..messages.len())
         .find(|&j| scope.cuttable(j))
         .or_else(|| {
@@ -416,19 +427,10 @@ impl Kept {
     /// cut's cap; the summary carries their opening lines.
     fn give_way(scope: &Scope<'_>, pruning: &Pruning, cut: &Cut, settings: &Settings) -> Self {
         let after_cut = &scope.messages[cut.at..];
-        let mut tokens: u64 = after_cut.iter().map(|&i| pruning.tokens_of(scope, i)).sum();
+        let mut tokens = pruning.tokens(scope, after_cut);
         let mut oversized = HashSet::new();
         if tokens + summary_bound() > settings.threshold() {
-            let mut results: Vec<usize> = after_cut
-                .iter()
-                .copied()
-                .filter(|i| {
-                    !pruning.pruned.contains(i)
-                        && scope.entries[*i].context_role() == Some(Role::ToolResult)
-                })
-                .collect();
-            results.sort_by_key(|&i| std::cmp::Reverse(scope.entries[i].tokens()));
-            for i in results {
+            for i in results_biggest_first(scope, pruning, after_cut) {
                 if tokens <= cut.cap {
                     break;
                 }
