@@ -11,6 +11,7 @@ use crate::Transcript;
 use crate::compaction::builtin::{Summarize, Work};
 use crate::compaction::extractive;
 use crate::entry::Entry;
+use crate::message::MessageView;
 use crate::record::{CompactionRecord, Layer};
 use crate::role::Role;
 
@@ -22,27 +23,22 @@ pub(super) fn summarize(
     kept: &Kept,
     layer: Layer,
 ) -> (Work, Vec<String>) {
-    let entries = scope.entries;
-    let (before_cut, after_cut) = scope.messages.split_at(cut.at);
+    let (entries, (before_cut, after_cut)) = (scope.entries, scope.messages.split_at(cut.at));
     let oversized = oversized_outputs(entries, after_cut, &kept.oversized);
     let warnings = cut_warnings(scope, cut, layer, oversized.len());
-    let first = after_cut[0];
-    let work = Work::Summarize(Box::new(Summarize {
+    let summarize = Box::new(Summarize {
         entries: context_entries(entries, before_cut),
         previous_summary: scope.previous_summary(),
-        pinned: match layer {
-            Layer::Full => pinned_before(t, before_cut),
-            _ => Vec::new(),
-        },
-        first_kept_index: first,
-        first_kept_entry_id: entries[first].id().to_string(),
+        pinned: pinned_before(t, before_cut, layer),
+        first_kept_index: after_cut[0],
+        first_kept_entry_id: entries[after_cut[0]].id().to_string(),
         kept_tokens: kept.tokens,
         prev_details: latest_summarizing_record(t),
         current_request: current_request(entries, after_cut),
         split_turn: cut.split_turn,
         oversized,
-    }));
-    (work, warnings)
+    });
+    (Work::Summarize(summarize), warnings)
 }
 
 /// The context entries among `messages`, copied (decoding them is the summarizer's work).
@@ -116,47 +112,43 @@ fn oversized_outputs(
     }
     let mut pending = extractive::PendingCalls::default();
     let mut out = Vec::new();
-    for &i in kept {
-        let Some(view) = entries[i].view() else {
-            continue;
-        };
+    for (i, view) in kept.iter().filter_map(|&i| Some((i, entries[i].view()?))) {
         match view.role {
             Role::Assistant => pending.calls(&view),
-            Role::ToolResult => {
-                let (tool, target) = pending.answer(&view);
-                if oversized.contains(&i) {
-                    out.push(extractive::Oversized {
-                        tool,
-                        target,
-                        output: view.text,
-                        tokens: entries[i].tokens(),
-                    });
-                }
+            Role::ToolResult if oversized.contains(&i) => {
+                out.push(named_output(&mut pending, view, entries[i].tokens()));
             }
+            // Every answer is taken, so the next ones pair with their calls.
+            Role::ToolResult => _ = pending.answer(&view),
             _ => {}
         }
     }
     out
 }
 
-/// Messages before the cut that a `label` entry pinned (`pin` / `pinned`), as text.
-fn pinned_before(t: &Transcript, before_cut: &[usize]) -> Vec<String> {
-    let entries = t.entries();
-    let mut pinned_ids = HashSet::new();
-    for i in t.active_branch() {
-        let e = &entries[i];
-        if e.entry_type() != "label" {
-            continue;
-        }
-        if let Ok(v) = serde_json::from_str::<Value>(e.line()) {
-            let label = v.get("label").and_then(Value::as_str).unwrap_or("");
-            if matches!(label.to_ascii_lowercase().as_str(), "pin" | "pinned")
-                && let Some(target) = v.get("targetId").and_then(Value::as_str)
-            {
-                pinned_ids.insert(target.to_string());
-            }
-        }
+/// A tool result's output (of `tokens`), named by the call it answers.
+fn named_output(
+    pending: &mut extractive::PendingCalls,
+    view: MessageView,
+    tokens: u32,
+) -> extractive::Oversized {
+    let (tool, target) = pending.answer(&view);
+    extractive::Oversized {
+        tool,
+        target,
+        output: view.text,
+        tokens,
     }
+}
+
+/// Messages before the cut that a `label` entry pinned (`pin` / `pinned`), as text: a full
+/// compaction carries them verbatim.
+fn pinned_before(t: &Transcript, before_cut: &[usize], layer: Layer) -> Vec<String> {
+    if layer != Layer::Full {
+        return Vec::new();
+    }
+    let entries = t.entries();
+    let pinned_ids = pinned_ids(t);
     before_cut
         .iter()
         .filter(|&&i| pinned_ids.contains(entries[i].id()))
@@ -165,5 +157,20 @@ fn pinned_before(t: &Transcript, before_cut: &[usize]) -> Vec<String> {
             let text: String = v.text.chars().take(2000).collect();
             format!("**{}**: {}", v.role.as_str(), text.replace('\n', " "))
         })
+        .collect()
+}
+
+/// The entries the `label` entries of the active branch pin (`pin` / `pinned`), by id.
+fn pinned_ids(t: &Transcript) -> HashSet<String> {
+    let entries = t.entries();
+    let labels = t.active_branch().into_iter().map(|i| &entries[i]);
+    let labels = labels.filter(|e| e.entry_type() == "label");
+    labels
+        .filter_map(|e| serde_json::from_str::<Value>(e.line()).ok())
+        .filter(|v| {
+            let label = v.get("label").and_then(Value::as_str).unwrap_or("");
+            matches!(label.to_ascii_lowercase().as_str(), "pin" | "pinned")
+        })
+        .filter_map(|v| Some(v.get("targetId")?.as_str()?.to_string()))
         .collect()
 }
