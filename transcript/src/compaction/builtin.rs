@@ -361,17 +361,7 @@ impl Phase2<'_> {
     /// outputs, pinned messages, citations) and record how it went.
     fn run(&self, s: &Summarize, record: &mut CompactionRecord) -> Outcome {
         let messages: Vec<MessageView> = s.entries.iter().filter_map(Entry::view).collect();
-        let request = SummaryRequest {
-            messages: &messages,
-            previous_summary: s.previous_summary.as_deref(),
-            focus: self.focus,
-            current_request: s.current_request.as_deref(),
-        };
-        let (mut text, tier, errors) =
-            summarize_in_stages(self.summarizer, &request, self.context_window, self.policy);
-        self.append_oversized(&mut text, &s.oversized);
-        append_pinned(&mut text, &s.pinned);
-        let text = super::citations::cite_within_bound(text, &s.entries, self.summarizer);
+        let (text, tier, errors) = self.summary(s, &messages);
         record.summary_tier = Some(tier);
         record.split_turn = s.split_turn;
         record.summarizer_errors = errors;
@@ -383,6 +373,23 @@ impl Phase2<'_> {
             first_kept_entry_id: s.first_kept_entry_id.clone(),
             compacted: messages.len(),
         }
+    }
+
+    /// The summary of `messages` (the entries of `s`, decoded) with its sections and
+    /// citations, the worst tier used and the summarizer's errors.
+    fn summary(&self, s: &Summarize, messages: &[MessageView]) -> (String, Tier, Vec<String>) {
+        let request = SummaryRequest {
+            messages,
+            previous_summary: s.previous_summary.as_deref(),
+            focus: self.focus,
+            current_request: s.current_request.as_deref(),
+        };
+        let (mut text, tier, errors) =
+            summarize_in_stages(self.summarizer, &request, self.context_window, self.policy);
+        self.append_oversized(&mut text, &s.oversized);
+        append_pinned(&mut text, &s.pinned);
+        let text = super::citations::cite_within_bound(text, &s.entries, self.summarizer);
+        (text, tier, errors)
     }
 
     /// The opening lines of kept outputs too big to keep whole, within the summary's own

@@ -61,11 +61,8 @@ fn admit(settings: &Settings, request: &Request<'_>, auto_in_run: usize) -> Resu
         return Ok(());
     }
     if !settings.auto_enabled {
-        let kind = if request.trigger == Trigger::Overflow {
-            "overflow"
-        } else {
-            "automatic"
-        };
+        let overflow = request.trigger == Trigger::Overflow;
+        let kind = if overflow { "overflow" } else { "automatic" };
         return Err(Skip::because(format!(
             "automatic compaction is off (agents.defaults.compaction.enabled: false): an {kind} compaction does not run; compact manually (`ctxhost compact`)"
         )));

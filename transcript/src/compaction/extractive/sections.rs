@@ -109,9 +109,7 @@ impl Sections {
                 Role::User => self.learn_request(m.text.trim(), &mut requests),
                 Role::Assistant => {
                     pending.calls(m);
-                    if !m.text.trim().is_empty() {
-                        self.progress = Some(clip(&m.text, PROGRESS_CHARS));
-                    }
+                    self.learn_progress(&m.text);
                 }
                 Role::ToolResult => learn_result(&mut failures, &mut pending, m),
                 _ => {}
@@ -133,6 +131,13 @@ impl Sections {
         extend_unique(&mut self.modified, modified);
         extend_unique(&mut self.read, read);
         drop_modified(&mut self.read, &self.modified);
+    }
+
+    /// An agent's message that says something: the progress so far.
+    fn learn_progress(&mut self, text: &str) {
+        if !text.trim().is_empty() {
+            self.progress = Some(clip(text, PROGRESS_CHARS));
+        }
     }
 
     /// A user's message: the task now (and at the start), a request, standing instructions.
