@@ -167,16 +167,21 @@ fn first_line_ends(head: &[u8]) -> bool {
 pub(crate) fn read_text(path: &Path) -> Result<String, TranscriptError> {
     let mut file = open_transcript(path)?;
     read_head(&mut file, path)?;
-    let len = file
-        .metadata()
-        .map_err(io(path, "cannot stat transcript"))?
-        .len();
+    let len = file_len(&file, path)?;
     file.seek(SeekFrom::Start(0))
         .map_err(io(path, "cannot seek"))?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     file.read_to_end(&mut bytes)
         .map_err(io(path, "cannot read transcript"))?;
     text_of(bytes, &path.display().to_string())
+}
+
+/// The length of the open transcript `file` (at `path`).
+pub(crate) fn file_len(file: &File, path: &Path) -> Result<u64, TranscriptError> {
+    let meta = file
+        .metadata()
+        .map_err(io(path, "cannot stat transcript"))?;
+    Ok(meta.len())
 }
 
 /// Bytes as UTF-8 text; the error names the line and the byte within it.

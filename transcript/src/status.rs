@@ -229,10 +229,7 @@ fn scan_with(
     checked: Option<&Path>,
 ) -> Result<Status, TranscriptError> {
     let mut file = crate::read::open_transcript(path)?;
-    let file_bytes = file
-        .metadata()
-        .map_err(io(path, "cannot stat transcript"))?
-        .len();
+    let file_bytes = crate::read::file_len(&file, path)?;
     let head = crate::read::read_head(&mut file, path)?;
     let scan = Scan {
         path,

@@ -132,11 +132,7 @@ pub fn summarize_with_fallback(
         Err(e) => e,
     };
     errors.push(first_error.to_string());
-    let limit = window / 2;
-    let (large, small): (Vec<&MessageView>, Vec<&MessageView>) = request
-        .messages
-        .iter()
-        .partition(|m| u64::from(m.tokens) > limit);
+    let (large, small) = split_large(request.messages, window);
     if !large.is_empty() && !small.is_empty() {
         match summarize_without_large(summarizer, request, &large, small) {
             Ok(s) => return (s, Tier::Partial),
@@ -147,6 +143,12 @@ pub fn summarize_with_fallback(
         note_and_facts(request, &first_error, large.len()),
         Tier::Note,
     )
+}
+
+/// The messages over half the window, and the others.
+fn split_large(messages: &[MessageView], window: u64) -> (Vec<&MessageView>, Vec<&MessageView>) {
+    let limit = window / 2;
+    messages.iter().partition(|m| u64::from(m.tokens) > limit)
 }
 
 /// A summary of the `small` messages, noting each of the `large` ones it leaves out.
