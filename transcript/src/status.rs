@@ -139,6 +139,12 @@ impl<'p> Backwards<'p> {
         }
     }
 
+    /// The lines of the transcript at `path` (of `file_bytes` bytes), from its end.
+    fn open(path: &'p Path, file_bytes: u64) -> Result<Self, TranscriptError> {
+        let file = crate::read::open_transcript(path)?;
+        Ok(Self::new(file, path, file_bytes))
+    }
+
     /// The previous line (without its line break) and its offset; None at the start of the
     /// file. Lines are slices of the block buffer: a whole-file walk copies nothing per line.
     fn prev(&mut self) -> Result<Option<(u64, &[u8])>, TranscriptError> {
@@ -315,8 +321,7 @@ impl Scan<'_> {
     /// The lines of a chain from the end back to its latest usage, measured, and where the
     /// first of them starts; None when a line does not read as entries (the walk decides).
     fn measure_chain_tail(&self, torn: bool) -> Result<Option<(u64, ChainTail)>, TranscriptError> {
-        let file = crate::read::open_transcript(self.path)?;
-        let mut lines = Backwards::new(file, self.path, self.file_bytes);
+        let mut lines = Backwards::open(self.path, self.file_bytes)?;
         let mut tail = ChainTail::new(self.path, self.head);
         let (mut skip_torn, mut start) = (torn, self.file_bytes);
         while let Some((offset, line)) = lines.prev()? {
