@@ -35,8 +35,8 @@ use crate::read::Head;
 mod fold;
 mod remembered;
 
-pub(crate) use fold::Verdict;
 use fold::{Chunk, Folded, Refused};
+pub(crate) use fold::{Shape, Verdict};
 
 /// Bytes per chunk: small enough that the buffers of all workers stay a few MiB, large enough
 /// that a chunk holds thousands of lines.
@@ -55,6 +55,20 @@ struct Body<'p> {
     start: u64,
     end: u64,
     version: u32,
+}
+
+impl Body<'_> {
+    /// How the line reader decodes a line of the body. A v1 line's position shapes only its
+    /// ids, which the check does not keep for v1; v1 boundaries (line indices) are left to the
+    /// full load.
+    #[inline]
+    fn decode(&self) -> Decode {
+        Decode {
+            version: self.version,
+            index: 0,
+            entry_count: usize::MAX,
+        }
+    }
 }
 
 /// Checks the body of the file at `path` up to `file_bytes` (its header, `head`, read and
@@ -143,11 +157,19 @@ fn check_range(
         end: range.end,
         version: head.header.version(),
     };
+    let mut done = check_chunks_on_every_core(&body);
+    done.sort_unstable_by_key(|(k, _)| *k);
+    done.into_iter().map(|(_, c)| c).collect()
+}
+
+/// The findings of every chunk of `body`, by index, in the order they were done: the chunks
+/// are taken in turn by up to four threads.
+fn check_chunks_on_every_core(body: &Body<'_>) -> Vec<(usize, Result<Chunk, TranscriptError>)> {
     let count = (body.end - body.start).div_ceil(body.chunk) as usize;
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    let mut done: Vec<(usize, Result<Chunk, TranscriptError>)> = std::thread::scope(|scope| {
-        let work = || work(&body, &next, count);
+    std::thread::scope(|scope| {
+        let work = || work(body, &next, count);
         // Where threads cannot be made (a wasm guest), the calling thread does all the work.
         let helpers: Vec<_> = (1..workers.min(count))
             .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
@@ -157,9 +179,7 @@ fn check_range(
             done.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         }
         done
-    });
-    done.sort_unstable_by_key(|(k, _)| *k);
-    done.into_iter().map(|(_, c)| c).collect()
+    })
 }
 
 /// Chunks taken in turn until none is left: (index, findings).
@@ -223,16 +243,44 @@ fn check_chunk(
     // `lo - 1` or later.
     let from = if k == 0 { lo } else { lo - 1 };
     read_range(file, body.path, from, hi, buf)?;
-    let first = if k == 0 {
-        0
-    } else {
-        match memchr::memchr(b'\n', buf) {
-            Some(n) if n + 1 < buf.len() => n + 1,
-            _ => return Ok(Chunk::default()), // inside a line that started before
-        }
+    let Some(first) = first_line_start(buf, k) else {
+        return Ok(Chunk::default()); // inside a line that started before
     };
-    // The last line that starts in the chunk is read to its end.
-    let mut at = hi;
+    read_to_line_end(file, body, hi, buf)?;
+    let mut chunk = Chunk {
+        ends_with_newline: buf.last() == Some(&b'\n'),
+        ..Chunk::default()
+    };
+    let region = &buf[first..];
+    // Loading checks the whole file's UTF-8 before reading any line, and says so first.
+    match std::str::from_utf8(region) {
+        Ok(text) => chunk.check_lines(text, body),
+        Err(e) => chunk.bad_utf8 = Some(line_and_byte(region, e.valid_up_to())),
+    }
+    Ok(chunk)
+}
+
+/// Where in `buf` (chunk `k` from the byte before it) the first line that starts in the chunk
+/// starts; None when the chunk lies inside a line that started before it.
+#[inline]
+fn first_line_start(buf: &[u8], k: usize) -> Option<usize> {
+    if k == 0 {
+        return Some(0);
+    }
+    match memchr::memchr(b'\n', buf) {
+        Some(n) if n + 1 < buf.len() => Some(n + 1),
+        _ => None,
+    }
+}
+
+/// Reads on from `at` until the last line in `buf` ends (or the body does), so the last line
+/// that starts in a chunk is read whole.
+fn read_to_line_end(
+    file: &mut File,
+    body: &Body<'_>,
+    mut at: u64,
+    buf: &mut Vec<u8>,
+) -> Result<(), TranscriptError> {
     while buf.last() != Some(&b'\n') && at < body.end {
         let old = buf.len();
         let step = (64u64 << 10).max(buf.len() as u64 / 4).min(body.end - at);
@@ -250,43 +298,41 @@ fn check_chunk(
             break; // the file shrank; what was read is judged as it is
         }
     }
-    let mut chunk = Chunk {
-        ends_with_newline: buf.last() == Some(&b'\n'),
-        ..Chunk::default()
-    };
-    let region = &buf[first..];
-    // Loading checks the whole file's UTF-8 before reading any line, and says so first.
-    if let Err(e) = std::str::from_utf8(region) {
-        let bad = e.valid_up_to();
-        let line_start = memchr::memrchr(b'\n', &region[..bad]).map_or(0, |n| n + 1);
-        let line = memchr::memchr_iter(b'\n', &region[..bad]).count();
-        chunk.bad_utf8 = Some((line, bad - line_start));
-        return Ok(chunk);
-    }
-    let text = std::str::from_utf8(region).expect("checked above");
-    let unended = (!chunk.ends_with_newline && !region.is_empty()).then_some(region.len());
-    let ends = memchr::memchr_iter(b'\n', region).chain(unended);
-    let mut start = 0;
-    for (n, end) in ends.enumerate() {
-        chunk.lines = n + 1;
-        let line = &text[start..end];
-        start = end + 1;
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() {
-            continue;
-        }
-        chunk.any_text = true;
-        match &mut chunk.refused {
-            // Only invalid UTF-8 (reported first by loading) or the refused line's place
-            // (last or not) can change the answer now.
-            Some(r) => r.followed = true,
-            None => chunk.line(line, n, body),
-        }
-    }
-    Ok(chunk)
+    Ok(())
+}
+
+/// The line (from 0) of byte `at` of `region`, and the byte within that line.
+fn line_and_byte(region: &[u8], at: usize) -> (usize, usize) {
+    let line_start = memchr::memrchr(b'\n', &region[..at]).map_or(0, |n| n + 1);
+    let line = memchr::memchr_iter(b'\n', &region[..at]).count();
+    (line, at - line_start)
 }
 
 impl Chunk {
+    /// The lines of the chunk's `text`: its line count, whether any holds text, and each one
+    /// that does, until a line is refused.
+    fn check_lines(&mut self, text: &str, body: &Body<'_>) {
+        let unended = (!self.ends_with_newline && !text.is_empty()).then_some(text.len());
+        let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain(unended);
+        let mut start = 0;
+        for (n, end) in ends.enumerate() {
+            self.lines = n + 1;
+            let line = &text[start..end];
+            start = end + 1;
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.trim().is_empty() {
+                continue;
+            }
+            self.any_text = true;
+            match &mut self.refused {
+                // Only invalid UTF-8 (reported first by loading) or the refused line's place
+                // (last or not) can change the answer now.
+                Some(r) => r.followed = true,
+                None => self.line(line, n, body),
+            }
+        }
+    }
+
     /// One line that is not blank, without its line break.
     fn line(&mut self, text: &str, n: usize, body: &Body<'_>) {
         // The common shape: scanned, not decoded (see the module docs).
@@ -308,20 +354,12 @@ impl Chunk {
 
     /// A line through the loader's own line reader.
     fn read(&mut self, text: &str, n: usize, body: &Body<'_>) {
-        let mut bytes = text.as_bytes().to_vec();
-        crate::lenient::replace_lone_surrogates(&mut bytes);
-        let text = Arc::new(String::from_utf8(bytes).expect("ASCII replaced by ASCII keeps UTF-8"));
+        let text = lenient_line(text);
         let line_of = |part: &str| {
             let start = part.as_ptr() as usize - text.as_ptr() as usize;
             Line::slice(&text, start..start + part.len())
         };
-        // A v1 line's position shapes only its ids, which the check does not keep for v1;
-        // v1 boundaries (line indices) are left to the full load.
-        let decode = Decode {
-            version: body.version,
-            index: 0,
-            entry_count: usize::MAX,
-        };
+        let decode = body.decode();
         let mut warnings = Vec::new();
         let (links, messages) = (&mut self.links, &mut self.messages);
         let read = read_line(
@@ -342,15 +380,27 @@ impl Chunk {
         // A v1 line of several entries takes no position: it is kept beside the chain.
         self.links.chain.broken |= matches!(read, Ok(0));
         if let Err(error) = read {
-            let torn_if_last = serde_json::from_str::<IgnoredAny>(&text).is_err()
-                && split_concatenated(&text).is_none();
-            self.refused = Some(Refused {
-                line: n,
-                problem: problem_of(error),
-                torn_if_last,
-                followed: false,
-            });
+            self.refused = Some(refusal(&text, n, error));
         }
+    }
+}
+
+/// A line as loading reads it: lone surrogate escapes replaced.
+fn lenient_line(text: &str) -> Arc<String> {
+    let mut bytes = text.as_bytes().to_vec();
+    crate::lenient::replace_lone_surrogates(&mut bytes);
+    Arc::new(String::from_utf8(bytes).expect("ASCII replaced by ASCII keeps UTF-8"))
+}
+
+/// Line `n` (`text`), refused by the line reader with `error`.
+fn refusal(text: &str, n: usize, error: TranscriptError) -> Refused {
+    let torn_if_last =
+        serde_json::from_str::<IgnoredAny>(text).is_err() && split_concatenated(text).is_none();
+    Refused {
+        line: n,
+        problem: problem_of(error),
+        torn_if_last,
+        followed: false,
     }
 }
 

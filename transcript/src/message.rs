@@ -101,55 +101,73 @@ pub(crate) fn view(json: &str, default_timestamp: u64) -> Result<Option<MessageV
     let Some(role) = m.role() else {
         return Ok(None);
     };
-    let mut parts: Vec<&str> = Vec::new();
-    let mut tool_calls = Vec::new();
     let content = content(m.content)?;
-    match Source::of(role) {
-        Source::CommandAndOutput => {
-            parts.extend(m.command.as_deref());
-            parts.extend(m.output.as_deref());
-        }
-        Source::Summary => parts.extend(m.summary.as_deref()),
-        Source::Content => match &content {
-            Content::None => {}
-            Content::Text(t) => parts.push(t),
-            Content::Blocks(blocks) => {
-                for b in blocks {
-                    let members = Members {
-                        text: b.text.as_deref(),
-                        thinking: None,
-                        id: b.id.as_deref(),
-                        name: b.name.as_deref(),
-                        arguments: b.arguments.map(RawValue::get),
-                    };
-                    match Block::new(b.kind.as_deref().map(str::as_bytes), members).shown() {
-                        Some(Shown::Text(text)) => parts.push(text),
-                        Some(Shown::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                        }) => tool_calls.push(ToolCall {
-                            id: id.to_string(),
-                            name: name.to_string(),
-                            arguments: arguments.to_string(),
-                        }),
-                        None => {}
-                    }
-                }
-            }
-        },
-    }
+    let mut shown = ShownParts::default();
+    shown.add_message(&m, role, &content);
     Ok(Some(MessageView {
         role,
         timestamp: m.timestamp.map_or(default_timestamp, |t| t.max(0.0) as u64),
-        text: parts.join("\n"),
-        tool_calls,
+        text: shown.texts.join("\n"),
+        tool_calls: shown.tool_calls,
         tool_name: m.tool_name.as_deref().map(str::to_string),
         is_error: m.is_error.unwrap_or(false),
         stop_reason: m.stop_reason.as_deref().map(str::to_string),
         usage: m.usage.as_ref().map(RawUsage::to_usage),
         tokens: stats.tokens,
     }))
+}
+
+/// What a view shows of a message: its texts, in order, and its tool calls.
+#[derive(Default)]
+struct ShownParts<'a> {
+    texts: Vec<&'a str>,
+    tool_calls: Vec<ToolCall>,
+}
+
+impl<'a> ShownParts<'a> {
+    /// The parts of `m` (whose content is `content`) that its role shows.
+    fn add_message(&mut self, m: &'a RawMessage<'_>, role: Role, content: &'a Content<'_>) {
+        match Source::of(role) {
+            Source::CommandAndOutput => {
+                self.texts.extend(m.command.as_deref());
+                self.texts.extend(m.output.as_deref());
+            }
+            Source::Summary => self.texts.extend(m.summary.as_deref()),
+            Source::Content => self.add_content(content),
+        }
+    }
+
+    fn add_content(&mut self, content: &'a Content<'_>) {
+        match content {
+            Content::None => {}
+            Content::Text(t) => self.texts.push(t),
+            Content::Blocks(blocks) => blocks.iter().for_each(|b| self.add_block(b)),
+        }
+    }
+
+    /// A block as the shared block rules show it (thinking and images are not shown).
+    fn add_block(&mut self, b: &'a RawBlock<'_>) {
+        let members = Members {
+            text: b.text.as_deref(),
+            thinking: None,
+            id: b.id.as_deref(),
+            name: b.name.as_deref(),
+            arguments: b.arguments.map(RawValue::get),
+        };
+        match Block::new(b.kind.as_deref().map(str::as_bytes), members).shown() {
+            Some(Shown::Text(text)) => self.texts.push(text),
+            Some(Shown::ToolCall {
+                id,
+                name,
+                arguments,
+            }) => self.tool_calls.push(ToolCall {
+                id: id.to_string(),
+                name: name.to_string(),
+                arguments: arguments.to_string(),
+            }),
+            None => {}
+        }
+    }
 }
 
 impl<'a> RawMessage<'a> {

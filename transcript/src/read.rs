@@ -5,6 +5,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::ops::Range;
 use std::path::Path;
 
 use crate::entry::Header;
@@ -74,10 +75,24 @@ fn describe_file_type(kind: &std::fs::FileType) -> &'static str {
 /// Read and check the header at the start of `file`.
 pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, TranscriptError> {
     let source = path.display().to_string();
+    let head = read_first_line(file, path)?;
+    let (range, line) = header_line(&head, &source)?;
+    let body_start = (range.end + 1).min(head.len()) as u64;
+    let text = header_text(&head[range], line, &source)?;
+    let header = Header::parse(&text).map_err(|p| TranscriptError::invalid(&source, line, p))?;
+    Ok(Head {
+        header,
+        text,
+        line,
+        body_start,
+    })
+}
+
+/// The start of `file`, read in small steps until the first non-blank line ends: a real
+/// header is a few hundred bytes, and reading the whole megabyte would read a small file twice.
+fn read_first_line(file: &mut File, path: &Path) -> Result<Vec<u8>, TranscriptError> {
     file.seek(SeekFrom::Start(0))
         .map_err(io(path, "cannot seek"))?;
-    // Read in small steps until the first non-blank line ends: a real header is a few hundred
-    // bytes, and reading the whole megabyte would read a small file twice.
     let limit = (MAX_HEADER + BOM.len()) as u64;
     let mut head = Vec::new();
     loop {
@@ -88,9 +103,14 @@ pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, Transcript
             .map_err(io(path, "cannot read transcript"))?;
         let ended = head.len() - before < step as usize || head.len() as u64 >= limit;
         if ended || first_line_ends(&head) {
-            break;
+            return Ok(head);
         }
     }
+}
+
+/// Where in `head` the first non-blank line (after a BOM) lies, without its line break, and
+/// its 1-based line; an error when there is none, or it does not end within [`MAX_HEADER`].
+fn header_line(head: &[u8], source: &str) -> Result<(Range<usize>, usize), TranscriptError> {
     let mut pos = if head.starts_with(BOM.as_bytes()) {
         BOM.len()
     } else {
@@ -99,53 +119,40 @@ pub(crate) fn read_head(file: &mut File, path: &Path) -> Result<Head, Transcript
     let mut line = 1;
     loop {
         let end = memchr::memchr(b'\n', &head[pos..]).map(|n| pos + n);
-        let bytes = &head[pos..end.unwrap_or(head.len())];
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            if let Some(end) = end {
+        let range = pos..end.unwrap_or(head.len());
+        let blank = head[range.clone()].iter().all(u8::is_ascii_whitespace);
+        match end {
+            Some(end) if blank => {
                 pos = end + 1;
                 line += 1;
-                continue;
             }
-            if head.len() > MAX_HEADER {
-                break; // a megabyte of blanks is no transcript either; reported below
+            // A megabyte of blanks is no transcript either.
+            None if head.len() > MAX_HEADER => {
+                let why = format!("no line break in the first {} MiB", MAX_HEADER >> 20);
+                return Err(not_a_header(source, line, &why));
             }
-            return Err(TranscriptError::invalid(
-                &source,
-                1,
-                "empty file: no session header",
-            ));
+            None if blank => {
+                let problem = "empty file: no session header";
+                return Err(TranscriptError::invalid(source, 1, problem));
+            }
+            _ => return Ok((range, line)),
         }
-        if end.is_none() && head.len() > MAX_HEADER {
-            break;
-        }
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            TranscriptError::invalid(
-                &source,
-                line,
-                format!(
-                    "first line is not a session header (not valid UTF-8 at byte {})",
-                    e.valid_up_to() + 1
-                ),
-            )
-        })?;
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        let text = &crate::lenient::str(text);
-        let header = Header::parse(text).map_err(|p| TranscriptError::invalid(&source, line, p))?;
-        return Ok(Head {
-            header,
-            text: text.to_string(),
-            line,
-            body_start: end.map_or(head.len(), |e| e + 1) as u64,
-        });
     }
-    Err(TranscriptError::invalid(
-        &source,
-        line,
-        format!(
-            "first line is not a session header (no line break in the first {} MiB)",
-            MAX_HEADER >> 20
-        ),
-    ))
+}
+
+/// The header line as text (read as loading reads it), without a `\r`.
+fn header_text(bytes: &[u8], line: usize, source: &str) -> Result<String, TranscriptError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let why = format!("not valid UTF-8 at byte {}", e.valid_up_to() + 1);
+        not_a_header(source, line, &why)
+    })?;
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    Ok(crate::lenient::str(text).into_owned())
+}
+
+fn not_a_header(source: &str, line: usize, why: &str) -> TranscriptError {
+    let problem = format!("first line is not a session header ({why})");
+    TranscriptError::invalid(source, line, problem)
 }
 
 /// Whether `head` holds a line break after its first non-blank byte.
@@ -160,16 +167,21 @@ fn first_line_ends(head: &[u8]) -> bool {
 pub(crate) fn read_text(path: &Path) -> Result<String, TranscriptError> {
     let mut file = open_transcript(path)?;
     read_head(&mut file, path)?;
-    let len = file
-        .metadata()
-        .map_err(io(path, "cannot stat transcript"))?
-        .len();
+    let len = file_len(&file, path)?;
     file.seek(SeekFrom::Start(0))
         .map_err(io(path, "cannot seek"))?;
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     file.read_to_end(&mut bytes)
         .map_err(io(path, "cannot read transcript"))?;
     text_of(bytes, &path.display().to_string())
+}
+
+/// The length of the open transcript `file` (at `path`).
+pub(crate) fn file_len(file: &File, path: &Path) -> Result<u64, TranscriptError> {
+    let meta = file
+        .metadata()
+        .map_err(io(path, "cannot stat transcript"))?;
+    Ok(meta.len())
 }
 
 /// Bytes as UTF-8 text; the error names the line and the byte within it.

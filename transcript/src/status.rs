@@ -127,7 +127,24 @@ struct Backwards<'p> {
     pos: u64,
 }
 
-impl Backwards<'_> {
+impl<'p> Backwards<'p> {
+    /// The lines of `file` (of `file_bytes` bytes), from its end.
+    fn new(file: File, path: &'p Path, file_bytes: u64) -> Self {
+        Backwards {
+            file,
+            path,
+            buf: Vec::new(),
+            end: 0,
+            pos: file_bytes,
+        }
+    }
+
+    /// The lines of the transcript at `path` (of `file_bytes` bytes), from its end.
+    fn open(path: &'p Path, file_bytes: u64) -> Result<Self, TranscriptError> {
+        let file = crate::read::open_transcript(path)?;
+        Ok(Self::new(file, path, file_bytes))
+    }
+
     /// The previous line (without its line break) and its offset; None at the start of the
     /// file. Lines are slices of the block buffer: a whole-file walk copies nothing per line.
     fn prev(&mut self) -> Result<Option<(u64, &[u8])>, TranscriptError> {
@@ -138,36 +155,47 @@ impl Backwards<'_> {
             if let Some(nl) = memchr::memrchr(b'\n', &self.buf[..search_end]) {
                 let line = nl + 1..self.end;
                 self.end = nl + 1;
-                // Read as a full load reads it (same length: offsets stay true).
-                crate::lenient::replace_lone_surrogates(&mut self.buf[line.clone()]);
-                return Ok(Some((
-                    self.pos + line.start as u64,
-                    trim_newline(&self.buf[line]),
-                )));
+                return Ok(Some(self.line(line)));
             }
             if self.pos == 0 {
                 if self.end == 0 {
                     return Ok(None);
                 }
                 let line = 0..std::mem::take(&mut self.end);
-                crate::lenient::replace_lone_surrogates(&mut self.buf[line.clone()]);
-                return Ok(Some((0, trim_newline(&self.buf[line]))));
+                return Ok(Some(self.line(line)));
             }
-            // The next block goes before the part of a line carried over; the buffer is reused
-            // (a walk over a whole file would otherwise allocate and zero every block).
-            let n = (BLOCK as u64).min(self.pos) as usize;
-            self.pos -= n as u64;
-            let carried = self.end;
-            self.buf.resize(n + carried, 0);
-            self.buf.copy_within(..carried, n);
-            self.file
-                .seek(SeekFrom::Start(self.pos))
-                .map_err(io(self.path, "cannot seek"))?;
-            self.file
-                .read_exact(&mut self.buf[..n])
-                .map_err(io(self.path, "cannot read transcript"))?;
-            self.end = n + carried;
+            self.read_block_before()?;
         }
+    }
+
+    /// The line at `range` of the buffer, read as a full load reads it (same length: offsets
+    /// stay true), with its offset.
+    #[inline]
+    fn line(&mut self, range: std::ops::Range<usize>) -> (u64, &[u8]) {
+        crate::lenient::replace_lone_surrogates(&mut self.buf[range.clone()]);
+        (
+            self.pos + range.start as u64,
+            trim_newline(&self.buf[range]),
+        )
+    }
+
+    /// Reads the block before the buffer's bytes, in front of the part of a line carried
+    /// over. The buffer is reused (a walk over a whole file would otherwise allocate and zero
+    /// every block).
+    fn read_block_before(&mut self) -> Result<(), TranscriptError> {
+        let n = (BLOCK as u64).min(self.pos) as usize;
+        self.pos -= n as u64;
+        let carried = self.end;
+        self.buf.resize(n + carried, 0);
+        self.buf.copy_within(..carried, n);
+        self.file
+            .seek(SeekFrom::Start(self.pos))
+            .map_err(io(self.path, "cannot seek"))?;
+        self.file
+            .read_exact(&mut self.buf[..n])
+            .map_err(io(self.path, "cannot read transcript"))?;
+        self.end = n + carried;
+        Ok(())
     }
 }
 
@@ -207,151 +235,179 @@ fn scan_with(
     checked: Option<&Path>,
 ) -> Result<Status, TranscriptError> {
     let mut file = crate::read::open_transcript(path)?;
-    let file_bytes = file
-        .metadata()
-        .map_err(io(path, "cannot stat transcript"))?
-        .len();
+    let file_bytes = crate::read::file_len(&file, path)?;
     let head = crate::read::read_head(&mut file, path)?;
-    let full = || full_load(path, window, file_bytes);
+    let scan = Scan {
+        path,
+        window,
+        file_bytes,
+        head: &head,
+    };
     // The whole file is checked as loading checks it first (on every core); what it saw of
     // the file's shape may spare the walk.
-    let verdict = match checked {
-        Some(dir) => crate::check::check_remembering(path, &head, file_bytes, dir)?,
-        None => crate::check::check(path, &head, file_bytes)?,
+    let verdict = scan.check(checked)?;
+    let Verdict::Valid(warnings, shape) = verdict else {
+        return scan.full_load();
     };
-    let (warnings, shape) = match verdict {
-        Verdict::Valid(warnings, shape) => (warnings, shape),
-        Verdict::AskTheLoader => return full(),
-    };
-    let measured = match shape.chain_messages {
-        Some(messages) => chain_status(path, window, file_bytes, &head, messages, shape.torn),
-        None => Ok(None),
-    };
-    let walked = match measured {
-        Ok(Some(status)) => Ok(Some(status)),
-        Ok(None) | Err(_) => walk::walk(path, window, file, file_bytes, &head),
-    };
-    match walked {
-        Ok(Some(mut status)) => {
-            status.warnings = warnings;
-            Ok(status)
-        }
+    match scan.measure(file, &shape) {
+        Some(status) => Ok(Status { warnings, ..status }),
         // What the walk cannot settle, or a walk that fails on a file loading accepts (which
         // would be wrong): the load answers.
-        Ok(None) | Err(_) => full(),
+        None => scan.full_load(),
     }
 }
 
-/// The status of a file the check found to be one chain without a compaction: its context is
-/// every message of the file (`messages`, counted by the check) and its size the latest usage
-/// plus the estimates of what follows it, so only the lines after that usage are read, from
-/// the end. None when every estimate is needed (the usage does not fit the window): the walk
-/// measures that. `torn`: the last line is torn, not an entry.
-fn chain_status(
-    path: &Path,
+/// A file whose status is taken, as far as its head.
+struct Scan<'a> {
+    path: &'a Path,
     window: Option<u64>,
     file_bytes: u64,
-    head: &crate::read::Head,
-    messages: usize,
-    torn: bool,
-) -> Result<Option<Status>, TranscriptError> {
-    let source = path.display().to_string();
-    let mut lines = Backwards {
-        file: crate::read::open_transcript(path)?,
-        path,
-        buf: Vec::new(),
-        end: 0,
-        pos: file_bytes,
-    };
-    let decode = crate::entry::Decode {
-        version: head.header.version(),
-        index: 0,
-        entry_count: usize::MAX,
-    };
-    let (mut skip_torn, mut trailing, mut start) = (torn, 0u64, file_bytes);
-    let mut usage = None;
-    while let Some((offset, line)) = lines.prev()? {
-        if offset < head.body_start {
-            break;
+    head: &'a crate::read::Head,
+}
+
+impl Scan<'_> {
+    /// The file checked as loading checks it, remembering what was checked in `checked`.
+    fn check(&self, checked: Option<&Path>) -> Result<Verdict, TranscriptError> {
+        let (path, head, file_bytes) = (self.path, self.head, self.file_bytes);
+        match checked {
+            Some(dir) => crate::check::check_remembering(path, head, file_bytes, dir),
+            None => crate::check::check(path, head, file_bytes),
         }
-        start = offset;
-        let Ok(text) = std::str::from_utf8(line) else {
+    }
+
+    /// The status from the tail, by the chain's shortcut when the check allows it, else by the
+    /// walk; None when neither can settle it.
+    fn measure(&self, file: File, shape: &crate::check::Shape) -> Option<Status> {
+        let measured = match shape.chain_messages {
+            Some(messages) => self.chain_status(messages, shape.torn),
+            None => Ok(None),
+        };
+        if let Ok(Some(status)) = measured {
+            return Some(status);
+        }
+        let walked = walk::walk(self.path, self.window, file, self.file_bytes, self.head);
+        walked.ok().flatten()
+    }
+
+    /// The status of a file the check found to be one chain without a compaction: its context
+    /// is every message of the file (`messages`, counted by the check) and its size the latest
+    /// usage plus the estimates of what follows it, so only the lines after that usage are
+    /// read, from the end. None when every estimate is needed (the usage does not fit the
+    /// window): the walk measures that. `torn`: the last line is torn, not an entry.
+    fn chain_status(&self, messages: usize, torn: bool) -> Result<Option<Status>, TranscriptError> {
+        let Some((start, tail)) = self.measure_chain_tail(torn)? else {
             return Ok(None);
         };
-        if text.trim().is_empty() || std::mem::take(&mut skip_torn) {
-            continue;
+        let context_tokens = match tail.usage {
+            Some(u) if u > self.window.unwrap_or(u64::MAX) => return Ok(None),
+            Some(u) => u.saturating_add(tail.trailing),
+            None => tail.trailing,
+        };
+        Ok(Some(Status {
+            session_id: self.head.header.id().to_string(),
+            version: self.head.header.version(),
+            file_bytes: self.file_bytes,
+            bytes_scanned: self.file_bytes - start,
+            context_tokens,
+            context_messages: messages,
+            compaction_count: 0,
+            summary_count: 0,
+            count_source: CountSource::ActiveBranch,
+            last_compaction: None,
+            warnings: Vec::new(),
+        }))
+    }
+
+    /// The lines of a chain from the end back to its latest usage, measured, and where the
+    /// first of them starts; None when a line does not read as entries (the walk decides).
+    fn measure_chain_tail(&self, torn: bool) -> Result<Option<(u64, ChainTail)>, TranscriptError> {
+        let mut lines = Backwards::open(self.path, self.file_bytes)?;
+        let mut tail = ChainTail::new(self.path, self.head);
+        let (mut skip_torn, mut start) = (torn, self.file_bytes);
+        while let Some((offset, line)) = lines.prev()? {
+            if offset < self.head.body_start {
+                break;
+            }
+            start = offset;
+            let Ok(text) = std::str::from_utf8(line) else {
+                return Ok(None);
+            };
+            if text.trim().is_empty() || std::mem::take(&mut skip_torn) {
+                continue;
+            }
+            if tail.add_line(text).is_none() {
+                return Ok(None);
+            }
+            if tail.usage.is_some() {
+                break;
+            }
         }
+        Ok(Some((start, tail)))
+    }
+
+    /// The status from a full load: what the walk cannot settle, and the check's doubts.
+    fn full_load(&self) -> Result<Status, TranscriptError> {
+        let mut t = Transcript::load(self.path)?;
+        t.set_context_window(self.window);
+        Ok(from_transcript(&t, self.file_bytes, CountSource::FullParse))
+    }
+}
+
+/// The messages of a chain's tail, newest first, up to the latest usage.
+struct ChainTail {
+    decode: crate::entry::Decode,
+    /// The file, as errors name it.
+    source: String,
+    /// The latest usage recorded, once reached.
+    usage: Option<u64>,
+    /// The estimates of the messages after it.
+    trailing: u64,
+}
+
+impl ChainTail {
+    fn new(path: &Path, head: &crate::read::Head) -> Self {
+        ChainTail {
+            decode: crate::entry::Decode {
+                version: head.header.version(),
+                index: 0,
+                entry_count: usize::MAX,
+            },
+            source: path.display().to_string(),
+            usage: None,
+            trailing: 0,
+        }
+    }
+
+    /// Adds one line's entries, newest first, up to a usage; None when the line does not read
+    /// as entries.
+    fn add_line(&mut self, text: &str) -> Option<()> {
         let text = std::sync::Arc::new(text.to_string());
         let line_of = |part: &str| {
             let start = part.as_ptr() as usize - text.as_ptr() as usize;
             crate::entry::Line::slice(&text, start..start + part.len())
         };
         let mut entries = Vec::new();
-        let read =
-            crate::lines::read_line(&text, 0, &decode, &source, &line_of, &mut Vec::new(), |e| {
-                entries.push(e)
-            });
-        if read.is_err() {
-            return Ok(None);
-        }
+        let (decode, source) = (&self.decode, &self.source);
+        crate::lines::read_line(&text, 0, decode, source, &line_of, &mut Vec::new(), |e| {
+            entries.push(e)
+        })
+        .ok()?;
         for e in entries.iter().rev() {
             if e.context_role().is_none() || e.entry_type() == "compaction" {
                 continue;
             }
             if e.usage_total().is_some() {
-                usage = e.usage_total();
+                self.usage = e.usage_total();
                 break;
             }
-            trailing += u64::from(e.tokens());
+            self.trailing += u64::from(e.tokens());
         }
-        if usage.is_some() {
-            break;
-        }
+        Some(())
     }
-    let context_tokens = match usage {
-        Some(u) if u > window.unwrap_or(u64::MAX) => return Ok(None),
-        Some(u) => u.saturating_add(trailing),
-        None => trailing,
-    };
-    Ok(Some(Status {
-        session_id: head.header.id().to_string(),
-        version: head.header.version(),
-        file_bytes,
-        bytes_scanned: file_bytes - start,
-        context_tokens,
-        context_messages: messages,
-        compaction_count: 0,
-        summary_count: 0,
-        count_source: CountSource::ActiveBranch,
-        last_compaction: None,
-        warnings: Vec::new(),
-    }))
-}
-
-/// The status from a full load: what the walk cannot settle, and the check's doubts.
-fn full_load(path: &Path, window: Option<u64>, file_bytes: u64) -> Result<Status, TranscriptError> {
-    let mut t = Transcript::load(path)?;
-    t.set_context_window(window);
-    Ok(from_transcript(&t, file_bytes, CountSource::FullParse))
 }
 
 fn from_transcript(t: &Transcript, file_bytes: u64, source: CountSource) -> Status {
     let stats = t.compaction_stats();
-    let branch = t.active_branch();
-    let last_compaction = branch
-        .iter()
-        .rev()
-        .map(|&i| &t.entries()[i])
-        .find(|e| e.entry_type() == "compaction")
-        .map(|e| LastCompaction {
-            id: e.id().to_string(),
-            timestamp_ms: e.timestamp_ms(),
-            timestamp: e.timestamp(),
-            tokens_before: e.tokens_before(),
-            first_kept_entry_id: e.first_kept_entry_id().unwrap_or("").to_string(),
-            summary_chars: e.view().map_or(0, |v| v.text.chars().count()),
-            details: e.compaction_record().cloned(),
-        });
     Status {
         session_id: t.header().id().to_string(),
         version: t.header().version(),
@@ -362,9 +418,28 @@ fn from_transcript(t: &Transcript, file_bytes: u64, source: CountSource) -> Stat
         compaction_count: stats.total as u64,
         summary_count: stats.summarizing as u64,
         count_source: source,
-        last_compaction,
+        last_compaction: last_compaction(t),
         warnings: t.warnings().to_vec(),
     }
+}
+
+/// The latest compaction on the active branch of `t`.
+fn last_compaction(t: &Transcript) -> Option<LastCompaction> {
+    let branch = t.active_branch();
+    let e = branch
+        .iter()
+        .rev()
+        .map(|&i| &t.entries()[i])
+        .find(|e| e.entry_type() == "compaction")?;
+    Some(LastCompaction {
+        id: e.id().to_string(),
+        timestamp_ms: e.timestamp_ms(),
+        timestamp: e.timestamp(),
+        tokens_before: e.tokens_before(),
+        first_kept_entry_id: e.first_kept_entry_id().unwrap_or("").to_string(),
+        summary_chars: e.view().map_or(0, |v| v.text.chars().count()),
+        details: e.compaction_record().cloned(),
+    })
 }
 
 #[cfg(test)]

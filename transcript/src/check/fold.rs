@@ -312,20 +312,36 @@ impl Folded {
             r.followed |= chunk.any_text;
             return Ok(());
         }
+        self.add_warnings(chunk.warnings, before);
+        self.add_links(chunk.links, before);
+        self.messages += chunk.messages;
+        self.refused = chunk.refused.map(|r| Refused {
+            line: line(r.line),
+            ..r
+        });
+        Ok(())
+    }
+
+    /// A chunk's warnings (by line of the chunk), after the `before` lines read before it.
+    fn add_warnings(&mut self, warnings: Vec<(usize, String)>, before: usize) {
         let source = &self.source;
         self.warnings
-            .extend(chunk.warnings.into_iter().map(|(n, message)| LoadWarning {
+            .extend(warnings.into_iter().map(|(n, message)| LoadWarning {
                 source: source.clone(),
-                line: line(n),
+                line: before + 1 + n,
                 message,
             }));
-        let (c, links, ids) = (chunk.links, &mut self.links, &mut self.ids);
+    }
+
+    /// A chunk's links, after those of the `before` lines read before it.
+    fn add_links(&mut self, c: Links, before: usize) {
+        let (links, ids) = (&mut self.links, &mut self.ids);
         // The ids in file order, each parent off the chain looked up just before its child.
         let mut off_chain = c.off_chain.into_iter().peekable();
         for (k, id) in c.ids.into_iter().enumerate() {
             while let Some((_, n, parent)) = off_chain.next_if(|(at, ..)| *at == k) {
                 if !ids.contains(hash(&parent)) {
-                    links.later_parents.push((line(n), parent));
+                    links.later_parents.push((before + 1 + n, parent));
                 }
             }
             links.ask_the_loader |= !ids.insert(id);
@@ -339,12 +355,6 @@ impl Folded {
             chain.broken |= chain.last.is_some() && parent != chain.last;
             chain.last = c.chain.last;
         }
-        self.messages += chunk.messages;
-        self.refused = chunk.refused.map(|r| Refused {
-            line: line(r.line),
-            ..r
-        });
-        Ok(())
     }
 
     /// The boundaries whose entry has not been read yet (the others stay found).

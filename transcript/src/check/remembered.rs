@@ -19,6 +19,7 @@
 use std::fs::File;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::fold::{Chain, Folded, Ids, Links, SortedIds, hash};
@@ -73,22 +74,10 @@ impl Identity {
 
 /// The hash of `file[..end]` (see the module docs for which bytes).
 fn hash_prefix(file: &mut File, end: u64) -> std::io::Result<u64> {
-    let mut ranges = Vec::new();
-    if end <= WHOLE_BELOW {
-        ranges.push(0..end);
-    } else {
-        ranges.push(0..EDGE);
-        let stride = (end - 2 * EDGE) / SAMPLES;
-        ranges.extend((0..SAMPLES).map(|k| {
-            let at = EDGE + k * stride;
-            at..(at + SAMPLE).min(end - EDGE)
-        }));
-        ranges.push(end - EDGE..end);
-    }
     let mut hasher = foldhash::fast::FixedState::default().build_hasher();
     hasher.write_u64(end);
     let mut buf = Vec::new();
-    for range in ranges {
+    for range in hashed_ranges(end) {
         buf.clear();
         file.seek(SeekFrom::Start(range.start))?;
         Read::take(&mut *file, range.end - range.start).read_to_end(&mut buf)?;
@@ -98,6 +87,23 @@ fn hash_prefix(file: &mut File, end: u64) -> std::io::Result<u64> {
         hasher.write(&buf);
     }
     Ok(hasher.finish())
+}
+
+/// The ranges of `[0, end)` [`hash_prefix`] hashes.
+fn hashed_ranges(end: u64) -> Vec<Range<u64>> {
+    let mut ranges = Vec::with_capacity(SAMPLES as usize + 2);
+    if end <= WHOLE_BELOW {
+        ranges.push(0..end);
+        return ranges;
+    }
+    let stride = (end - 2 * EDGE) / SAMPLES;
+    ranges.push(0..EDGE);
+    ranges.extend((0..SAMPLES).map(|k| {
+        let at = EDGE + k * stride;
+        at..(at + SAMPLE).min(end - EDGE)
+    }));
+    ranges.push(end - EDGE..end);
+    ranges
 }
 
 /// A probe of the id hash: a record written by a build whose hash differs is not read.
@@ -118,53 +124,52 @@ pub(super) fn recall(
     let identity = Identity::of(path, &file)?;
     let bytes = std::fs::read(identity.record_path(dir)).ok()?;
     let mut r = Reader(&bytes);
-    (r.take(MAGIC.len())? == MAGIC).then_some(())?;
-    (r.u64()? == FORMAT && r.u64()? == probe()).then_some(())?;
-    let same_file = r.bytes()? == identity.path.to_string_lossy().as_bytes()
-        && r.u64()? == identity.device
-        && r.u64()? == identity.inode;
-    let end = r.u64()?;
-    let prefix_hash = r.u64()?;
-    let same_head = r.u64()? == head.body_start
-        && r.u64()? == head.line as u64
-        && r.u64()? == u64::from(head.header.version());
-    if !same_file || !same_head || end > file_bytes || end <= head.body_start {
+    let (end, prefix_hash) = r.prefix(&identity, head)?;
+    if end > file_bytes || end <= head.body_start {
         return None;
     }
     if hash_prefix(&mut file, end).ok()? != prefix_hash {
         return None;
     }
-    let lines = r.usize()?;
-    let messages = r.usize()?;
-    let flags = r.take(1)?[0];
-    let (first_parent, last) = (r.u64()?, r.u64()?);
-    let chain = Chain {
-        first_parent: (flags & 1 != 0).then_some((flags & 2 != 0).then_some(first_parent)),
-        last: (flags & 4 != 0).then_some(last),
-        broken: flags & 8 != 0,
-    };
-    let later_parents = r.lined_texts()?;
-    let boundaries = r.u64s()?;
-    let warnings = r.lined_texts()?;
-    // The sorted ids end the record; they are looked up where they were read.
-    let count = r.usize()?;
-    (r.0.len() == count.checked_mul(8)?).then_some(())?;
-    let ids_at = bytes.len() - r.0.len();
-    let links = Links::resumed(later_parents, boundaries, chain);
-    let warnings = warnings
-        .into_iter()
-        .map(|(line, message)| LoadWarning {
-            source: source.to_string(),
-            line,
-            message,
-        })
-        .collect();
-    let ids = Ids {
-        earlier: SortedIds::new(bytes, ids_at),
-        ..Ids::default()
-    };
-    let folded = Folded::resume(source.to_string(), lines, ids, links, messages, warnings);
-    Some((folded, end))
+    let state = r.state(bytes.len())?;
+    Some((state.resume(source, bytes), end))
+}
+
+/// The check's state as a record keeps it, the ids left where they were read.
+struct Remembered {
+    lines: usize,
+    messages: usize,
+    links: Links,
+    warnings: Vec<(usize, String)>,
+    /// Where in the record the sorted ids start.
+    ids_at: usize,
+}
+
+impl Remembered {
+    /// The check resumed from this state; `record` is the record it was read from.
+    fn resume(self, source: &str, record: Vec<u8>) -> Folded {
+        let warnings = self
+            .warnings
+            .into_iter()
+            .map(|(line, message)| LoadWarning {
+                source: source.to_string(),
+                line,
+                message,
+            });
+        let ids = Ids {
+            earlier: SortedIds::new(record, self.ids_at),
+            ..Ids::default()
+        };
+        let (lines, messages) = (self.lines, self.messages);
+        Folded::resume(
+            source.to_string(),
+            lines,
+            ids,
+            self.links,
+            messages,
+            warnings.collect(),
+        )
+    }
 }
 
 /// Keeps `folded`, the state after `path`'s first `end` bytes, for [`recall`]. Best effort: a
@@ -185,16 +190,26 @@ pub(super) fn remember(dir: &Path, path: &Path, head: &Head, end: u64, folded: &
         end,
     };
     let target = record.identity.record_path(dir);
+    write_replacing(dir, &target, |out| record.write(out, folded));
+}
+
+/// Writes `target` in `dir` whole or not at all: into a file beside it, renamed over it. A
+/// failure leaves no file behind.
+fn write_replacing(
+    dir: &Path,
+    target: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<File>) -> std::io::Result<()>,
+) {
     let tmp = target.with_extension(format!("tmp-{}", std::process::id()));
     let written = std::fs::create_dir_all(dir)
         .and_then(|()| File::create(&tmp))
         .and_then(|f| {
             // Written as it is made: a record of a big file is tens of MiB.
             let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
-            record.write(&mut out, folded)?;
+            write(&mut out)?;
             out.flush()
         })
-        .and_then(|()| std::fs::rename(&tmp, &target));
+        .and_then(|()| std::fs::rename(&tmp, target));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -214,11 +229,6 @@ impl Record<'_> {
         out.write_all(MAGIC)?;
         put_u64s(out, &[FORMAT, probe()])?;
         put_bytes(out, self.identity.path.to_string_lossy().as_bytes())?;
-        let chain = &folded.links.chain;
-        let flags = u8::from(chain.first_parent.is_some())
-            | u8::from(chain.first_parent.flatten().is_some()) << 1
-            | u8::from(chain.last.is_some()) << 2
-            | u8::from(chain.broken) << 3;
         put_u64s(
             out,
             &[
@@ -233,9 +243,7 @@ impl Record<'_> {
                 folded.messages as u64,
             ],
         )?;
-        out.write_all(&[flags])?;
-        let first_parent = chain.first_parent.flatten().unwrap_or(0);
-        put_u64s(out, &[first_parent, chain.last.unwrap_or(0)])?;
+        put_chain(out, &folded.links.chain)?;
         let later_parents = folded.links.later_parents.iter();
         put_lined_texts(out, later_parents.map(|(l, t)| (*l, t.as_str())))?;
         let boundaries = folded.boundaries_not_found();
@@ -247,6 +255,18 @@ impl Record<'_> {
         put_u64s(out, &[ids.len() as u64])?;
         put_u64s(out, &ids)
     }
+}
+
+/// The chain as [`Reader::chain`] reads it: which of its parts are known, then its first
+/// parent and last entry.
+fn put_chain(out: &mut impl Write, chain: &Chain) -> std::io::Result<()> {
+    let flags = u8::from(chain.first_parent.is_some())
+        | u8::from(chain.first_parent.flatten().is_some()) << 1
+        | u8::from(chain.last.is_some()) << 2
+        | u8::from(chain.broken) << 3;
+    out.write_all(&[flags])?;
+    let first_parent = chain.first_parent.flatten().unwrap_or(0);
+    put_u64s(out, &[first_parent, chain.last.unwrap_or(0)])
 }
 
 fn put_u64s(out: &mut impl Write, values: &[u64]) -> std::io::Result<()> {
@@ -278,6 +298,53 @@ fn put_lined_texts<'t>(
 struct Reader<'b>(&'b [u8]);
 
 impl<'b> Reader<'b> {
+    /// The record's opening, when it is a record of this file's `identity` and `head` by this
+    /// build: the end of the prefix it is of, and the prefix's hash.
+    fn prefix(&mut self, identity: &Identity, head: &Head) -> Option<(u64, u64)> {
+        (self.take(MAGIC.len())? == MAGIC).then_some(())?;
+        (self.u64()? == FORMAT && self.u64()? == probe()).then_some(())?;
+        let same_file = self.bytes()? == identity.path.to_string_lossy().as_bytes()
+            && self.u64()? == identity.device
+            && self.u64()? == identity.inode;
+        let end = self.u64()?;
+        let prefix_hash = self.u64()?;
+        let same_head = self.u64()? == head.body_start
+            && self.u64()? == head.line as u64
+            && self.u64()? == u64::from(head.header.version());
+        (same_file && same_head).then_some((end, prefix_hash))
+    }
+
+    /// The check's state after the opening; `record_len`: the whole record's length. The
+    /// sorted ids end the record.
+    fn state(&mut self, record_len: usize) -> Option<Remembered> {
+        let lines = self.usize()?;
+        let messages = self.usize()?;
+        let chain = self.chain()?;
+        let later_parents = self.lined_texts()?;
+        let boundaries = self.u64s()?;
+        let warnings = self.lined_texts()?;
+        let count = self.usize()?;
+        (self.0.len() == count.checked_mul(8)?).then_some(())?;
+        Some(Remembered {
+            lines,
+            messages,
+            links: Links::resumed(later_parents, boundaries, chain),
+            warnings,
+            ids_at: record_len - self.0.len(),
+        })
+    }
+
+    /// The chain: its flags (see [`Record::write`]), first parent and last entry.
+    fn chain(&mut self) -> Option<Chain> {
+        let flags = self.take(1)?[0];
+        let (first_parent, last) = (self.u64()?, self.u64()?);
+        Some(Chain {
+            first_parent: (flags & 1 != 0).then_some((flags & 2 != 0).then_some(first_parent)),
+            last: (flags & 4 != 0).then_some(last),
+            broken: flags & 8 != 0,
+        })
+    }
+
     fn take(&mut self, n: usize) -> Option<&'b [u8]> {
         let (taken, rest) = self.0.split_at_checked(n)?;
         self.0 = rest;

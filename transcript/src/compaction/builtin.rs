@@ -202,14 +202,11 @@ struct Summarize {
 enum Work {
     /// Phase 1 only: the boundary stays and the summary before it is carried over.
     Prune {
-        first_kept_index: usize,
-        first_kept_entry_id: String,
-        /// The previous summary, or (without one) a note that outputs were pruned.
-        summary: String,
-        /// Whether `summary` is a real summary rather than the note.
+        /// The summary is the previous one or (without one) a note that outputs were pruned;
+        /// `tokens_after` estimates summary + messages, pruned ones as placeholders.
+        outcome: Outcome,
+        /// Whether the summary is a real summary rather than the note.
         carries_summary: bool,
-        /// Estimated context after (summary + messages, pruned ones as placeholders).
-        tokens_after: u64,
     },
     /// Phase 1, then Phase 2 summarizes the part before the cut.
     Summarize(Box<Summarize>),
@@ -251,7 +248,7 @@ impl Job {
 
     pub fn estimate(&self) -> Estimate {
         let (tokens_after, messages_to_summarize) = match &self.work {
-            Work::Prune { tokens_after, .. } => (*tokens_after, 0),
+            Work::Prune { outcome, .. } => (outcome.tokens_after, 0),
             Work::Summarize(s) => (
                 s.kept_tokens
                     + (extractive::MAX_CHARS as u64)
@@ -270,115 +267,184 @@ impl Job {
     }
 
     /// Call the summarizer (Phase 2) and build the entry.
-    pub fn run(self, summarizer: &dyn Summarizer) -> Plan {
+    pub fn run(mut self, summarizer: &dyn Summarizer) -> Plan {
         let mut record = CompactionRecord::default();
-        let (summary, first_kept_index, first_kept_entry_id, tokens_after, compacted) = match self
-            .work
-        {
+        let outcome = self.outcome(summarizer, &mut record);
+        let summarizing = self.layer != Layer::Prune;
+        record.summarizer = Some(summarizing.then(|| summarizer.name()));
+        record.tokens_after = Some(outcome.tokens_after);
+        record.messages_compacted = Some(outcome.compacted as u64);
+        self.note_job(&mut record);
+        self.finish(outcome, record)
+    }
+
+    /// The summary and boundary the job's work leaves, with what it did noted in `record`.
+    fn outcome(&self, summarizer: &dyn Summarizer, record: &mut CompactionRecord) -> Outcome {
+        match &self.work {
             Work::Prune {
-                first_kept_index,
-                first_kept_entry_id,
-                summary,
+                outcome,
                 carries_summary,
-                tokens_after,
             } => {
-                record.carries_summary = Some(carries_summary);
-                (
-                    summary,
-                    first_kept_index,
-                    first_kept_entry_id,
-                    tokens_after,
-                    0,
-                )
+                record.carries_summary = Some(*carries_summary);
+                outcome.clone()
             }
             Work::Summarize(s) => {
-                let messages: Vec<MessageView> = s.entries.iter().filter_map(Entry::view).collect();
-                let request = SummaryRequest {
-                    messages: &messages,
-                    previous_summary: s.previous_summary.as_deref(),
+                let phase = Phase2 {
+                    summarizer,
                     focus: self.focus.as_deref(),
-                    current_request: s.current_request.as_deref(),
+                    context_window: self.context_window,
+                    policy: &self.policy,
                 };
-                let (mut text, tier, errors) =
-                    summarize_in_stages(summarizer, &request, self.context_window, &self.policy);
-                if !s.oversized.is_empty() {
-                    // Within the summary's own bound: an extractive summary makes room for it.
-                    let section = extractive::oversized_section(&s.oversized);
-                    if summarizer.name() == Extractive.name() {
-                        let room =
-                            extractive::MAX_CHARS.saturating_sub(section.chars().count() + 2);
-                        text = extractive::bounded(&text, room);
-                    }
-                    text.push_str("\n\n");
-                    text.push_str(&section);
-                }
-                if !s.pinned.is_empty() {
-                    text.push_str("\n\n## Pinned messages\n");
-                    for p in &s.pinned {
-                        text.push_str(&format!("- {p}\n"));
-                    }
-                    text = text.trim_end().to_string();
-                }
-                text = super::citations::cite_within_bound(text, &s.entries, summarizer);
-                record.summary_tier = Some(tier);
-                record.split_turn = s.split_turn;
-                record.summarizer_errors = errors;
-                let (read, modified) = extractive::file_operations(&messages);
-                let (read, modified) = merged_files(s.prev_details.as_ref(), read, modified);
-                record.read_files = Some(read);
-                record.modified_files = Some(modified);
-                let after = u64::from(estimate_text(&text)) + s.kept_tokens;
-                (
-                    text,
-                    s.first_kept_index,
-                    s.first_kept_entry_id,
-                    after,
-                    messages.len(),
-                )
+                phase.run(s, record)
             }
-        };
-        let (total_before, summaries_before) = self.counts_before;
-        let summarizing = self.layer != Layer::Prune;
-        let summary_count = summaries_before + u64::from(summarizing);
-        let report = degradation(summary_count);
-        let mut warnings = self.warnings;
-        if self.policy.warn_at_compaction > 0
-            && summarizing
-            && summary_count >= u64::from(self.policy.warn_at_compaction)
-        {
-            warnings.push(format!(
-                "this is summarizing compaction #{summary_count}: {} risk of degraded context; {}",
-                report.risk, report.recommendation
-            ));
         }
-        record.tokens_after = Some(tokens_after);
+    }
+
+    /// The job's own facts in `record` (taken: the job only finishes after this).
+    fn note_job(&mut self, record: &mut CompactionRecord) {
         record.layer = Some(self.layer);
         record.trigger = Some(self.trigger);
-        record.messages_compacted = Some(compacted as u64);
-        record.engine = self.engine;
-        record.summarizer = Some(summarizing.then(|| summarizer.name()));
-        record.focus = self.focus;
-        if !self.pruned.is_empty() {
-            record.pruned_tokens = Some(self.pruned_saved);
+        record.engine = self.engine.take();
+        record.focus = self.focus.take();
+        record.pruned_tokens = (!self.pruned.is_empty()).then_some(self.pruned_saved);
+        record.pruned_entry_ids = std::mem::take(&mut self.pruned);
+        record.compaction_count = Some(self.counts_before.0 + 1);
+    }
+
+    /// The plan to append: the outcome, and the record completed with the degradation verdict.
+    fn finish(self, outcome: Outcome, mut record: CompactionRecord) -> Plan {
+        let summarizing = self.layer != Layer::Prune;
+        let summary_count = self.counts_before.1 + u64::from(summarizing);
+        let report = degradation(summary_count);
+        let mut warnings = self.warnings;
+        if summarizing {
+            warnings.extend(degradation_warning(&self.policy, summary_count, &report));
         }
-        record.pruned_entry_ids = self.pruned;
-        record.compaction_count = Some(total_before + 1);
         record.summary_count = Some(summary_count);
         record.degradation = Some(report.clone());
         record.warnings = warnings.clone();
         Plan {
-            summary,
-            first_kept_entry_id,
-            first_kept_index,
+            summary: outcome.summary,
+            first_kept_entry_id: outcome.first_kept_entry_id,
+            first_kept_index: outcome.first_kept_index,
             tokens_before: self.tokens_before,
-            tokens_after,
-            messages_compacted: compacted,
+            tokens_after: outcome.tokens_after,
+            messages_compacted: outcome.compacted,
             details: record,
             layer: self.layer,
             warnings,
             degradation: report,
         }
     }
+}
+
+/// What either phase leaves for the entry.
+#[derive(Debug, Clone)]
+struct Outcome {
+    summary: String,
+    first_kept_index: usize,
+    first_kept_entry_id: String,
+    tokens_after: u64,
+    compacted: usize,
+}
+
+/// Phase 2 as a job runs it: the summarizer and what it is told besides the entries.
+struct Phase2<'a> {
+    summarizer: &'a dyn Summarizer,
+    focus: Option<&'a str>,
+    context_window: u64,
+    policy: &'a Policy,
+}
+
+impl Phase2<'_> {
+    /// Summarize `s.entries`, add the sections the summarizer does not write (oversized
+    /// outputs, pinned messages, citations) and record how it went.
+    fn run(&self, s: &Summarize, record: &mut CompactionRecord) -> Outcome {
+        let messages: Vec<MessageView> = s.entries.iter().filter_map(Entry::view).collect();
+        let (text, tier, errors) = self.summary(s, &messages);
+        record.summary_tier = Some(tier);
+        record.split_turn = s.split_turn;
+        record.summarizer_errors = errors;
+        note_files(record, &messages, s.prev_details.as_ref());
+        Outcome {
+            tokens_after: u64::from(estimate_text(&text)) + s.kept_tokens,
+            summary: text,
+            first_kept_index: s.first_kept_index,
+            first_kept_entry_id: s.first_kept_entry_id.clone(),
+            compacted: messages.len(),
+        }
+    }
+
+    /// The summary of `messages` (the entries of `s`, decoded) with its sections and
+    /// citations, the worst tier used and the summarizer's errors.
+    fn summary(&self, s: &Summarize, messages: &[MessageView]) -> (String, Tier, Vec<String>) {
+        let request = SummaryRequest {
+            messages,
+            previous_summary: s.previous_summary.as_deref(),
+            focus: self.focus,
+            current_request: s.current_request.as_deref(),
+        };
+        let (mut text, tier, errors) =
+            summarize_in_stages(self.summarizer, &request, self.context_window, self.policy);
+        self.append_oversized(&mut text, &s.oversized);
+        append_pinned(&mut text, &s.pinned);
+        let text = super::citations::cite_within_bound(text, &s.entries, self.summarizer);
+        (text, tier, errors)
+    }
+
+    /// The opening lines of kept outputs too big to keep whole, within the summary's own
+    /// bound: an extractive summary makes room for them.
+    fn append_oversized(&self, text: &mut String, oversized: &[extractive::Oversized]) {
+        if oversized.is_empty() {
+            return;
+        }
+        let section = extractive::oversized_section(oversized);
+        if self.summarizer.name() == Extractive.name() {
+            let room = extractive::MAX_CHARS.saturating_sub(section.chars().count() + 2);
+            *text = extractive::bounded(text, room);
+        }
+        text.push_str("\n\n");
+        text.push_str(&section);
+    }
+}
+
+/// The pinned messages, verbatim, after the summary.
+fn append_pinned(text: &mut String, pinned: &[String]) {
+    if pinned.is_empty() {
+        return;
+    }
+    text.push_str("\n\n## Pinned messages\n");
+    for p in pinned {
+        text.push_str(&format!("- {p}\n"));
+    }
+    *text = text.trim_end().to_string();
+}
+
+/// The warning a summarizing compaction adds once `warnAtCompaction` is reached.
+fn degradation_warning(
+    policy: &Policy,
+    summary_count: u64,
+    report: &Degradation,
+) -> Option<String> {
+    let warn_at = u64::from(policy.warn_at_compaction);
+    (warn_at > 0 && summary_count >= warn_at).then(|| {
+        format!(
+            "this is summarizing compaction #{summary_count}: {} risk of degraded context; {}",
+            report.risk, report.recommendation
+        )
+    })
+}
+
+/// The files `messages` read and modified, added to the previous summarizing compaction's.
+fn note_files(
+    record: &mut CompactionRecord,
+    messages: &[MessageView],
+    prev: Option<&CompactionRecord>,
+) {
+    let (read, modified) = extractive::file_operations(messages);
+    let (read, modified) = merged_files(prev, read, modified);
+    record.read_files = Some(read);
+    record.modified_files = Some(modified);
 }
 
 /// The file lists of the previous summarizing compaction, extended by this one's: a file

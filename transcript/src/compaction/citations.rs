@@ -17,13 +17,7 @@ const MATCH_CHARS: usize = 32;
 /// `summary` with citations added, never past `max_chars` (when given): citations are added in
 /// order while they fit.
 pub fn cite(summary: &str, summarized: &[Entry], max_chars: Option<usize>) -> String {
-    let requests: Vec<(String, &str)> = summarized
-        .iter()
-        .filter_map(|e| {
-            let view = e.view().filter(|v| v.role == Role::User)?;
-            Some((fold(&view.text), e.id()))
-        })
-        .collect();
+    let requests = user_requests(summarized);
     let mut length = summary.chars().count();
     let mut out = String::with_capacity(summary.len() + 256);
     let mut in_requests = false;
@@ -32,22 +26,32 @@ pub fn cite(summary: &str, summarized: &[Entry], max_chars: Option<usize>) -> St
             in_requests = REQUEST_SECTIONS.contains(&line.trim_end());
         }
         let cited = in_requests.then(|| cited_line(line, &requests)).flatten();
-        match cited {
-            Some(cited) => {
-                let grown = cited.chars().count() - line.chars().count();
-                if max_chars.is_none_or(|max| length + grown <= max) {
-                    length += grown;
-                    out.push_str(&cited);
-                } else {
-                    out.push_str(line);
-                }
+        // Cited while the citation fits.
+        let grown = cited
+            .as_ref()
+            .map(|c| c.chars().count() - line.chars().count());
+        match (cited, grown) {
+            (Some(cited), Some(grown)) if max_chars.is_none_or(|max| length + grown <= max) => {
+                length += grown;
+                out.push_str(&cited);
             }
-            None => out.push_str(line),
+            _ => out.push_str(line),
         }
         out.push('\n');
     }
     out.truncate(out.trim_end().len());
     out
+}
+
+/// The summarized user messages: their text folded for matching, and their ids.
+fn user_requests(summarized: &[Entry]) -> Vec<(String, &str)> {
+    summarized
+        .iter()
+        .filter_map(|e| {
+            let view = e.view().filter(|v| v.role == Role::User)?;
+            Some((fold(&view.text), e.id()))
+        })
+        .collect()
 }
 
 /// The summary with its request lines citing their messages. An extractive summary stays within
@@ -98,6 +102,16 @@ fn cited_line(line: &str, requests: &[(String, &str)]) -> Option<String> {
             line.trim_end_matches(')')
         ));
     }
+    let (key, names) = match_keys(item)?;
+    let (_, id) = requests.iter().rev().find(|(text, _)| {
+        text.contains(&key) && names.iter().all(|name| text.contains(name.as_str()))
+    })?;
+    Some(format!("{line} [#{id}]"))
+}
+
+/// What a request item is matched by: the head of its text, and the names kept past a gap;
+/// None when the head is too short to tell messages apart.
+fn match_keys(item: &str) -> Option<(String, Vec<String>)> {
     // A clipped item may skip its middle (`head … name`): its head is what the message holds.
     let head = item.split(" … ").next().unwrap_or(item);
     let key: String = fold(head.trim_end_matches('…'))
@@ -110,13 +124,10 @@ fn cited_line(line: &str, requests: &[(String, &str)]) -> Option<String> {
     }
     // A short head ("Rename the") could match another message: the names kept past the gap
     // must be in the same one.
-    let names: Vec<String> = (item.split(" … ").skip(1))
+    let names = (item.split(" … ").skip(1))
         .map(|part| fold(part.trim_end_matches('…')))
         .collect();
-    let (_, id) = requests.iter().rev().find(|(text, _)| {
-        text.contains(&key) && names.iter().all(|name| text.contains(name.as_str()))
-    })?;
-    Some(format!("{line} [#{id}]"))
+    Some((key, names))
 }
 
 fn fold(text: &str) -> String {

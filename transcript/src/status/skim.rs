@@ -42,27 +42,7 @@ pub(super) fn skip_string(b: &[u8], i: usize) -> Option<usize> {
 pub(super) fn skip_value(b: &[u8], i: usize) -> Option<usize> {
     match b.get(i)? {
         b'"' => skip_string(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            loop {
-                match b.get(j)? {
-                    b'"' => {
-                        j = skip_string(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-        }
+        b'{' | b'[' => skip_nested(b, i),
         _ => {
             let n = b[i..]
                 .iter()
@@ -70,6 +50,30 @@ pub(super) fn skip_value(b: &[u8], i: usize) -> Option<usize> {
                 .unwrap_or(b.len() - i);
             (n > 0).then_some(i + n)
         }
+    }
+}
+
+/// An object or array starting at `b[i]`: its end.
+#[inline]
+fn skip_nested(b: &[u8], i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut j = i;
+    loop {
+        match b.get(j)? {
+            b'"' => {
+                j = skip_string(b, j)?;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j + 1);
+                }
+            }
+            _ => {}
+        }
+        j += 1;
     }
 }
 
@@ -111,53 +115,95 @@ pub(super) fn name_bytes(lit: &[u8]) -> Option<Cow<'_, [u8]>> {
 pub(super) fn skim(line: &[u8], v1: bool) -> Result<Light<'_>, String> {
     let bad = || "not valid JSON".to_string();
     let mut light = Light::default();
-    let mut i = skip_ws(line, 0);
-    match line.get(i) {
-        Some(b'{') => {}
+    let open = skip_ws(line, 0);
+    let mut i = match line.get(open) {
+        Some(b'{') => skip_ws(line, open + 1),
         Some(b'[') => return Err("entry is an array, not a JSON object".into()),
         _ => return Err(bad()),
-    }
-    i = skip_ws(line, i + 1);
+    };
     if line.get(i) == Some(&b'}') {
         return Ok(light);
     }
-    let (mut seen_kind, mut seen_id, mut seen_parent) = (false, false, false);
+    let mut seen = 0;
     loop {
-        if line.get(i) != Some(&b'"') {
-            return Err(bad());
-        }
-        let key_end = skip_string(line, i).ok_or_else(bad)?;
-        let key = name_bytes(&line[i..key_end]).ok_or_else(bad)?;
-        i = skip_ws(line, key_end);
-        if line.get(i) != Some(&b':') {
-            return Err(bad());
-        }
-        i = skip_ws(line, i + 1);
-        let end = skip_value(line, i).ok_or_else(bad)?;
-        let value = &line[i..end];
-        let text = || {
-            (value.first() == Some(&b'"'))
-                .then(|| string_value(value))
-                .flatten()
-        };
-        match key.as_ref() {
-            b"type" => (light.kind, seen_kind) = (text(), true),
-            b"id" => (light.id, seen_id) = (text(), true),
-            b"parentId" => (light.parent_id, seen_parent) = (text(), true),
-            _ => {}
-        }
-        if seen_kind
-            && (v1 || (seen_id && seen_parent))
-            && light.kind.as_deref() != Some("compaction")
-        {
+        let m = member(line, i).ok_or_else(bad)?;
+        seen |= light.note(&m.name, m.value);
+        if light.complete(seen, v1) {
             return Ok(light);
         }
-        i = skip_ws(line, end);
+        i = skip_ws(line, m.end);
         match line.get(i) {
             Some(b',') => i = skip_ws(line, i + 1),
             Some(b'}') => return Ok(light),
             _ => return Err(bad()),
         }
+    }
+}
+
+/// A member of an object, as read from its line.
+struct Member<'a> {
+    name: Cow<'a, [u8]>,
+    value: &'a [u8],
+    /// Just after the value.
+    end: usize,
+}
+
+/// The member starting at `line[i]`.
+#[inline]
+fn member(line: &[u8], i: usize) -> Option<Member<'_>> {
+    let (name, start) = member_name(line, i)?;
+    let end = skip_value(line, start)?;
+    Some(Member {
+        name,
+        value: &line[start..end],
+        end,
+    })
+}
+
+/// The member starting at `line[i]`: its name, and where its value starts (not read).
+#[inline]
+pub(super) fn member_name(line: &[u8], i: usize) -> Option<(Cow<'_, [u8]>, usize)> {
+    if line.get(i) != Some(&b'"') {
+        return None;
+    }
+    let key_end = skip_string(line, i)?;
+    let key = name_bytes(line.get(i..key_end)?)?;
+    let i = skip_ws(line, key_end);
+    if line.get(i) != Some(&b':') {
+        return None;
+    }
+    Some((key, skip_ws(line, i + 1)))
+}
+
+/// Bits of the members [`Light::note`] has seen.
+const KIND: u8 = 1;
+const ID: u8 = 2;
+const PARENT: u8 = 4;
+
+impl<'a> Light<'a> {
+    /// Takes the member `key` if it is one of the three, and says which (0 for any other).
+    #[inline]
+    fn note(&mut self, key: &[u8], value: &'a [u8]) -> u8 {
+        let text = || {
+            (value.first() == Some(&b'"'))
+                .then(|| string_value(value))
+                .flatten()
+        };
+        let (slot, bit) = match key {
+            b"type" => (&mut self.kind, KIND),
+            b"id" => (&mut self.id, ID),
+            b"parentId" => (&mut self.parent_id, PARENT),
+            _ => return 0,
+        };
+        *slot = text();
+        bit
+    }
+
+    /// Whether the members `seen` are all a line is read for: a compaction is decoded in full.
+    #[inline]
+    fn complete(&self, seen: u8, v1: bool) -> bool {
+        let needed = if v1 { KIND } else { KIND | ID | PARENT };
+        seen & needed == needed && self.kind.as_deref() != Some("compaction")
     }
 }
 

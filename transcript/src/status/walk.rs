@@ -10,8 +10,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::skim::{
-    CompactionLine, Light, may_hold_two, name_bytes, skim, skip_string, skip_value, skip_ws,
-    string_value,
+    CompactionLine, Light, may_hold_two, member_name, skim, skip_value, skip_ws, string_value,
 };
 use super::{Backwards, CountSource, Status, from_transcript, io};
 use crate::Transcript;
@@ -28,13 +27,7 @@ pub(super) fn walk(
     file_bytes: u64,
     head: &Head,
 ) -> Result<Option<Status>, TranscriptError> {
-    let mut lines = Backwards {
-        file,
-        path,
-        buf: Vec::new(),
-        end: 0,
-        pos: file_bytes,
-    };
+    let mut lines = Backwards::new(file, path, file_bytes);
     let ends_with_newline =
         file_bytes == 0 || last_byte(&mut lines.file, path, file_bytes)? == b'\n';
     let mut w = Walk::new(head, window, file_bytes, ends_with_newline);
@@ -303,16 +296,7 @@ impl<'h> Walk<'h> {
 
     /// Header + tail parsed as one transcript: the same rules as a full load.
     fn tail(&self, path: &Path, file_bytes: u64) -> Result<Option<Status>, TranscriptError> {
-        let bytes_scanned = file_bytes - self.start;
-        let mut f = crate::read::open_transcript(path)?;
-        f.seek(SeekFrom::Start(self.start))
-            .map_err(io(path, "cannot seek"))?;
-        let mut text = Vec::with_capacity(self.head.text.len() + 1 + bytes_scanned as usize);
-        text.extend_from_slice(self.head.text.as_bytes());
-        text.push(b'\n');
-        f.take(bytes_scanned)
-            .read_to_end(&mut text)
-            .map_err(io(path, "cannot read transcript"))?;
+        let text = self.read_tail(path, file_bytes)?;
         let source = path.display().to_string();
         let Ok(text) = String::from_utf8(text) else {
             return Ok(None);
@@ -322,7 +306,29 @@ impl<'h> Walk<'h> {
         };
         t.set_context_window(self.window);
         let mut status = from_transcript(&t, file_bytes, CountSource::Details);
-        status.bytes_scanned = bytes_scanned;
+        status.bytes_scanned = file_bytes - self.start;
+        self.count_compactions(&mut status);
+        Ok(Some(status))
+    }
+
+    /// The header line, then the file from where the tail starts.
+    fn read_tail(&self, path: &Path, file_bytes: u64) -> Result<Vec<u8>, TranscriptError> {
+        let tail_bytes = file_bytes - self.start;
+        let mut f = crate::read::open_transcript(path)?;
+        f.seek(SeekFrom::Start(self.start))
+            .map_err(io(path, "cannot seek"))?;
+        let mut text = Vec::with_capacity(self.head.text.len() + 1 + tail_bytes as usize);
+        text.extend_from_slice(self.head.text.as_bytes());
+        text.push(b'\n');
+        f.take(tail_bytes)
+            .read_to_end(&mut text)
+            .map_err(io(path, "cannot read transcript"))?;
+        Ok(text)
+    }
+
+    /// The compaction counts: as the latest compaction records them, else as the walk counted
+    /// them on the branch.
+    fn count_compactions(&self, status: &mut Status) {
         let details = status
             .last_compaction
             .as_ref()
@@ -339,48 +345,39 @@ impl<'h> Walk<'h> {
                 status.count_source = CountSource::ActiveBranch;
             }
         }
-        Ok(Some(status))
     }
 }
 
 /// The `role` of a `message` entry's message, skimmed: the members before it are skipped, the
 /// message's content is never read when (as written by pi and ctxhost) the role comes first.
 fn message_role(line: &[u8]) -> Option<Cow<'_, str>> {
-    // Where the value of member `want` of the object at `at` starts (values before it are
-    // skipped, the one found is not read).
-    let members = |b: &[u8], at: usize, want: &str| -> Option<usize> {
-        let mut i = skip_ws(b, at);
-        if b.get(i) != Some(&b'{') {
-            return None;
-        }
-        i = skip_ws(b, i + 1);
-        loop {
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            let key_end = skip_string(b, i)?;
-            let key = name_bytes(b.get(i..key_end)?)?;
-            i = skip_ws(b, key_end);
-            if b.get(i) != Some(&b':') {
-                return None;
-            }
-            i = skip_ws(b, i + 1);
-            if key.as_ref() == want.as_bytes() {
-                return Some(i);
-            }
-            i = skip_ws(b, skip_value(b, i)?);
-            if b.get(i) != Some(&b',') {
-                return None;
-            }
-            i = skip_ws(b, i + 1);
-        }
-    };
-    let message = members(line, 0, "message")?;
-    let role = members(line, message, "role")?;
+    let message = value_start(line, 0, "message")?;
+    let role = value_start(line, message, "role")?;
     let literal = &line[role..skip_value(line, role)?];
     (literal.first() == Some(&b'"'))
         .then(|| string_value(literal))
         .flatten()
+}
+
+/// Where the value of member `want` of the object at `b[at]` starts (values before it are
+/// skipped, the one found is not read).
+fn value_start(b: &[u8], at: usize, want: &str) -> Option<usize> {
+    let open = skip_ws(b, at);
+    if b.get(open) != Some(&b'{') {
+        return None;
+    }
+    let mut i = skip_ws(b, open + 1);
+    loop {
+        let (key, start) = member_name(b, i)?;
+        if key.as_ref() == want.as_bytes() {
+            return Some(start);
+        }
+        i = skip_ws(b, skip_value(b, start)?);
+        if b.get(i) != Some(&b',') {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+    }
 }
 
 /// The context of an active branch without a compaction, gathered entry by entry as the
@@ -420,45 +417,54 @@ impl Stream {
         if self.broken {
             return;
         }
-        if kind == Some("message") && !self.needs_estimates() {
-            let role = message_role(line);
-            match role.as_deref().map(|r| (r, crate::role::Role::parse(r))) {
-                // Excluded or not: only decoding says.
-                Some((_, Some(crate::role::Role::BashExecution))) => {}
-                Some((_, Some(_))) => {
-                    self.messages += 1;
-                    return;
-                }
-                Some((_, None)) => return, // an unknown role: kept, not sent
-                None => {}
-            }
-        }
-        let Ok(text) = std::str::from_utf8(line) else {
-            self.broken = true;
+        if kind == Some("message") && !self.needs_estimates() && self.counted_by_role(line) {
             return;
-        };
+        }
         let decode = crate::entry::Decode {
             version,
             index: 0,
             entry_count: 0,
         };
-        let Ok(e) = crate::entry::Entry::decode(text.into(), 0, &decode) else {
-            self.broken = true;
-            return;
-        };
+        let decoded = std::str::from_utf8(line)
+            .ok()
+            .and_then(|text| crate::entry::Entry::decode(text.into(), 0, &decode).ok());
+        match decoded {
+            Some(e) => self.add_decoded(&e),
+            None => self.broken = true,
+        }
+    }
+
+    /// A message counted by its role alone, its body skipped; false when only decoding can
+    /// tell (a bash execution may be excluded, a role may not be skimmed).
+    #[inline]
+    fn counted_by_role(&mut self, line: &[u8]) -> bool {
+        let role = message_role(line);
+        match role.as_deref().map(crate::role::Role::parse) {
+            Some(Some(crate::role::Role::BashExecution)) | None => false,
+            Some(Some(_)) => {
+                self.messages += 1;
+                true
+            }
+            Some(None) => true, // an unknown role: kept, not sent
+        }
+    }
+
+    /// An entry decoded as loading decodes it: counted, and estimated while estimates count.
+    fn add_decoded(&mut self, e: &crate::entry::Entry) {
         if e.context_role().is_some() && e.entry_type() != "compaction" {
             self.messages += 1;
         }
-        if self.needs_estimates() {
-            self.estimates += u64::from(e.tokens());
-            if self.usage.is_none() {
-                self.usage = e.usage_total();
-                if let Some(u) = self.usage {
-                    self.estimates -= u64::from(e.tokens());
-                    if u > self.window {
-                        // Another window's figures: every estimate counts, this one too.
-                        self.estimates += u64::from(e.tokens());
-                    }
+        if !self.needs_estimates() {
+            return;
+        }
+        self.estimates += u64::from(e.tokens());
+        if self.usage.is_none() {
+            self.usage = e.usage_total();
+            if let Some(u) = self.usage {
+                self.estimates -= u64::from(e.tokens());
+                if u > self.window {
+                    // Another window's figures: every estimate counts, this one too.
+                    self.estimates += u64::from(e.tokens());
                 }
             }
         }

@@ -4,15 +4,17 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
-
-use super::{BUILTIN_PROTECTED_TOOLS, Job, Policy, Request, Skip, Summarize, Work};
+use super::{BUILTIN_PROTECTED_TOOLS, Job, Outcome, Policy, Request, Skip, Work};
 use crate::Transcript;
 use crate::compaction::{Settings, extractive};
 use crate::entry::{Entry, PRUNED_TEXT};
-use crate::record::{CompactionRecord, Layer, Trigger};
+use crate::record::{Layer, Trigger};
 use crate::role::Role;
 use crate::tokens::estimate_text;
+
+mod gather;
+
+use gather::summarize;
 
 /// Decide and gather a compaction of the active branch.
 pub fn prepare(t: &Transcript, settings: &Settings, request: &Request<'_>) -> Result<Job, Skip> {
@@ -59,11 +61,8 @@ fn admit(settings: &Settings, request: &Request<'_>, auto_in_run: usize) -> Resu
         return Ok(());
     }
     if !settings.auto_enabled {
-        let kind = if request.trigger == Trigger::Overflow {
-            "overflow"
-        } else {
-            "automatic"
-        };
+        let overflow = request.trigger == Trigger::Overflow;
+        let kind = if overflow { "overflow" } else { "automatic" };
         return Err(Skip::because(format!(
             "automatic compaction is off (agents.defaults.compaction.enabled: false): an {kind} compaction does not run; compact manually (`ctxhost compact`)"
         )));
@@ -128,6 +127,12 @@ impl<'t> Scope<'t> {
             .filter(|&&i| self.entries[i].context_role() == Some(Role::ToolResult))
             .map(|&i| u64::from(self.entries[i].tokens()))
             .sum()
+    }
+
+    /// Whether a cut may fall before message `j` (not on a tool result: a call and its results
+    /// stay on the same side).
+    fn cuttable(&self, j: usize) -> bool {
+        self.entries[self.messages[j]].context_role() != Some(Role::ToolResult)
     }
 
     /// The summary the boundary carries (none for a prune-only note).
@@ -229,6 +234,11 @@ impl Pruning {
         }
     }
 
+    /// The tokens of `messages` in the context after pruning.
+    fn tokens(&self, scope: &Scope<'_>, messages: &[usize]) -> u64 {
+        messages.iter().map(|&i| self.tokens_of(scope, i)).sum()
+    }
+
     fn ids(&self, scope: &Scope<'_>) -> Vec<String> {
         self.order
             .iter()
@@ -251,24 +261,19 @@ fn prune_only(scope: &Scope<'_>, pruning: &Pruning) -> Result<Work, Skip> {
         .ok_or_else(|| Skip::because("no messages".into()))?;
     let carried = scope.previous_summary();
     let carries_summary = carried.is_some();
-    let summary = carried.unwrap_or_else(|| {
-        format!(
-            "[{} older tool output(s) pruned for context]",
-            pruning.order.len()
-        )
-    });
-    let tokens_after = u64::from(estimate_text(&summary))
-        + scope
-            .messages
-            .iter()
-            .map(|&i| pruning.tokens_of(scope, i))
-            .sum::<u64>();
+    let pruned = pruning.order.len();
+    let summary =
+        carried.unwrap_or_else(|| format!("[{pruned} older tool output(s) pruned for context]"));
+    let tokens_after = u64::from(estimate_text(&summary)) + pruning.tokens(scope, &scope.messages);
     Ok(Work::Prune {
-        first_kept_index: first,
-        first_kept_entry_id: scope.entries[first].id().to_string(),
-        summary,
+        outcome: Outcome {
+            summary,
+            first_kept_index: first,
+            first_kept_entry_id: scope.entries[first].id().to_string(),
+            tokens_after,
+            compacted: 0,
+        },
         carries_summary,
-        tokens_after,
     })
 }
 
@@ -288,6 +293,20 @@ fn escalate(
         Layer::Prune => Ok(Layer::Summarize),
         other => Ok(other),
     }
+}
+
+/// The tool results among `messages` that pruning left whole, biggest first.
+fn results_biggest_first(scope: &Scope<'_>, pruning: &Pruning, messages: &[usize]) -> Vec<usize> {
+    let mut results: Vec<usize> = messages
+        .iter()
+        .copied()
+        .filter(|i| {
+            !pruning.pruned.contains(i)
+                && scope.entries[*i].context_role() == Some(Role::ToolResult)
+        })
+        .collect();
+    results.sort_by_key(|&i| std::cmp::Reverse(scope.entries[i].tokens()));
+    results
 }
 
 /// The summary's bound in tokens.
@@ -316,47 +335,20 @@ impl Cut {
         layer: Layer,
         settings: &Settings,
     ) -> Result<Cut, Skip> {
-        let policy = &settings.policy;
-        let messages = &scope.messages;
         let cap = (settings.threshold() / 2).max(1);
-        let keep = match layer {
-            Layer::Full => policy.full_keep_recent_tokens,
-            _ if scope.share >= policy.summarize_at => policy.summarize_keep_recent_tokens,
-            _ => settings.keep_recent_tokens,
-        }
-        .min(cap);
-        let mut kept = 0u64;
-        let reached = messages.iter().rposition(|&i| {
-            kept += pruning.tokens_of(scope, i);
-            kept >= keep
-        });
-        let Some(reached) = reached else {
-            return Err(Skip::because(format!(
-                "everything fits in the {keep} recent tokens kept: nothing to summarize"
-            )));
-        };
-        let cuttable =
-            |j: usize| scope.entries[messages[j]].context_role() != Some(Role::ToolResult);
+        let keep = recent_to_keep(scope, layer, settings).min(cap);
+        let reached = budget_reached(scope, pruning, keep)?;
         let before = (0..=reached)
             .rev()
-            .find(|&j| cuttable(j))
+            .find(|&j| scope.cuttable(j))
             .filter(|&c| c > 0);
         // No such point before the kept budget: the newest turn alone is bigger than what may
-        // be kept. Cut inside it, at its latest step that keeps something.
+        // be kept.
         let split_turn = before.is_none();
-        // Nothing to cut between at all (the context is one call batch and its results): the
-        // cut falls before it, nothing new is summarized, and its outputs give way later.
-        let whole: u64 = messages.iter().map(|&i| pruning.tokens_of(scope, i)).sum();
-        let at = before
-            .or_else(|| (reached + 1..messages.len()).find(|&j| cuttable(j)))
-            .or_else(|| {
-                (cuttable(0) && whole + summary_bound() > settings.threshold()).then_some(0)
-            })
-            .ok_or_else(|| {
-                Skip::because(
-                    "no cut point: the newest turn is one tool call batch and its results".into(),
-                )
-            })?;
+        let at = match before {
+            Some(at) => at,
+            None => inside_newest_turn(scope, pruning, reached, settings)?,
+        };
         Ok(Cut {
             at,
             keep,
@@ -364,6 +356,55 @@ impl Cut {
             split_turn,
         })
     }
+}
+
+/// The recent tokens the layer keeps verbatim, before the cut's cap.
+fn recent_to_keep(scope: &Scope<'_>, layer: Layer, settings: &Settings) -> u64 {
+    let policy = &settings.policy;
+    match layer {
+        Layer::Full => policy.full_keep_recent_tokens,
+        _ if scope.share >= policy.summarize_at => policy.summarize_keep_recent_tokens,
+        _ => settings.keep_recent_tokens,
+    }
+}
+
+/// The newest message at which the messages from it to the end hold `keep` tokens; refused
+/// when they all hold less.
+fn budget_reached(scope: &Scope<'_>, pruning: &Pruning, keep: u64) -> Result<usize, Skip> {
+    let mut kept = 0u64;
+    let reached = scope.messages.iter().rposition(|&i| {
+        kept += pruning.tokens_of(scope, i);
+        kept >= keep
+    });
+    reached.ok_or_else(|| {
+        Skip::because(format!(
+            "everything fits in the {keep} recent tokens kept: nothing to summarize"
+        ))
+    })
+}
+
+/// The cut of a newest turn bigger than what may be kept (from `reached` on): at its latest
+/// step that keeps something. With nothing to cut between at all (the context is one call
+/// batch and its results), the cut falls before it, nothing new is summarized, and its outputs
+/// give way later.
+fn inside_newest_turn(
+    scope: &Scope<'_>,
+    pruning: &Pruning,
+    reached: usize,
+    settings: &Settings,
+) -> Result<usize, Skip> {
+    let messages = &scope.messages;
+    let whole = pruning.tokens(scope, messages);
+    (reached + 1..messages.len())
+        .find(|&j| scope.cuttable(j))
+        .or_else(|| {
+            (scope.cuttable(0) && whole + summary_bound() > settings.threshold()).then_some(0)
+        })
+        .ok_or_else(|| {
+            Skip::because(
+                "no cut point: the newest turn is one tool call batch and its results".into(),
+            )
+        })
 }
 
 /// The part after the cut, and which of its outputs give way.
@@ -383,19 +424,10 @@ impl Kept {
     /// cut's cap; the summary carries their opening lines.
     fn give_way(scope: &Scope<'_>, pruning: &Pruning, cut: &Cut, settings: &Settings) -> Self {
         let after_cut = &scope.messages[cut.at..];
-        let mut tokens: u64 = after_cut.iter().map(|&i| pruning.tokens_of(scope, i)).sum();
+        let mut tokens = pruning.tokens(scope, after_cut);
         let mut oversized = HashSet::new();
         if tokens + summary_bound() > settings.threshold() {
-            let mut results: Vec<usize> = after_cut
-                .iter()
-                .copied()
-                .filter(|i| {
-                    !pruning.pruned.contains(i)
-                        && scope.entries[*i].context_role() == Some(Role::ToolResult)
-                })
-                .collect();
-            results.sort_by_key(|&i| std::cmp::Reverse(scope.entries[i].tokens()));
-            for i in results {
+            for i in results_biggest_first(scope, pruning, after_cut) {
                 if tokens <= cut.cap {
                     break;
                 }
@@ -420,117 +452,6 @@ impl Kept {
             .map(|&i| scope.entries[i].id().to_string())
             .collect()
     }
-}
-
-/// Phase 2's work: what the summarizer reads, and the warnings the cut earned.
-fn summarize(
-    t: &Transcript,
-    scope: &Scope<'_>,
-    cut: &Cut,
-    kept: &Kept,
-    layer: Layer,
-) -> (Work, Vec<String>) {
-    let entries = scope.entries;
-    let before_cut = &scope.messages[..cut.at];
-    let after_cut = &scope.messages[cut.at..];
-    let to_summarize: Vec<Entry> = before_cut
-        .iter()
-        .map(|&i| &entries[i])
-        .filter(|e| e.context_role().is_some())
-        .cloned()
-        .collect();
-    let prev_details = t
-        .active_branch()
-        .into_iter()
-        .rev()
-        .filter(|&i| entries[i].entry_type() == "compaction")
-        .map(|i| entries[i].compaction_record())
-        .find(|record| !record.is_some_and(CompactionRecord::is_prune))
-        .flatten()
-        .cloned();
-    let pinned = if layer == Layer::Full {
-        pinned_before(t, before_cut)
-    } else {
-        Vec::new()
-    };
-    let oversized = oversized_outputs(entries, after_cut, &kept.oversized);
-    let current_request = after_cut
-        .iter()
-        .rev()
-        .filter(|&&i| entries[i].context_role() == Some(Role::User))
-        .filter_map(|&i| entries[i].view())
-        .map(|v| v.text)
-        .find(|text| !extractive::is_acknowledgement(text));
-    let mut warnings = Vec::new();
-    if cut.split_turn {
-        warnings.push(format!(
-            "the newest turn alone exceeds the {} tokens kept: it was cut between its steps and its beginning summarized",
-            cut.keep
-        ));
-    }
-    if !oversized.is_empty() {
-        warnings.push(format!(
-            "the newest tool results alone pass the {} tokens that may be kept: {} of their outputs were replaced by placeholders, the summary quotes their opening lines",
-            cut.cap,
-            oversized.len()
-        ));
-    }
-    if layer == Layer::Full {
-        warnings.push(format!(
-            "the context reached {:.0}% of the window: full compaction kept only the last {} tokens (and pinned messages) verbatim",
-            scope.share * 100.0,
-            cut.keep
-        ));
-    }
-    let first = after_cut[0];
-    let work = Work::Summarize(Box::new(Summarize {
-        entries: to_summarize,
-        previous_summary: scope.previous_summary(),
-        pinned,
-        first_kept_index: first,
-        first_kept_entry_id: entries[first].id().to_string(),
-        kept_tokens: kept.tokens,
-        prev_details,
-        current_request,
-        split_turn: cut.split_turn,
-        oversized,
-    }));
-    (work, warnings)
-}
-
-/// The outputs at `oversized` (entry indices among `kept`), each named by the call it answers.
-fn oversized_outputs(
-    entries: &[Entry],
-    kept: &[usize],
-    oversized: &HashSet<usize>,
-) -> Vec<extractive::Oversized> {
-    // Naming them decodes the kept messages: only when there are some (prepare decodes none).
-    if oversized.is_empty() {
-        return Vec::new();
-    }
-    let mut pending = extractive::PendingCalls::default();
-    let mut out = Vec::new();
-    for &i in kept {
-        let Some(view) = entries[i].view() else {
-            continue;
-        };
-        match view.role {
-            Role::Assistant => pending.calls(&view),
-            Role::ToolResult => {
-                let (tool, target) = pending.answer(&view);
-                if oversized.contains(&i) {
-                    out.push(extractive::Oversized {
-                        tool,
-                        target,
-                        output: view.text,
-                        tokens: entries[i].tokens(),
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 /// Whether a compaction entry's summary is a real one (prune-only entries without an earlier
@@ -564,18 +485,10 @@ pub(super) fn prune_candidates(
                     tool_tokens += tokens;
                     continue;
                 }
-                // Read as loading kept them: decoding each output here cost most of prepare.
-                let tool = e.tool_name().unwrap_or_default();
-                // An error result is why something failed: a placeholder would hide it from
-                // the model and from the summary, and it is short as a rule.
-                let protected = e.is_error()
-                    || BUILTIN_PROTECTED_TOOLS.contains(&tool)
-                    || policy.prune_protected_tools.iter().any(|p| p == tool);
-                if protected || tokens <= placeholder {
-                    continue;
+                if let Some(saving) = pruning_saves(e, policy, placeholder) {
+                    out.push(i);
+                    saved += saving;
                 }
-                out.push(i);
-                saved += tokens - placeholder;
             }
             _ => {}
         }
@@ -584,33 +497,17 @@ pub(super) fn prune_candidates(
     (out, saved)
 }
 
-/// Messages before the cut that a `label` entry pinned (`pin` / `pinned`), as text.
-fn pinned_before(t: &Transcript, before_cut: &[usize]) -> Vec<String> {
-    let entries = t.entries();
-    let mut pinned_ids = HashSet::new();
-    for i in t.active_branch() {
-        let e = &entries[i];
-        if e.entry_type() != "label" {
-            continue;
-        }
-        if let Ok(v) = serde_json::from_str::<Value>(e.line()) {
-            let label = v.get("label").and_then(Value::as_str).unwrap_or("");
-            if matches!(label.to_ascii_lowercase().as_str(), "pin" | "pinned")
-                && let Some(target) = v.get("targetId").and_then(Value::as_str)
-            {
-                pinned_ids.insert(target.to_string());
-            }
-        }
-    }
-    before_cut
-        .iter()
-        .filter(|&&i| pinned_ids.contains(entries[i].id()))
-        .filter_map(|&i| entries[i].view())
-        .map(|v| {
-            let text: String = v.text.chars().take(2000).collect();
-            format!("**{}**: {}", v.role.as_str(), text.replace('\n', " "))
-        })
-        .collect()
+/// What pruning the old tool result `e` would save: nothing for a protected tool, an error
+/// (it is why something failed: a placeholder would hide it from the model and from the
+/// summary, and it is short as a rule) or an output no longer than its placeholder.
+fn pruning_saves(e: &Entry, policy: &Policy, placeholder: u64) -> Option<u64> {
+    // Read as loading kept them: decoding each output here cost most of prepare.
+    let tool = e.tool_name().unwrap_or_default();
+    let protected = e.is_error()
+        || BUILTIN_PROTECTED_TOOLS.contains(&tool)
+        || policy.prune_protected_tools.iter().any(|p| p == tool);
+    let tokens = u64::from(e.tokens());
+    (!protected && tokens > placeholder).then(|| tokens - placeholder)
 }
 
 #[cfg(test)]

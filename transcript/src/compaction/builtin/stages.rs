@@ -56,46 +56,66 @@ pub fn summarize_in_stages(
     window: u64,
     policy: &Policy,
 ) -> (String, Tier, Vec<String>) {
-    let messages = request.messages;
-    let total: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
-    let ratio = adaptive_chunk_ratio(messages, window, policy);
-    let budget = (window as f64 * ratio) as u64;
     let mut errors = Vec::new();
-    let whole = policy.parts <= 1
-        || messages.len() < 4
-        || (total as f64 * policy.safety_margin) as u64 <= budget;
-    if whole {
+    if fits_one_call(request.messages, window, policy) {
         let (s, tier) = summarize_with_fallback(summarizer, request, window, &mut errors);
         return (s, tier, errors);
     }
-    let chunks = split_by_token_share(messages, policy.parts);
+    let chunks = split_by_token_share(request.messages, policy.parts);
     let mut partials = Vec::with_capacity(chunks.len());
     let mut worst = Tier::Full;
     for (n, chunk) in chunks.iter().enumerate() {
-        let part = SummaryRequest {
-            messages: chunk,
-            previous_summary: request.previous_summary.filter(|_| n == 0),
-            // The task the user is on belongs to the newest part.
-            current_request: request.current_request.filter(|_| n + 1 == chunks.len()),
-            ..*request
-        };
+        let part = part_request(request, chunk, n, chunks.len());
         let (s, tier) = summarize_with_fallback(summarizer, &part, window, &mut errors);
         worst = worst.max(tier);
         partials.push(s);
     }
-    let merged = if partials.len() == 1 {
-        partials.pop().unwrap_or_default()
-    } else {
-        match summarizer.merge(&partials, request.focus) {
-            Ok(s) => s,
-            Err(e) => {
-                errors.push(format!("merge: {e}"));
-                // Concatenated partials lose nothing; the extractive merge bounds them.
-                extractive::merge(&partials)
-            }
-        }
-    };
+    let merged = merge(summarizer, partials, request.focus, &mut errors);
     (merged, worst, errors)
+}
+
+/// The request for part `n` of `parts`: the previous summary goes with the oldest part, the
+/// task the user is on with the newest.
+fn part_request<'a>(
+    request: &SummaryRequest<'a>,
+    messages: &'a [MessageView],
+    n: usize,
+    parts: usize,
+) -> SummaryRequest<'a> {
+    SummaryRequest {
+        messages,
+        previous_summary: request.previous_summary.filter(|_| n == 0),
+        current_request: request.current_request.filter(|_| n + 1 == parts),
+        ..*request
+    }
+}
+
+/// Whether `messages` go to the summarizer in one call: they are few, or fit the chunk budget,
+/// or the policy does not split.
+fn fits_one_call(messages: &[MessageView], window: u64, policy: &Policy) -> bool {
+    let total: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
+    let ratio = adaptive_chunk_ratio(messages, window, policy);
+    let budget = (window as f64 * ratio) as u64;
+    policy.parts <= 1
+        || messages.len() < 4
+        || (total as f64 * policy.safety_margin) as u64 <= budget
+}
+
+/// The partial summaries merged by the summarizer; concatenated partials lose nothing, so when
+/// it fails the extractive merge bounds them.
+fn merge(
+    summarizer: &dyn Summarizer,
+    mut partials: Vec<String>,
+    focus: Option<&str>,
+    errors: &mut Vec<String>,
+) -> String {
+    if partials.len() == 1 {
+        return partials.pop().unwrap_or_default();
+    }
+    summarizer.merge(&partials, focus).unwrap_or_else(|e| {
+        errors.push(format!("merge: {e}"));
+        extractive::merge(&partials)
+    })
 }
 
 /// `summarizeWithFallback`: the full summary; else one without the oversized messages
@@ -107,45 +127,68 @@ pub fn summarize_with_fallback(
     window: u64,
     errors: &mut Vec<String>,
 ) -> (String, Tier) {
-    let messages = request.messages;
-    let first_error: SummarizeError = match summarizer.summarize(request) {
+    let first_error = match summarizer.summarize(request) {
         Ok(s) => return (s, Tier::Full),
         Err(e) => e,
     };
     errors.push(first_error.to_string());
-    let limit = window / 2;
-    let (large, small): (Vec<&MessageView>, Vec<&MessageView>) =
-        messages.iter().partition(|m| u64::from(m.tokens) > limit);
+    let (large, small) = split_large(request.messages, window);
     if !large.is_empty() && !small.is_empty() {
-        let rest: Vec<MessageView> = small.into_iter().cloned().collect();
-        let smaller = SummaryRequest {
-            messages: &rest,
-            ..*request
-        };
-        match summarizer.summarize(&smaller) {
-            Ok(mut s) => {
-                for m in &large {
-                    s.push_str(&format!(
-                        "\n[Large {} (~{}K tokens) omitted from summary]",
-                        m.role.as_str(),
-                        u64::from(m.tokens).div_ceil(1000)
-                    ));
-                }
-                return (s, Tier::Partial);
-            }
+        match summarize_without_large(summarizer, request, &large, small) {
+            Ok(s) => return (s, Tier::Partial),
             Err(e) => errors.push(e.to_string()),
         }
     }
+    (
+        note_and_facts(request, &first_error, large.len()),
+        Tier::Note,
+    )
+}
+
+/// The messages over half the window, and the others.
+fn split_large(messages: &[MessageView], window: u64) -> (Vec<&MessageView>, Vec<&MessageView>) {
+    let limit = window / 2;
+    messages.iter().partition(|m| u64::from(m.tokens) > limit)
+}
+
+/// A summary of the `small` messages, noting each of the `large` ones it leaves out.
+fn summarize_without_large(
+    summarizer: &dyn Summarizer,
+    request: &SummaryRequest<'_>,
+    large: &[&MessageView],
+    small: Vec<&MessageView>,
+) -> Result<String, SummarizeError> {
+    let rest: Vec<MessageView> = small.into_iter().cloned().collect();
+    let smaller = SummaryRequest {
+        messages: &rest,
+        ..*request
+    };
+    let mut s = summarizer.summarize(&smaller)?;
+    for m in large {
+        s.push_str(&format!(
+            "\n[Large {} (~{}K tokens) omitted from summary]",
+            m.role.as_str(),
+            u64::from(m.tokens).div_ceil(1000)
+        ));
+    }
+    Ok(s)
+}
+
+/// The last tier: a note of the failure, then the facts the extractive summary finds.
+fn note_and_facts(
+    request: &SummaryRequest<'_>,
+    error: &SummarizeError,
+    oversized: usize,
+) -> String {
     let note = format!(
-        "[Summary unavailable: the summarizer failed ({first_error}). Context contained {} messages ({} oversized); facts extracted mechanically follow.]",
-        messages.len(),
-        large.len()
+        "[Summary unavailable: the summarizer failed ({error}). Context contained {} messages ({oversized} oversized); facts extracted mechanically follow.]",
+        request.messages.len(),
     );
     let facts = extractive::summarize_at(
-        messages,
+        request.messages,
         request.previous_summary,
         request.focus,
         request.current_request,
     );
-    (format!("{note}\n\n{facts}"), Tier::Note)
+    format!("{note}\n\n{facts}")
 }

@@ -50,25 +50,10 @@ impl Failure {
         };
         // `tool `target` (+N more): line`, `tool `target`: line`, `tool (+N more): line` or
         // `tool: line`; a target may itself hold ": ", a line a backtick.
-        let count = |more: &str| -> Option<usize> {
-            more.trim()
-                .strip_prefix("(+")?
-                .strip_suffix(" more)")?
-                .parse()
-                .ok()
-        };
-        let quoted = item
-            .split_once(" `")
-            .filter(|(tool, _)| !tool.contains(": "))
-            .and_then(|(tool, rest)| {
-                let (target, rest) = rest.split_once('`')?;
-                let (more, line) = rest.split_once(": ")?;
-                Some((tool, target, count(more).unwrap_or(0), line))
-            });
-        let (tool, target, more, line) = quoted.unwrap_or_else(|| {
+        let (tool, target, more, line) = with_target(item).unwrap_or_else(|| {
             let (head, line) = item.split_once(": ").unwrap_or((item, ""));
             match head.split_once(" (+") {
-                Some((tool, more)) => (tool, "", count(&format!("(+{more}")).unwrap_or(0), line),
+                Some((tool, more)) => (tool, "", more_count(&format!("(+{more}")), line),
                 None => (head, "", 0, line),
             }
         });
@@ -85,6 +70,25 @@ impl Failure {
     pub(super) fn key(&self) -> (String, String, String) {
         (self.tool.clone(), self.target.clone(), self.line.clone())
     }
+}
+
+/// `tool `target` (+N more): line` or `tool `target`: line`, as (tool, target, N, line).
+fn with_target(item: &str) -> Option<(&str, &str, usize, &str)> {
+    let (tool, rest) = item
+        .split_once(" `")
+        .filter(|(tool, _)| !tool.contains(": "))?;
+    let (target, rest) = rest.split_once('`')?;
+    let (more, line) = rest.split_once(": ")?;
+    Some((tool, target, more_count(more), line))
+}
+
+/// `(+N more)` → N; 0 for anything else.
+fn more_count(more: &str) -> usize {
+    let count = more
+        .trim()
+        .strip_prefix("(+")
+        .and_then(|m| m.strip_suffix(" more)"));
+    count.and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
 /// What a tool call ran on, from its JSON `arguments`: the path it names, else the first line

@@ -56,99 +56,35 @@ pub(super) fn elided_count(item: &str) -> Option<usize> {
 impl Sections {
     /// Reads a summary this module wrote (older layouts too: `Goal`, `Open questions`).
     pub(super) fn parse(text: &str) -> Sections {
-        let mut p = Sections::default();
-        // Items gathered per list, made distinct once at the end (first sight kept).
-        let (mut instructions, mut requests) = (Vec::new(), Vec::new());
-        let (mut modified, mut read) = (Vec::new(), Vec::new());
-        let mut failures_seen = HashSet::new();
-        let mut section = String::new();
-        // Lines outside the sections this module writes: a model's prose, pinned messages.
-        let mut free: Vec<&str> = Vec::new();
+        let mut parsed = Parsed::default();
+        let mut section = "";
         for line in text.lines() {
             if let Some(h) = line.strip_prefix("## ") {
-                section = h.trim().to_string();
+                section = h.trim();
                 continue;
             }
-            let Some(item) = line
-                .strip_prefix("- ")
-                .filter(|_| KNOWN.contains(&section.as_str()))
-            else {
-                if !line.trim().is_empty() {
-                    free.push(line.trim());
-                }
-                continue;
-            };
-            let item = item.trim().to_string();
-            let elided = elided_count(&item);
-            match (section.as_str(), elided) {
-                ("Current task", _) => p.current = Some(item),
-                ("Started with" | "Goal", _) => {
-                    p.started.get_or_insert(item);
-                }
-                ("Focus", _) => p.focus = Some(item),
-                ("Earlier context", _) => p.earlier = Some(item),
-                ("Standing instructions", _) => instructions.push(item),
-                ("User requests", Some(n)) => p.requests_elided += n,
-                ("User requests" | "Open questions", None) => requests.push(item),
-                ("Progress", _) => p.progress = Some(item),
-                ("Tool failures", Some(n)) => p.failures_elided += n,
-                ("Tool failures", None) => {
-                    let f = Failure::parse(&item);
-                    if failures_seen.insert(f.key()) {
-                        p.failures.push(f);
-                    }
-                }
-                ("Files modified", Some(n)) => p.modified_elided += n,
-                ("Files modified", None) => modified.extend(ungrouped(&item)),
-                ("Files read", Some(n)) => p.read_elided += n,
-                ("Files read", None) => read.extend(ungrouped(&item)),
-                ("Recent exchanges", _) => p.recent.push(item),
-                _ => continue,
+            match line.strip_prefix("- ").filter(|_| KNOWN.contains(&section)) {
+                Some(item) => parsed.item(section, item.trim().to_string()),
+                None if !line.trim().is_empty() => parsed.free.push(line.trim()),
+                None => {}
             }
         }
-        extend_unique(&mut p.instructions, instructions);
-        extend_unique(&mut p.requests, requests);
-        extend_unique(&mut p.modified, modified);
-        extend_unique(&mut p.read, read);
-        drop_modified(&mut p.read, &p.modified);
-        if !free.is_empty() {
-            let mut earlier = p.earlier.take().unwrap_or_default();
-            if !earlier.is_empty() {
-                earlier.push(' ');
-            }
-            earlier.push_str(&free.join(" "));
-            p.earlier = Some(clip(&earlier, EARLIER_CHARS));
-        }
-        // "Started with" is left out when it equals the current task.
-        if p.started.is_none() {
-            p.started = p.current.clone();
-        }
-        p
+        parsed.finish()
     }
 
     /// Folds `later` (what came after `self`) in: the later current task and progress win,
     /// lists are unioned in order, counts add up.
     pub(super) fn absorb(&mut self, later: Sections) {
-        if later.current.is_some() {
-            self.current = later.current;
-        }
-        if self.started.is_none() {
-            self.started = later.started;
-        }
-        if later.focus.is_some() {
-            self.focus = later.focus;
-        }
-        if self.earlier.is_none() {
-            self.earlier = later.earlier;
-        }
+        self.current = later.current.or(self.current.take());
+        self.started = self.started.take().or(later.started);
+        self.focus = later.focus.or(self.focus.take());
+        self.earlier = self.earlier.take().or(later.earlier);
         for i in later.instructions {
             add_instruction(&mut self.instructions, i);
         }
         self.requests_elided += later.requests_elided;
         extend_newest(&mut self.requests, later.requests);
-        if later.progress.is_some() {
-            self.progress = later.progress;
-        }
+        self.progress = later.progress.or(self.progress.take());
         self.failures_elided += later.failures_elided;
         let mut failures = FailureLedger::new(std::mem::take(&mut self.failures));
         for f in later.failures {
@@ -156,10 +92,8 @@ impl Sections {
         }
         self.failures = failures.into_vec();
         self.modified_elided += later.modified_elided;
-        extend_unique(&mut self.modified, later.modified);
         self.read_elided += later.read_elided;
-        extend_unique(&mut self.read, later.read);
-        drop_modified(&mut self.read, &self.modified);
+        self.add_files(later.read, later.modified);
         if !later.recent.is_empty() {
             self.recent = later.recent;
         }
@@ -172,59 +106,51 @@ impl Sections {
         let mut failures = FailureLedger::new(std::mem::take(&mut self.failures));
         for m in messages {
             match m.role {
-                Role::User => {
-                    let text = m.text.trim();
-                    if is_acknowledgement(text) {
-                        continue;
-                    }
-                    self.started
-                        .get_or_insert_with(|| clip(text, STARTED_CHARS));
-                    self.current = Some(clip(text, CURRENT_CHARS));
-                    requests.push(clip(text, REQUEST_CHARS));
-                    for i in standing_instructions(text, INSTRUCTION_CHARS) {
-                        add_instruction(&mut self.instructions, i);
-                    }
-                }
+                Role::User => self.learn_request(m.text.trim(), &mut requests),
                 Role::Assistant => {
                     pending.calls(m);
-                    if !m.text.trim().is_empty() {
-                        self.progress = Some(clip(&m.text, PROGRESS_CHARS));
-                    }
+                    self.learn_progress(&m.text);
                 }
-                Role::ToolResult => {
-                    let (tool, target) = pending.answer(m);
-                    if m.is_error {
-                        failures.add(Failure {
-                            tool,
-                            target,
-                            line: ctxhost_heuristics::error_line(&m.text, FAILURE_LINE_CHARS),
-                            resolved: false,
-                            more: 0,
-                        });
-                    } else {
-                        failures.resolve(&tool, &target);
-                    }
-                }
+                Role::ToolResult => learn_result(&mut failures, &mut pending, m),
                 _ => {}
             }
         }
         extend_newest(&mut self.requests, requests);
         self.failures = failures.into_vec();
         let (read, modified) = file_operations(messages);
+        self.add_files(read, modified);
+        let recent = recent_exchanges(messages);
+        if !recent.is_empty() {
+            self.recent = recent;
+        }
+    }
+
+    /// Files read and modified, after those listed: a file modified anywhere is listed as
+    /// modified only.
+    fn add_files(&mut self, read: Vec<String>, modified: Vec<String>) {
         extend_unique(&mut self.modified, modified);
         extend_unique(&mut self.read, read);
         drop_modified(&mut self.read, &self.modified);
-        // Only the newest exchanges are kept: only they are rendered.
-        let mut recent: Vec<String> = messages
-            .iter()
-            .rev()
-            .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.text.trim().is_empty())
-            .take(RECENT)
-            .map(|m| format!("**{}**: {}", m.role.as_str(), clip(&m.text, RECENT_CHARS)))
-            .collect();
-        if !recent.is_empty() {
-            recent.reverse();
-            self.recent = recent;
+    }
+
+    /// An agent's message that says something: the progress so far.
+    fn learn_progress(&mut self, text: &str) {
+        if !text.trim().is_empty() {
+            self.progress = Some(clip(text, PROGRESS_CHARS));
+        }
+    }
+
+    /// A user's message: the task now (and at the start), a request, standing instructions.
+    fn learn_request(&mut self, text: &str, requests: &mut Vec<String>) {
+        if is_acknowledgement(text) {
+            return;
+        }
+        self.started
+            .get_or_insert_with(|| clip(text, STARTED_CHARS));
+        self.current = Some(clip(text, CURRENT_CHARS));
+        requests.push(clip(text, REQUEST_CHARS));
+        for i in standing_instructions(text, INSTRUCTION_CHARS) {
+            add_instruction(&mut self.instructions, i);
         }
     }
 
@@ -239,5 +165,102 @@ impl Sections {
             let head = said.split(" … ").next().unwrap_or(said);
             progress.starts_with(head.trim_end_matches('…'))
         })
+    }
+}
+
+/// A tool result: a failure, or the success that resolves the failures of its call.
+fn learn_result(failures: &mut FailureLedger, pending: &mut PendingCalls, m: &MessageView) {
+    let (tool, target) = pending.answer(m);
+    if !m.is_error {
+        failures.resolve(&tool, &target);
+        return;
+    }
+    failures.add(Failure {
+        tool,
+        target,
+        line: ctxhost_heuristics::error_line(&m.text, FAILURE_LINE_CHARS),
+        resolved: false,
+        more: 0,
+    });
+}
+
+/// The newest exchanges, oldest first: only they are rendered, so only they are kept.
+fn recent_exchanges(messages: &[MessageView]) -> Vec<String> {
+    let mut recent: Vec<String> = messages
+        .iter()
+        .rev()
+        .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.text.trim().is_empty())
+        .take(RECENT)
+        .map(|m| format!("**{}**: {}", m.role.as_str(), clip(&m.text, RECENT_CHARS)))
+        .collect();
+    recent.reverse();
+    recent
+}
+
+/// A summary being read back: the lists' items gathered, made distinct once at the end (first
+/// sight kept).
+#[derive(Default)]
+struct Parsed<'t> {
+    sections: Sections,
+    instructions: Vec<String>,
+    requests: Vec<String>,
+    modified: Vec<String>,
+    read: Vec<String>,
+    failures_seen: HashSet<(String, String, String)>,
+    /// Lines outside the sections this module writes: a model's prose, pinned messages.
+    free: Vec<&'t str>,
+}
+
+impl Parsed<'_> {
+    /// An item of a known `section`.
+    fn item(&mut self, section: &str, item: String) {
+        let p = &mut self.sections;
+        match (section, elided_count(&item)) {
+            ("Current task", _) => p.current = Some(item),
+            ("Started with" | "Goal", _) => {
+                p.started.get_or_insert(item);
+            }
+            ("Focus", _) => p.focus = Some(item),
+            ("Earlier context", _) => p.earlier = Some(item),
+            ("Standing instructions", _) => self.instructions.push(item),
+            ("User requests", Some(n)) => p.requests_elided += n,
+            ("User requests" | "Open questions", None) => self.requests.push(item),
+            ("Progress", _) => p.progress = Some(item),
+            ("Tool failures", Some(n)) => p.failures_elided += n,
+            ("Tool failures", None) => self.failure(&item),
+            ("Files modified", Some(n)) => p.modified_elided += n,
+            ("Files modified", None) => self.modified.extend(ungrouped(&item)),
+            ("Files read", Some(n)) => p.read_elided += n,
+            ("Files read", None) => self.read.extend(ungrouped(&item)),
+            ("Recent exchanges", _) => p.recent.push(item),
+            _ => {}
+        }
+    }
+
+    fn failure(&mut self, item: &str) {
+        let f = Failure::parse(item);
+        if self.failures_seen.insert(f.key()) {
+            self.sections.failures.push(f);
+        }
+    }
+
+    fn finish(self) -> Sections {
+        let mut p = self.sections;
+        extend_unique(&mut p.instructions, self.instructions);
+        extend_unique(&mut p.requests, self.requests);
+        p.add_files(self.read, self.modified);
+        if !self.free.is_empty() {
+            let mut earlier = p.earlier.take().unwrap_or_default();
+            if !earlier.is_empty() {
+                earlier.push(' ');
+            }
+            earlier.push_str(&self.free.join(" "));
+            p.earlier = Some(clip(&earlier, EARLIER_CHARS));
+        }
+        // "Started with" is left out when it equals the current task.
+        if p.started.is_none() {
+            p.started = p.current.clone();
+        }
+        p
     }
 }
