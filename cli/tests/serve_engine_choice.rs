@@ -18,8 +18,9 @@ const CONFIG: &str = r#"{
 }
 "#;
 
-/// Bootstraps `key`, commits one turn and assembles it; returns the engine of each ledger record.
-fn one_turn(server: &mut Server, key: &str) -> Vec<String> {
+/// Bootstraps `key`, commits one turn and assembles it; returns the session's ledger (written
+/// after each answer is sent: read it once the server has finished).
+fn one_turn(server: &mut Server, key: &str) -> String {
     let boot = server.call("session.bootstrap", json!({ "sessionKey": key }));
     let messages = [
         user("which engine serves me?"),
@@ -34,8 +35,12 @@ fn one_turn(server: &mut Server, key: &str) -> Vec<String> {
         json!({ "sessionKey": key, "messageCount": 2, "tokenBudget": 32000, "prompt": "next" }),
     );
     assert_eq!(assembled["status"], "ok", "{key}: {assembled}");
-    let ledger = format!("{}.ledger.jsonl", mirror_file(&boot).display());
-    let text = std::fs::read_to_string(&ledger).unwrap_or_else(|e| panic!("{ledger}: {e}"));
+    format!("{}.ledger.jsonl", mirror_file(&boot).display())
+}
+
+/// The engine of each record of the ledger at `path`.
+fn ledger_engines(path: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
         .map(|record| record["engine"].as_str().unwrap().to_string())
@@ -47,16 +52,20 @@ fn each_agent_runs_on_its_own_engine_and_the_ledger_says_which() {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("ctxhost.json"), CONFIG).unwrap();
     let mut server = Server::start(home.path(), &[]);
-    for (key, engine) in [
+    let sessions = [
         ("agent:main:chat", "legacy"),
         ("agent:review:pr-7", "checkpoint-manager"),
         ("pi:0193-session", "lossless"),
-    ] {
-        let engines = one_turn(&mut server, key);
+    ];
+    let ledgers: Vec<String> = (sessions.iter())
+        .map(|(key, _)| one_turn(&mut server, key))
+        .collect();
+    server.finish();
+    for ((key, engine), ledger) in sessions.iter().zip(&ledgers) {
+        let engines = ledger_engines(ledger);
         assert!(!engines.is_empty(), "{key}: no ledger record");
         assert!(engines.iter().all(|e| e == engine), "{key}: {engines:?}");
     }
-    server.finish();
 
     // `config show` says which engine applies where, and which line of which file said so.
     let shown = ctxhost(home.path(), &["config", "show"]);
