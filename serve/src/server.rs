@@ -55,7 +55,7 @@ impl Server {
     /// A server for `host`'s sessions; [`Server::serve_stdio`], [`Server::serve_socket`] and
     /// [`Server::serve_connection`] serve connections that share the sessions it opens.
     pub fn new(host: Arc<Host>, options: ServeOptions) -> Arc<Self> {
-        scratch::remove_abandoned();
+        sweep_abandoned_scratch();
         let (capacity, limit) = residency::capacity(host.runtime().instance_capacity());
         tracing::debug!("at most {capacity} sessions hold an instance at once ({limit})");
         preload(&host);
@@ -292,6 +292,16 @@ fn too_long(bytes: usize, max_line_bytes: usize) -> RpcError {
         max_line_bytes: Some(max_line_bytes),
         ..Default::default()
     })
+}
+
+/// Removes what killed servers left in the temporary folder, beside the first request rather
+/// than before it: listing a busy `/tmp` is no part of an answer. The runtime finishes it
+/// before the process exits.
+fn sweep_abandoned_scratch() {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(scratch::remove_abandoned)),
+        Err(_) => scratch::remove_abandoned(),
+    }
 }
 
 /// Loads the engine while the first request is read and its mirror created (a request that
