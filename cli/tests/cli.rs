@@ -1,8 +1,8 @@
 //! The `ctxhost` binary as an operator runs it, in a scratch `CTXHOST_HOME`.
 
-mod common;
+use crate::common;
 
-use common::{ctxhost, json_of as stdout_json};
+use crate::common::{ctxhost, json_of as stdout_json};
 
 #[test]
 fn plugins_list_json_is_its_documented_shape() {

@@ -9,9 +9,9 @@ use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
-use common::{json_of, stderr};
+use crate::common::{json_of, stderr};
 
 fn ctxhost(home: &Path, config: &Path, args: &[&str]) -> Output {
     common::command(home)

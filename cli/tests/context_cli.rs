@@ -5,9 +5,9 @@ use std::process::Output;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
-use common::{ctxhost, json_of, stderr};
+use crate::common::{ctxhost, json_of, stderr};
 
 /// A generated session stored under a key in the home.
 fn session(home: &Path, messages: usize) -> std::path::PathBuf {

@@ -14,7 +14,7 @@ fn cargo_target_dir() -> &'static Path {
     DIR.get_or_init(|| tempfile::tempdir().unwrap().keep().join("cargo-target"))
 }
 
-mod common;
+use crate::common;
 
 fn ctxhost(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     common::command(home)

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
-use common::ctxhost;
+use crate::common::ctxhost;
 
 fn points(html: &str, plot: &str, run: &str) -> Option<usize> {
     let plot_at = html.find(&format!(r#"data-plot="{plot}""#))?;

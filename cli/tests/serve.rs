@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
-use common::serve::{
+use crate::common::serve::{
     Server, assistant, entries, kept_positions, markers, mirror_file, user, wait_with_timeout,
 };
 

@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
-use common::serve::{Server, markers, mirror_file, user};
+use crate::common::serve::{Server, markers, mirror_file, user};
 
 /// The chains of `["fa", "fb", "fc", "fd"]` and of that history rewritten or reordered in the
 /// middle (SHA-256 over the previous chain and the fingerprint, 16 hex digits: what

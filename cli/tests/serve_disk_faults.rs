@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::json;
 
-mod common;
+use crate::common;
 
-use common::serve::{Server, markers, mirror_file, user};
+use crate::common::serve::{Server, markers, mirror_file, user};
 
 /// `ctxhost serve` limited to files of `kib` KiB (with SIGXFSZ ignored, so a write past it
 /// fails with EFBIG instead of killing the process).

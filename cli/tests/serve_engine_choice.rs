@@ -4,10 +4,10 @@
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
-use common::serve::{Server, assistant, mirror_file, user};
-use common::{ctxhost, stderr};
+use crate::common::serve::{Server, assistant, mirror_file, user};
+use crate::common::{ctxhost, stderr};
 
 const CONFIG: &str = r#"{
   // The slot serves every agent not named below.

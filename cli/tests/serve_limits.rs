@@ -6,9 +6,9 @@
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
-use common::serve::{Server, mirror_file, user};
+use crate::common::serve::{Server, mirror_file, user};
 
 #[test]
 fn long_non_ascii_keys_open_commit_and_reopen() {

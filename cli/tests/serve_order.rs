@@ -3,9 +3,9 @@
 
 use serde_json::json;
 
-mod common;
+use crate::common;
 
-use common::serve::{Server, markers, mirror_file, user};
+use crate::common::serve::{Server, markers, mirror_file, user};
 
 #[test]
 fn commits_out_of_order_and_syncs_over_another_history_are_refused() {

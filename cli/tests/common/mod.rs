@@ -1,8 +1,5 @@
 //! Set-up the binary's tests share: `ctxhost` run as an operator runs it, in a scratch home.
 
-// Each test file compiles this module on its own and uses only part of it.
-#![allow(dead_code)]
-
 // The test model endpoint the host's own model-client tests use too.
 #[path = "../../../host/tests/common/http.rs"]
 pub(crate) mod http;
