@@ -4,8 +4,6 @@
 
 use serde_json::{Value, json};
 
-use crate::common;
-
 use crate::common::serve::{Server, markers, mirror_file, user};
 
 /// The chains of `["fa", "fb", "fc", "fd"]` and of that history rewritten or reordered in the

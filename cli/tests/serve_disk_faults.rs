@@ -6,8 +6,6 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::common;
-
 use crate::common::serve::{Server, markers, mirror_file, user};
 
 /// `ctxhost serve` limited to files of `kib` KiB (with SIGXFSZ ignored, so a write past it

@@ -4,8 +4,6 @@
 
 use serde_json::{Value, json};
 
-use crate::common;
-
 use crate::common::serve::{Server, assistant, mirror_file, user};
 use crate::common::{ctxhost, stderr};
 

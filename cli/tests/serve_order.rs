@@ -3,8 +3,6 @@
 
 use serde_json::json;
 
-use crate::common;
-
 use crate::common::serve::{Server, markers, mirror_file, user};
 
 #[test]
