@@ -1077,6 +1077,9 @@ pub fn status_scan(
     let mut s = Sampler::new(budget);
     let mut last = None;
     while s.more() {
+        // One status at a time, as the CLI holds it: the last one's warnings are not kept
+        // through the next scan.
+        drop(last.take());
         let t = Instant::now();
         let status = ctxhost_transcript::status::scan(path)?;
         s.push(t.elapsed());
