@@ -17,10 +17,13 @@ use ctxhost::error::{Error, QUOTE_BYTES, excerpt};
 /// (its holder let go meanwhile): more than that means something keeps removing it.
 const ATTEMPTS: usize = 8;
 
-/// Held while the session may write its mirror; removes its file and lets go when dropped.
+/// Held while the session may write its mirror; removes its file and lets go when dropped,
+/// or only lets go when [`SessionLock::release`]d.
 #[derive(Debug)]
 pub(crate) struct SessionLock {
     path: PathBuf,
+    /// Whether dropping the lock removes its file (not when released for a while).
+    remove: bool,
     /// Declared after `path` and dropped after `Drop::drop` removed the file: the file is
     /// removed while still locked, so no one takes a lock on a file that is going away.
     _file: File,
@@ -66,11 +69,23 @@ impl SessionLock {
                 continue;
             }
             say_who(&mut file).map_err(io)?;
-            return Ok(SessionLock { path, _file: file });
+            return Ok(SessionLock {
+                path,
+                remove: true,
+                _file: file,
+            });
         }
         Err(io(std::io::Error::other(format!(
             "the lock file was removed {ATTEMPTS} times while it was being taken"
         ))))
+    }
+
+    /// Lets go and leaves the file for the next holder: an idle session gives its lock up
+    /// and takes it again on its next call, and creating, emptying and removing the file each
+    /// time cost the kernel an inode and a flush per suspension (a fifth of a busy server's
+    /// time with sessions coming and going).
+    pub(crate) fn release(mut self) {
+        self.remove = false;
     }
 }
 
@@ -98,15 +113,19 @@ fn say_who(file: &mut File) -> std::io::Result<()> {
         std::process::id(),
         ctxhost::timestamp::now_iso()
     );
-    file.set_len(0)?;
+    // Written over, then cut to its length: emptying a file first makes ext4 flush it when it
+    // is closed (its guard for files replaced by truncation).
     file.rewind()?;
-    file.write_all(me.as_bytes())
+    file.write_all(me.as_bytes())?;
+    file.set_len(me.len() as u64)
 }
 
 impl Drop for SessionLock {
     fn drop(&mut self) {
         // Best effort: a lock file left behind is taken over by the next process.
-        let _ = std::fs::remove_file(&self.path);
+        if self.remove {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -131,6 +150,30 @@ mod tests {
         drop(first);
         assert!(!lock_path(&mirror).exists(), "the lock file goes with it");
         SessionLock::acquire(&mirror, "agent:main:s").unwrap();
+    }
+
+    #[test]
+    fn a_released_lock_leaves_its_file_to_the_next_holder_who_says_who_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let mirror = dir.path().join("s.jsonl");
+        // A longer description than this process writes: what it writes replaces it whole.
+        let long = format!("pid 1, `ctxhost serve`, since then{}", " ".repeat(200));
+        std::fs::write(lock_path(&mirror), long).unwrap();
+        let first = SessionLock::acquire(&mirror, "s").unwrap();
+        first.release();
+        assert!(lock_path(&mirror).exists(), "released, not removed");
+        let again = SessionLock::acquire(&mirror, "s").unwrap();
+        let said = std::fs::read_to_string(lock_path(&mirror)).unwrap();
+        assert!(
+            said.starts_with(&format!("pid {},", std::process::id())),
+            "{said}"
+        );
+        assert!(
+            !said.contains("then"),
+            "what the last holder wrote is gone: {said}"
+        );
+        drop(again);
+        assert!(!lock_path(&mirror).exists(), "dropped, the file goes");
     }
 
     #[test]

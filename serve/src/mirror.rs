@@ -282,7 +282,10 @@ impl Mirror {
     /// Lets another process open the session, remembering the file as this one leaves it.
     fn release_lock(&mut self) {
         if let Lock::Held(_) = self.lock {
-            self.lock = Lock::Released(FileState::of(self.session.path()));
+            let left = Lock::Released(FileState::of(self.session.path()));
+            if let Lock::Held(lock) = std::mem::replace(&mut self.lock, left) {
+                lock.release();
+            }
         }
     }
 
@@ -324,7 +327,18 @@ impl Mirror {
     /// Disposes the engine instance; an ephemeral mirror's directory goes with the value.
     pub(crate) async fn close(mut self) -> Result<()> {
         self.write_ledger();
+        self.remove_released_lock_file();
         self.session.close().await
+    }
+
+    /// A session closed while given up leaves no lock file behind (its suspensions keep it),
+    /// unless another process holds the lock now.
+    fn remove_released_lock_file(&self) {
+        if let Lock::Released(_) = self.lock
+            && let Ok(lock) = SessionLock::acquire(self.session.path(), self.session.key())
+        {
+            drop(lock);
+        }
     }
 }
 
