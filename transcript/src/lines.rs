@@ -6,7 +6,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::entry::{Decode, Entry, Line};
-use crate::error::{LoadWarning, TranscriptError};
+use crate::error::{LoadWarning, TranscriptError, push_warning};
 
 pub(crate) use crate::read::split_concatenated;
 
@@ -55,11 +55,7 @@ struct LineOut<'a, F> {
 
 impl<F: FnMut(Entry)> LineOut<'_, F> {
     fn warn(&mut self, message: String) {
-        self.warnings.push(LoadWarning {
-            source: self.source.to_string(),
-            line: self.line_no,
-            message,
-        });
+        push_warning(self.warnings, self.source, self.line_no, message);
     }
 
     /// The entry to `each`, what it noted while decoding to the warnings.
@@ -238,11 +234,7 @@ pub(crate) fn drop_torn_last_line(
         && serde_json::from_str::<IgnoredAny>(last).is_err()
         && split_concatenated(last).is_none()
     {
-        warnings.push(LoadWarning {
-            source: source.to_string(),
-            line,
-            message: TORN_LAST_LINE.into(),
-        });
+        push_warning(warnings, source, line, TORN_LAST_LINE.into());
         lines.pop();
     }
 }

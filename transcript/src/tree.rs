@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::entry::{Decode, Entry, Header, Line};
-use crate::error::{LoadWarning, TranscriptError};
+use crate::error::{LoadWarning, TranscriptError, push_warning};
 use crate::lines::{
     Lines, READ_IN_TWO_FROM, drop_torn_last_line, missing_parent, numbered_lines, quote,
 };
@@ -197,11 +197,12 @@ impl Transcript {
         for e in &mut self.entries {
             e.parent = e.parent_id().and_then(|p| self.by_id.get(p).copied());
             if let Some(p) = e.parent_id().filter(|_| e.parent.is_none() && !partial) {
-                self.warnings.push(LoadWarning {
-                    source: self.source.clone(),
-                    line: e.line_number(),
-                    message: missing_parent(p),
-                });
+                push_warning(
+                    &mut self.warnings,
+                    &self.source,
+                    e.line_number(),
+                    missing_parent(p),
+                );
             }
             let Some(k) = e.first_kept_entry_id() else {
                 continue;

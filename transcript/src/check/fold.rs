@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::hash::BuildHasher;
 
 use crate::entry::Entry;
-use crate::error::{LoadWarning, TranscriptError};
+use crate::error::{LoadWarning, TranscriptError, push_warning};
 use crate::lines::{TORN_LAST_LINE, missing_parent};
 
 /// What the check found.
@@ -222,11 +222,7 @@ impl Links {
                 // Written after its child: fine, unless the links go round; loading knows.
                 return Verdict::AskTheLoader;
             }
-            warnings.push(LoadWarning {
-                source: source.to_string(),
-                line,
-                message: missing_parent(&parent),
-            });
+            push_warning(&mut warnings, source, line, missing_parent(&parent));
         }
         Verdict::Valid(warnings, shape)
     }
@@ -292,6 +288,9 @@ impl Folded {
         // Sized once: a set grown step by step holds its old table and its new one at once.
         let new_ids = chunks.iter().map(|c| c.links.ids.len()).sum();
         self.ids.read.reserve(new_ids);
+        // The warnings too: a vector grown by doubling is up to twice what it holds.
+        let new_warnings = chunks.iter().map(|c| c.warnings.len()).sum();
+        self.warnings.reserve_exact(new_warnings);
         chunks
             .into_iter()
             .try_for_each(|chunk| self.add_chunk(chunk))
@@ -324,13 +323,9 @@ impl Folded {
 
     /// A chunk's warnings (by line of the chunk), after the `before` lines read before it.
     fn add_warnings(&mut self, warnings: Vec<(usize, String)>, before: usize) {
-        let source = &self.source;
-        self.warnings
-            .extend(warnings.into_iter().map(|(n, message)| LoadWarning {
-                source: source.clone(),
-                line: before + 1 + n,
-                message,
-            }));
+        for (n, message) in warnings {
+            push_warning(&mut self.warnings, &self.source, before + 1 + n, message);
+        }
     }
 
     /// A chunk's links, after those of the `before` lines read before it.
@@ -381,7 +376,7 @@ impl Folded {
             }
             // Loading drops a torn last line before reading the others, and says so first.
             let torn = LoadWarning {
-                source: self.source.clone(),
+                source: self.source.as_str().into(),
                 line: r.line,
                 message: TORN_LAST_LINE.into(),
             };

@@ -148,11 +148,12 @@ struct Remembered {
 impl Remembered {
     /// The check resumed from this state; `record` is the record it was read from.
     fn resume(self, source: &str, record: Vec<u8>) -> Folded {
+        let shared: std::sync::Arc<str> = source.into();
         let warnings = self
             .warnings
             .into_iter()
             .map(|(line, message)| LoadWarning {
-                source: source.to_string(),
+                source: shared.clone(),
                 line,
                 message,
             });

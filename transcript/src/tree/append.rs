@@ -60,11 +60,7 @@ impl Transcript {
         let mut entry = Entry::decode(Line::from(line), 0, &decode)
             .map_err(|p| TranscriptError::invalid(&self.source, line_no, p))?;
         if let Some(note) = entry.take_note() {
-            self.warnings.push(LoadWarning {
-                source: self.source.clone(),
-                line: line_no,
-                message: note,
-            });
+            push_warning(&mut self.warnings, &self.source, line_no, note);
         }
         self.place_appended(&mut entry);
         Ok(entry)
