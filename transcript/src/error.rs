@@ -77,7 +77,7 @@ impl TranscriptError {
 /// Something odd but survivable found while loading (e.g. a torn last line); the load went on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadWarning {
-    /// The file: one name shared by the warnings of one load (see [`push_warning`]).
+    /// The file: one name shared by the warnings of one load.
     pub source: Arc<str>,
     pub line: usize,
     pub message: String,
