@@ -82,7 +82,7 @@ impl SessionLock {
 
     /// Lets go and leaves the file for the next holder: an idle session gives its lock up
     /// and takes it again on its next call, and creating, emptying and removing the file each
-    /// time cost the kernel an inode and a flush per suspension (a fifth of a busy server's
+    /// time cost the kernel an inode and a flush per suspension (a third of a busy server's
     /// time with sessions coming and going).
     pub(crate) fn release(mut self) {
         self.remove = false;

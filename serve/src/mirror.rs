@@ -14,7 +14,7 @@ use ctxhost::transcript::compaction::Settings;
 use ctxhost::{Host, SessionTarget, session_file};
 
 use crate::checks::AgentMessage;
-use crate::lock::SessionLock;
+use crate::lock::{SessionLock, lock_path};
 use crate::protocol::ClientItem;
 use crate::sync::{Commit, Fingerprints, SyncState};
 use hold::{FileState, Lock, Scratch};
@@ -332,10 +332,13 @@ impl Mirror {
     }
 
     /// A session closed while given up leaves no lock file behind (its suspensions keep it),
-    /// unless another process holds the lock now.
+    /// unless another process holds the lock now. Only a file that is there is taken: taking
+    /// the lock would make the folder of a mirror removed meanwhile again.
     fn remove_released_lock_file(&self) {
+        let path = self.session.path();
         if let Lock::Released(_) = self.lock
-            && let Ok(lock) = SessionLock::acquire(self.session.path(), self.session.key())
+            && lock_path(path).exists()
+            && let Ok(lock) = SessionLock::acquire(path, self.session.key())
         {
             drop(lock);
         }
