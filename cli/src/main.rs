@@ -6,6 +6,11 @@
 
 mod cli;
 
+/// Loading a transcript builds many small values: mimalloc loads a 210 MB session in 60% of
+/// the system allocator's time and a precompiled engine in 70% (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     cli::main()
 }

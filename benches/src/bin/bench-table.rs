@@ -31,6 +31,10 @@ use anyhow::{Context, Result, bail};
 use ctxhost_benches::{self as b, Budget, Fixture, Sampler, Samples, fmt_duration};
 use serde_json::Value;
 
+/// The `ctxhost` binary's allocator, so the in-process rows measure what the binary does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const IDLE_SESSIONS: usize = 1000;
 const IDLE_ARG: &str = "--idle-sessions-child";
 
