@@ -108,7 +108,7 @@ pub(super) fn raise_descriptor_limit_for(slots: u32) -> Option<u64> {
     let limit = getrlimit(Resource::Nofile);
     let soft = limit.current?;
     let sessions = u64::from(slots.saturating_sub(BORROWED_SLOTS).max(1));
-    let wanted = descriptors_for(sessions, open_descriptors());
+    let wanted = descriptors_for(sessions, open_descriptors() + OPENED_AFTER_THE_RAISE);
     let target = limit.maximum.map_or(wanted, |hard| wanted.min(hard));
     if target > soft {
         let raised = Rlimit {
@@ -121,6 +121,10 @@ pub(super) fn raise_descriptor_limit_for(slots: u32) -> Option<u64> {
     }
     descriptor_limit()
 }
+
+/// Descriptors the host opens as it starts, after the limit is raised for its pool (the pool
+/// keeps `/proc/self/pagemap` open to reset its slots): room kept for them and a few more.
+const OPENED_AFTER_THE_RAISE: u64 = 8;
 
 /// The soft limit at which `descriptor_capacity` lets `sessions` be resident with `open`
 /// descriptors open: its inverse.
