@@ -6,8 +6,9 @@
 
 mod cli;
 
-/// Loading a transcript builds many small values: mimalloc loads a 210 MB session in 60% of
-/// the system allocator's time and a precompiled engine in 70% (BENCHMARKS.md).
+/// Loading a transcript or a precompiled engine builds many small values: with mimalloc a
+/// 210 MB session loads in about three quarters of the system allocator's time and an engine
+/// in 70% (BENCHMARKS.md, "Slots kept warm, another allocator, a pipe watched").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

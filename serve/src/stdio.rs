@@ -51,6 +51,13 @@ impl Watched {
         }
     }
 
+    /// Whether the pipe, dry since some moment (from now on if it just ran dry), is still
+    /// within its watch.
+    fn watching(&mut self) -> bool {
+        let now = Instant::now();
+        now - *self.dry_since.get_or_insert(now) < self.watch
+    }
+
     /// One read of the pipe without the reactor: None when it is still dry.
     fn read_now(&self, buf: &mut ReadBuf<'_>) -> Option<std::io::Result<()>> {
         match rustix::io::read(&self.pipe, buf.initialize_unfilled()) {
@@ -72,8 +79,7 @@ impl AsyncRead for Watched {
     ) -> Poll<std::io::Result<()>> {
         let this = &mut *self;
         let mut read = Pin::new(&mut this.pipe).poll_read(cx, buf);
-        let now = Instant::now();
-        if read.is_pending() && now - *this.dry_since.get_or_insert(now) < this.watch {
+        if read.is_pending() && this.watching() {
             match this.read_now(buf) {
                 Some(outcome) => read = Poll::Ready(outcome),
                 // Polled again once the worker has run its other tasks; the reactor's wake-up
@@ -118,7 +124,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_watched_pipe_reads_what_comes_while_watched_after_and_its_end() {
         let (mut tx, rx) = pipe::pipe().unwrap();
-        // A watch longer than the test: every read below is found by watching.
+        // A watch longer than the test: the pipe is watched throughout.
         let mut watching = Watched::new(rx, Duration::from_secs(60));
         let writer = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(5)).await;
