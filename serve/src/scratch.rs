@@ -96,7 +96,9 @@ pub(crate) fn remove_abandoned() {
             // Locked from birth: no lock file means a removal was cut short.
             lock_is_free(&path).unwrap_or(true)
         } else if name.starts_with(STAGING_PREFIX) {
-            lock_is_free(&path).unwrap_or_else(|| untouched_for_a_while(&path))
+            // Its maker creates the lock file, then locks it: a free lock in a young staging
+            // directory may be one about to be taken.
+            lock_is_free(&path) != Some(false) && untouched_for_a_while(&path)
         } else if let Some(rest) = name.strip_prefix(LEGACY_PREFIX) {
             legacy_owner_gone(rest) && untouched_for_a_while(&path)
         } else {
@@ -149,8 +151,14 @@ mod tests {
         std::fs::create_dir_all(dead.join("session-x")).unwrap();
         std::fs::write(dead.join(LOCK), "").unwrap();
         std::fs::write(dead.join("session-x/k.jsonl"), "secret").unwrap();
+        // One being made, its lock file created and not locked yet.
+        let young = std::env::temp_dir().join(format!("{STAGING_PREFIX}999999999-test"));
+        std::fs::create_dir_all(&young).unwrap();
+        std::fs::write(young.join(LOCK), "").unwrap();
         remove_abandoned();
         assert!(!dead.exists(), "an abandoned directory is removed");
+        assert!(young.exists(), "one being made is left to its maker");
+        std::fs::remove_dir_all(&young).unwrap();
         assert!(root.dir().exists(), "this process's is kept");
         let dir = root.dir().to_path_buf();
         drop(root);
