@@ -750,3 +750,41 @@ async fn a_compaction_never_builds_on_a_tail_it_did_not_read() {
     );
     session.close().await.unwrap();
 }
+
+/// A file with the same problem on every assistant message: `status` shows the first warnings
+/// and one line counting the rest, not a line for each.
+#[test]
+fn many_warnings_of_one_kind_are_counted_in_one_line() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("implausible.jsonl");
+    let text = ctxhost_transcript::generate::coding_session(4, 400);
+    let lines: Vec<String> = (text.lines())
+        .map(|line| {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            if let Some(usage) = v.pointer_mut("/message/usage") {
+                usage["cacheRead"] = 900_000_000_000u64.into();
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let output = ctxhost(
+        home.path(),
+        &["context", "status", "--session", path.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(
+        warnings.len(),
+        ctxhost_transcript::WARNINGS_SHOWN + 1,
+        "{err}"
+    );
+    let last = warnings[warnings.len() - 1];
+    assert!(last.contains(path.to_str().unwrap()), "{last}");
+    assert!(
+        last.contains("more warnings, not shown one by one:")
+            && last.contains("× usage.cacheRead N is not a plausible token count"),
+        "{last}"
+    );
+}

@@ -340,7 +340,7 @@ impl<'a> Replay<'a> {
 /// The messages of `source`'s active branch a replay feeds in.
 fn replayed_messages(source: &Path) -> Result<Vec<serde_json::Value>> {
     let recorded = Transcript::load(source)?;
-    for warning in recorded.warnings() {
+    for warning in ctxhost_transcript::shown_warnings(recorded.warnings()) {
         tracing::warn!("{warning}");
     }
     Ok(recorded

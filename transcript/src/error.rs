@@ -109,9 +109,115 @@ impl fmt::Display for LoadWarning {
     }
 }
 
+/// How many of one load's warnings are shown one by one; the rest are counted by kind, so a
+/// file with one problem on every other line does not print a line for each.
+pub const WARNINGS_SHOWN: usize = 10;
+
+/// How many kinds of the warnings not shown one by one are named, the most frequent first.
+const KINDS_NAMED: usize = 3;
+
+/// A load's warnings as a person reads them: the first [`WARNINGS_SHOWN`] in full, then one
+/// line for the rest, counted by kind, with the lines they are on.
+pub fn shown_warnings(warnings: &[LoadWarning]) -> impl Iterator<Item = String> + '_ {
+    let (shown, rest) = warnings.split_at(warnings.len().min(WARNINGS_SHOWN));
+    let summary = (!rest.is_empty()).then(|| summary_of(rest));
+    shown.iter().map(ToString::to_string).chain(summary)
+}
+
+/// One line for `rest` (not empty): how many, on which lines, and of what kinds.
+fn summary_of(rest: &[LoadWarning]) -> String {
+    let mut counts = std::collections::HashMap::<String, usize>::new();
+    for warning in rest {
+        *counts.entry(kind_of(&warning.message)).or_default() += 1;
+    }
+    let mut kinds: Vec<(String, usize)> = counts.into_iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut named: Vec<String> = (kinds.iter().take(KINDS_NAMED))
+        .map(|(kind, n)| format!("{n} × {kind}"))
+        .collect();
+    if let Some(others) = kinds.get(KINDS_NAMED..).filter(|o| !o.is_empty()) {
+        let n: usize = others.iter().map(|(_, n)| n).sum();
+        named.push(format!("{n} of {} other kinds", others.len()));
+    }
+    let (first, last) = (&rest[0], &rest[rest.len() - 1]);
+    format!(
+        "{}:{}-{}: {} more warnings, not shown one by one: {}",
+        first.source,
+        first.line,
+        last.line,
+        rest.len(),
+        named.join("; ")
+    )
+}
+
+/// A warning's message with its figures set aside (`usage.cacheRead N is not a plausible
+/// token count`): warnings that differ only in them are of one kind.
+fn kind_of(message: &str) -> String {
+    let mut kind = String::with_capacity(message.len());
+    let mut in_figure = false;
+    for c in message.chars() {
+        match (c.is_ascii_digit(), in_figure) {
+            (true, true) => {}
+            (true, false) => kind.push('N'),
+            (false, _) => kind.push(c),
+        }
+        in_figure = c.is_ascii_digit();
+    }
+    kind
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn warning(line: usize, message: &str) -> LoadWarning {
+        LoadWarning {
+            source: "s.jsonl".into(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_few_warnings_are_shown_each_in_full() {
+        let warnings: Vec<_> = (1..=WARNINGS_SHOWN).map(|n| warning(n, "torn")).collect();
+        let shown: Vec<String> = shown_warnings(&warnings).collect();
+        assert_eq!(shown.len(), WARNINGS_SHOWN);
+        assert_eq!(shown[0], "s.jsonl:1: torn");
+    }
+
+    #[test]
+    fn many_warnings_end_in_one_line_counting_the_rest_by_kind() {
+        let mut warnings: Vec<_> = (1..=1000)
+            .map(|n| {
+                warning(
+                    n,
+                    &format!("usage.cacheRead {n} is not a plausible token count"),
+                )
+            })
+            .collect();
+        warnings.push(warning(2000, "a line was cut short"));
+        let shown: Vec<String> = shown_warnings(&warnings).collect();
+        assert_eq!(shown.len(), WARNINGS_SHOWN + 1, "{shown:#?}");
+        assert_eq!(
+            shown[WARNINGS_SHOWN],
+            "s.jsonl:11-2000: 991 more warnings, not shown one by one: \
+             990 × usage.cacheRead N is not a plausible token count; 1 × a line was cut short"
+        );
+    }
+
+    #[test]
+    fn kinds_beyond_the_named_ones_are_counted_together() {
+        let mut warnings: Vec<_> = (1..=WARNINGS_SHOWN).map(|n| warning(n, "torn")).collect();
+        for (n, kind) in ["a", "b", "b", "c", "c", "c", "d", "e"].iter().enumerate() {
+            warnings.push(warning(100 + n, &format!("kind {kind}")));
+        }
+        let summary = shown_warnings(&warnings).last().unwrap();
+        assert!(
+            summary.ends_with("3 × kind c; 2 × kind b; 1 × kind a; 2 of 2 other kinds"),
+            "{summary}"
+        );
+    }
 
     #[test]
     fn messages_name_file_and_line() {

@@ -43,7 +43,7 @@ impl SessionFlag {
 /// The transcript at `path`, what loading it found printed as warnings.
 pub(super) fn load_transcript(path: &Path) -> anyhow::Result<Transcript> {
     let t = Transcript::load(path)?;
-    for w in t.warnings() {
+    for w in ctxhost_transcript::shown_warnings(t.warnings()) {
         stderr_line!("warning: {w}");
     }
     Ok(t)

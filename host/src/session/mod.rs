@@ -614,7 +614,7 @@ fn open_transcript(
         file::create(path, key, &uuid::Uuid::new_v4().to_string())?
     };
     if report_load {
-        for warning in transcript.warnings() {
+        for warning in ctxhost_transcript::shown_warnings(transcript.warnings()) {
             tracing::warn!("{warning}");
         }
     }

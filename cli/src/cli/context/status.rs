@@ -102,7 +102,7 @@ pub(super) fn status(
     let checked = host.home().cache_dir().join("checked");
     let s = status::scan_remembering(&path, window, &checked)?;
     let elapsed = started.elapsed();
-    for w in &s.warnings {
+    for w in ctxhost_transcript::shown_warnings(&s.warnings) {
         stderr_line!("warning: {w}");
     }
     let last_compaction = s.last_compaction.as_ref().map(|c| {
