@@ -86,16 +86,7 @@ fn a_transcript_without_a_ledger_is_reported_from_its_recorded_usage() {
     text.push_str(&format!("{unknown}\n"));
     std::fs::write(&transcript, text).unwrap();
     let page = home.path().join("recorded.html");
-    let output = ctxhost(
-        home.path(),
-        &[
-            "report",
-            "--session",
-            transcript.to_str().unwrap(),
-            "--out",
-            page.to_str().unwrap(),
-        ],
-    );
+    let output = report_session(home.path(), &transcript, &page);
     assert!(
         output.status.success(),
         "{}",
@@ -206,4 +197,45 @@ fn a_replay_report_under_an_ungranted_bundled_engine_warns_of_nothing() {
         html.contains(r#"<g class="recuts s1" data-run="lossless">"#),
         "re-cuts are marked in the tokens plot"
     );
+}
+
+/// A ledger whose every line is unreadable: the report is made from the transcript, and the
+/// warnings are the first ten and one line counting the rest, not one a line.
+#[test]
+fn an_unreadable_ledger_warns_in_eleven_lines_and_the_report_is_made() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("recorded.jsonl");
+    let text = ctxhost_transcript::generate::coding_session(5, 60);
+    std::fs::write(&transcript, text).unwrap();
+    let ledger = home.path().join("recorded.jsonl.ledger.jsonl");
+    std::fs::write(&ledger, "{not a record\n".repeat(500)).unwrap();
+    let page = home.path().join("recorded.html");
+    let output = report_session(home.path(), &transcript, &page);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(
+        warnings.len(),
+        ctxhost_transcript::WARNINGS_SHOWN + 1,
+        "{err}"
+    );
+    assert!(
+        warnings[0].contains("recorded.jsonl.ledger.jsonl:1: not a ledger record"),
+        "{err}"
+    );
+    assert!(
+        warnings[warnings.len() - 1]
+            .starts_with("warning: 490 more warnings, not shown one by one: 490 × "),
+        "{err}"
+    );
+}
+
+/// `ctxhost report --session TRANSCRIPT --out PAGE`.
+fn report_session(
+    home: &std::path::Path,
+    transcript: &std::path::Path,
+    page: &std::path::Path,
+) -> std::process::Output {
+    let (transcript, page) = (transcript.to_str().unwrap(), page.to_str().unwrap());
+    ctxhost(home, &["report", "--session", transcript, "--out", page])
 }

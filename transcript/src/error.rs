@@ -116,19 +116,48 @@ pub const WARNINGS_SHOWN: usize = 10;
 /// How many kinds of the warnings not shown one by one are named, the most frequent first.
 const KINDS_NAMED: usize = 3;
 
-/// A load's warnings as a person reads them: the first [`WARNINGS_SHOWN`] in full, then one
-/// line for the rest, counted by kind, with the lines they are on.
-pub fn shown_warnings(warnings: &[LoadWarning]) -> impl Iterator<Item = String> + '_ {
+/// A warning that can be counted with others of its kind when there are too many to show.
+pub trait Warning: fmt::Display {
+    /// What warnings of one kind share: the message with its figures set aside.
+    fn kind(&self) -> String;
+    /// Where the warnings from this one to `last` are, to begin the line counting them.
+    fn span_to(&self, last: &Self) -> String;
+}
+
+impl Warning for LoadWarning {
+    fn kind(&self) -> String {
+        kind_of(&self.message)
+    }
+
+    fn span_to(&self, last: &Self) -> String {
+        format!("{}:{}-{}: ", self.source, self.line, last.line)
+    }
+}
+
+/// A warning already written out, its place (if any) inside the text.
+impl Warning for String {
+    fn kind(&self) -> String {
+        kind_of(self)
+    }
+
+    fn span_to(&self, _: &Self) -> String {
+        String::new()
+    }
+}
+
+/// Warnings as a person reads them: the first [`WARNINGS_SHOWN`] in full, then one line for
+/// the rest, counted by kind, with where they are.
+pub fn shown_warnings<W: Warning>(warnings: &[W]) -> impl Iterator<Item = String> + '_ {
     let (shown, rest) = warnings.split_at(warnings.len().min(WARNINGS_SHOWN));
     let summary = (!rest.is_empty()).then(|| summary_of(rest));
     shown.iter().map(ToString::to_string).chain(summary)
 }
 
-/// One line for `rest` (not empty): how many, on which lines, and of what kinds.
-fn summary_of(rest: &[LoadWarning]) -> String {
+/// One line for `rest` (not empty): where, how many, and of what kinds.
+fn summary_of<W: Warning>(rest: &[W]) -> String {
     let mut counts = std::collections::HashMap::<String, usize>::new();
     for warning in rest {
-        *counts.entry(kind_of(&warning.message)).or_default() += 1;
+        *counts.entry(warning.kind()).or_default() += 1;
     }
     let mut kinds: Vec<(String, usize)> = counts.into_iter().collect();
     kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -139,12 +168,9 @@ fn summary_of(rest: &[LoadWarning]) -> String {
         let n: usize = others.iter().map(|(_, n)| n).sum();
         named.push(format!("{n} of {} other kinds", others.len()));
     }
-    let (first, last) = (&rest[0], &rest[rest.len() - 1]);
     format!(
-        "{}:{}-{}: {} more warnings, not shown one by one: {}",
-        first.source,
-        first.line,
-        last.line,
+        "{}{} more warnings, not shown one by one: {}",
+        rest[0].span_to(&rest[rest.len() - 1]),
         rest.len(),
         named.join("; ")
     )
@@ -203,6 +229,19 @@ mod tests {
             shown[WARNINGS_SHOWN],
             "s.jsonl:11-2000: 991 more warnings, not shown one by one: \
              990 × usage.cacheRead N is not a plausible token count; 1 × a line was cut short"
+        );
+    }
+
+    #[test]
+    fn written_warnings_are_counted_by_kind_with_their_place_inside() {
+        let warnings: Vec<String> = (1..=12)
+            .map(|n| format!("l.jsonl:{n}: not a ledger record: expected value at column {n}"))
+            .collect();
+        let summary = shown_warnings(&warnings).last().unwrap();
+        assert_eq!(
+            summary,
+            "2 more warnings, not shown one by one: \
+             2 × l.jsonl:N: not a ledger record: expected value at column N"
         );
     }
 

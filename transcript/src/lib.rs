@@ -31,7 +31,7 @@ pub mod tokens;
 mod tree;
 
 pub use entry::{Entry, Header, PRUNED_TEXT};
-pub use error::{LoadWarning, TranscriptError, WARNINGS_SHOWN, shown_warnings};
+pub use error::{LoadWarning, TranscriptError, WARNINGS_SHOWN, Warning, shown_warnings};
 pub use message::{MessageView, ToolCall};
 pub use record::CompactionRecord;
 pub use role::Role;

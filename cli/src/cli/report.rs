@@ -85,7 +85,7 @@ fn base_report(title: String, session: &Path) -> Report {
 fn session_report(host: &Host, path: &Path) -> anyhow::Result<Report> {
     let settings = host.compaction_settings();
     let history = ledger::read_history(path)?;
-    for warning in &history.warnings {
+    for warning in ctxhost_transcript::shown_warnings(&history.warnings) {
         stderr_line!("warning: {warning}");
     }
     let mut report = base_report(format!("ctxhost report: {}", file_name(path)), path);

@@ -28,7 +28,7 @@ impl TurnLedger {
     /// The ledger beside `transcript`, its unreadable lines warned about on stderr.
     pub(super) fn read(transcript: &Path) -> anyhow::Result<Self> {
         let history = ledger::read_history(transcript)?;
-        for warning in &history.warnings {
+        for warning in ctxhost_transcript::shown_warnings(&history.warnings) {
             stderr_line!("warning: {warning}");
         }
         let records = history.records;
