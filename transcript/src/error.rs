@@ -109,8 +109,8 @@ impl fmt::Display for LoadWarning {
     }
 }
 
-/// How many of one load's warnings are shown one by one; the rest are counted by kind, so a
-/// file with one problem on every other line does not print a line for each.
+/// How many warnings are shown one by one; the rest are counted by kind, so a file with one
+/// problem on every other line does not print a line for each.
 pub const WARNINGS_SHOWN: usize = 10;
 
 /// How many kinds of the warnings not shown one by one are named, the most frequent first.
@@ -120,8 +120,10 @@ const KINDS_NAMED: usize = 3;
 pub trait Warning: fmt::Display {
     /// What warnings of one kind share: the message with its figures set aside.
     fn kind(&self) -> String;
-    /// Where the warnings from this one to `last` are, to begin the line counting them.
-    fn span_to(&self, last: &Self) -> String;
+    /// Where `warnings` (not empty) are, to begin the line counting them.
+    fn place_of(warnings: &[Self]) -> String
+    where
+        Self: Sized;
 }
 
 impl Warning for LoadWarning {
@@ -129,8 +131,12 @@ impl Warning for LoadWarning {
         kind_of(&self.message)
     }
 
-    fn span_to(&self, last: &Self) -> String {
-        format!("{}:{}-{}: ", self.source, self.line, last.line)
+    /// The file and the first and last line: a load adds some warnings (a missing parent)
+    /// after those of later lines.
+    fn place_of(warnings: &[Self]) -> String {
+        let first = warnings.iter().map(|w| w.line).min().unwrap_or_default();
+        let last = warnings.iter().map(|w| w.line).max().unwrap_or_default();
+        format!("{}:{first}-{last}: ", warnings[0].source)
     }
 }
 
@@ -140,7 +146,7 @@ impl Warning for String {
         kind_of(self)
     }
 
-    fn span_to(&self, _: &Self) -> String {
+    fn place_of(_: &[Self]) -> String {
         String::new()
     }
 }
@@ -170,7 +176,7 @@ fn summary_of<W: Warning>(rest: &[W]) -> String {
     }
     format!(
         "{}{} more warnings, not shown one by one: {}",
-        rest[0].span_to(&rest[rest.len() - 1]),
+        W::place_of(rest),
         rest.len(),
         named.join("; ")
     )
@@ -223,12 +229,15 @@ mod tests {
             })
             .collect();
         warnings.push(warning(2000, "a line was cut short"));
+        // Added last, about an earlier line, as a load adds a missing parent's warning.
+        warnings.push(warning(5, "a parent is missing"));
         let shown: Vec<String> = shown_warnings(&warnings).collect();
         assert_eq!(shown.len(), WARNINGS_SHOWN + 1, "{shown:#?}");
         assert_eq!(
             shown[WARNINGS_SHOWN],
-            "s.jsonl:11-2000: 991 more warnings, not shown one by one: \
-             990 × usage.cacheRead N is not a plausible token count; 1 × a line was cut short"
+            "s.jsonl:5-2000: 992 more warnings, not shown one by one: \
+             990 × usage.cacheRead N is not a plausible token count; \
+             1 × a line was cut short; 1 × a parent is missing"
         );
     }
 
